@@ -24,8 +24,13 @@ class _Example(tf.test.TestCase):
 def test_tf_test_case_runs_and_gradient_checker_is_exported():
     import unittest
 
-    result = unittest.TextTestRunner(stream=open("/dev/null", "w")).run(unittest.defaultTestLoader.loadTestsFromTestCase(_Example))
+    result = unittest.TextTestRunner(stream=open("/dev/null", "w")).run(
+        unittest.defaultTestLoader.loadTestsFromTestCase(_Example)
+    )
     assert result.wasSuccessful()
-    assert tf.test.compute_gradient_error is not None and tf.test.is_gpu_available() in (True, False)
+    assert tf.test.compute_gradient_error is not None and tf.test.is_gpu_available() in (
+        True,
+        False,
+    )
     x = tf.constant(np.array([1.0, 2.0]))
     assert tf.test.compute_gradient_error(x, [2], x * x, [2]) < 1e-4

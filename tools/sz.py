@@ -11,7 +11,11 @@ BUDGET = 600
 
 def main(root: str = "flowgraph") -> int:
     sizes = sorted(
-        ((sum(1 for _ in p.open()), p) for p in Path(root).rglob("*.py") if not p.name.endswith("_pb2.py")),
+        (
+            (sum(1 for _ in p.open()), p)
+            for p in Path(root).rglob("*.py")
+            if not p.name.endswith("_pb2.py")
+        ),
         reverse=True,
     )
     total = sum(n for n, _ in sizes)

@@ -63,7 +63,9 @@ def to_attr_value(value, kind: str | None = None) -> AttrValue:
             value if hasattr(value, "tensor_content") else tensor_util.make_tensor_proto(value)
         )
     elif kind == "func":
-        av.func.CopyFrom(value if isinstance(value, NameAttrList) else NameAttrList(name=str(value)))
+        av.func.CopyFrom(
+            value if isinstance(value, NameAttrList) else NameAttrList(name=str(value))
+        )
     else:
         raise TypeError(f"unsupported attr kind {kind}")
     return av

@@ -44,7 +44,10 @@ class DeviceSpec:
     def merge_from(self, other: DeviceSpec) -> DeviceSpec:
         """Fields set in `other` override ours (the inner `tf.device` scope wins)."""
         return DeviceSpec(
-            *(o if o is not None else s for s, o in zip(dataclasses.astuple(self), dataclasses.astuple(other)))
+            *(
+                o if o is not None else s
+                for s, o in zip(dataclasses.astuple(self), dataclasses.astuple(other))
+            )
         )
 
     def replace(self, **kwargs) -> DeviceSpec:
@@ -90,4 +93,3 @@ def parse(spec: str | DeviceSpec | None) -> DeviceSpec:
             dtype = dtype.upper()
             index = None if value in ("", "*") else int(value)
     return DeviceSpec(job, replica, task, dtype, index)
-

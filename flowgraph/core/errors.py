@@ -91,13 +91,19 @@ def _error(name: str, code: int, doc: str, *builtins: type) -> type:
 CancelledError = _error("CancelledError", CANCELLED, "The step or operation was cancelled.")
 UnknownError = _error("UnknownError", UNKNOWN, "An unexpected error inside a kernel.")
 InvalidArgumentError = _error(
-    "InvalidArgumentError", INVALID_ARGUMENT, "An argument has a bad shape, dtype or value.", ValueError
+    "InvalidArgumentError",
+    INVALID_ARGUMENT,
+    "An argument has a bad shape, dtype or value.",
+    ValueError,
 )
 DeadlineExceededError = _error(
     "DeadlineExceededError", DEADLINE_EXCEEDED, "A deadline expired first.", TimeoutError
 )
 NotFoundError = _error(
-    "NotFoundError", NOT_FOUND, "An op type, kernel, device, tensor or file does not exist.", LookupError
+    "NotFoundError",
+    NOT_FOUND,
+    "An op type, kernel, device, tensor or file does not exist.",
+    LookupError,
 )
 AlreadyExistsError = _error("AlreadyExistsError", ALREADY_EXISTS, "The entity already exists.")
 PermissionDeniedError = _error("PermissionDeniedError", PERMISSION_DENIED, "Not permitted.")
@@ -108,7 +114,10 @@ FailedPreconditionError = _error(
 AbortedError = _error("AbortedError", ABORTED, "The operation was aborted (e.g. a task restarted).")
 OutOfRangeError = _error("OutOfRangeError", OUT_OF_RANGE, "Iterated past a valid range.")
 UnimplementedError = _error(
-    "UnimplementedError", UNIMPLEMENTED, "Not supported: an op, dtype or argument value.", NotImplementedError
+    "UnimplementedError",
+    UNIMPLEMENTED,
+    "Not supported: an op, dtype or argument value.",
+    NotImplementedError,
 )
 InternalError = _error("InternalError", INTERNAL, "An internal invariant broke.")
 UnavailableError = _error("UnavailableError", UNAVAILABLE, "A task is not reachable right now.")

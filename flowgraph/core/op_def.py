@@ -82,9 +82,13 @@ def _parse_arg(spec: str) -> ArgDef:
 def _parse_default(text: str, kind: str):
     text = text.strip()
     if kind == "type" or text.startswith("DT_"):
-        return dtypes.as_dtype(text[3:].lower()) if text.startswith("DT_") else dtypes.as_dtype(text)
+        return (
+            dtypes.as_dtype(text[3:].lower()) if text.startswith("DT_") else dtypes.as_dtype(text)
+        )
     if kind.startswith("list(type)"):
-        return [dtypes.as_dtype(t.strip()[3:].lower()) for t in text.strip("[]").split(",") if t.strip()]
+        return [
+            dtypes.as_dtype(t.strip()[3:].lower()) for t in text.strip("[]").split(",") if t.strip()
+        ]
     text = re.sub(r"\btrue\b", "True", re.sub(r"\bfalse\b", "False", text))
     value = ast.literal_eval(text)
     if kind == "float":
@@ -210,7 +214,9 @@ def register_op(op_def: OpDef) -> OpDef:
     site = "".join(traceback.format_stack(limit=3)[:1]).strip().splitlines()[0]
     if op_def.name in _REGISTRY:
         raise errors.AlreadyExistsError(
-            None, None, f"op {op_def.name!r} already registered at {_SITES[op_def.name]} (again at {site})"
+            None,
+            None,
+            f"op {op_def.name!r} already registered at {_SITES[op_def.name]} (again at {site})",
         )
     _REGISTRY[op_def.name] = op_def
     _SITES[op_def.name] = site
@@ -221,7 +227,9 @@ def get_op_def(op_type: str) -> OpDef:
     op_def = _REGISTRY.get(op_type)
     if op_def is None:
         raise errors.NotFoundError(
-            None, None, f"Op type not registered '{op_type}' in binary. Registered: {len(_REGISTRY)} op types"
+            None,
+            None,
+            f"Op type not registered '{op_type}' in binary. Registered: {len(_REGISTRY)} op types",
         )
     return op_def
 

@@ -305,6 +305,7 @@ def broadcast_shape(a: TensorShape, b: TensorShape) -> TensorShape:
         elif x == y:
             out.append(x)
         else:
-            raise ValueError(f"Incompatible shapes for broadcasting: {TensorShape(a)} and {TensorShape(b)}")
+            raise ValueError(
+                f"Incompatible shapes for broadcasting: {TensorShape(a)} and {TensorShape(b)}"
+            )
     return TensorShape(out[::-1])
-

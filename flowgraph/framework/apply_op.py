@@ -15,7 +15,9 @@ from flowgraph.framework import convert, default_graph
 from flowgraph.framework.operation import Operation, Tensor
 
 
-def apply_op(op_type: str, inputs: list, name: str | None = None, *, graph=None, **attrs) -> Operation:
+def apply_op(
+    op_type: str, inputs: list, name: str | None = None, *, graph=None, **attrs
+) -> Operation:
     """Converts `inputs` for `op_type`, infers its type attrs, and adds the op to the graph."""
     op_def = get_op_def(op_type)
     if len(inputs) != len(op_def.inputs):
@@ -25,7 +27,9 @@ def apply_op(op_type: str, inputs: list, name: str | None = None, *, graph=None,
     _bind_from_tensors(op_def, inputs, bound)
     # The op's name is chosen first: a Python value given for input `y` of op `add` becomes
     # the Const `add/y`, as in TF1.
-    op_name = name[:-1] if name is not None and name.endswith("/") else graph.unique_name(name or op_type)
+    op_name = (
+        name[:-1] if name is not None and name.endswith("/") else graph.unique_name(name or op_type)
+    )
     flat, input_types = [], []
     for arg, value in zip(op_def.inputs, inputs):
         if isinstance(value, Tensor):
@@ -43,7 +47,9 @@ def create(graph, op_type, inputs, attrs, name, output_types=None, input_types=N
     op_def = get_op_def(op_type)
     for t in inputs:
         if t.graph is not graph:
-            raise ValueError(f"Tensor {t.name} belongs to {t.graph!r}, but the op is built in {graph!r}")
+            raise ValueError(
+                f"Tensor {t.name} belongs to {t.graph!r}, but the op is built in {graph!r}"
+            )
     full = _complete_attrs(op_type, op_def, attrs)
     if output_types is None:
         output_types = op_def.output_types(full)
@@ -78,7 +84,9 @@ def _bind_from_tensors(op_def, inputs, bound):
         items = value if arg.number_attr and isinstance(value, (list, tuple)) else [value]
         for item in items:
             dtype = getattr(item, "dtype", None)
-            if isinstance(dtype, dtypes.DType) and (isinstance(item, Tensor) or hasattr(item, "_as_graph_element")):
+            if isinstance(dtype, dtypes.DType) and (
+                isinstance(item, Tensor) or hasattr(item, "_as_graph_element")
+            ):
                 bound[arg.type_attr] = dtype.base_dtype
                 break
 
@@ -86,7 +94,9 @@ def _bind_from_tensors(op_def, inputs, bound):
 def _convert_arg(op_type, op_def, arg, value, bound, graph) -> list[Tensor]:
     if arg.number_attr or arg.type_list_attr:
         if not isinstance(value, (list, tuple)):
-            raise TypeError(f"Expected list for '{arg.name}' argument to '{op_type}' Op, not {value!r}.")
+            raise TypeError(
+                f"Expected list for '{arg.name}' argument to '{op_type}' Op, not {value!r}."
+            )
         if arg.number_attr:
             bound[arg.number_attr] = len(value)
         types = bound.get(arg.type_list_attr) if arg.type_list_attr else None
@@ -98,7 +108,9 @@ def _convert_arg(op_type, op_def, arg, value, bound, graph) -> list[Tensor]:
                     f"Tensors in list passed to '{arg.name}' of '{op_type}' Op have types "
                     f"{[v.dtype.name if isinstance(v, Tensor) else type(v).__name__ for v in value]} that don't all match."
                 )
-            t = convert.convert_to_tensor(item, dtype=want, as_ref=arg.is_ref, graph=graph, name=arg.name)
+            t = convert.convert_to_tensor(
+                item, dtype=want, as_ref=arg.is_ref, graph=graph, name=arg.name
+            )
             if arg.type_attr and arg.type_attr not in bound:
                 bound[arg.type_attr] = t.dtype.base_dtype
             out.append(t)
@@ -107,7 +119,9 @@ def _convert_arg(op_type, op_def, arg, value, bound, graph) -> list[Tensor]:
         return _check_types(op_type, arg, out, bound)
     want = arg.type if arg.type is not None else bound.get(arg.type_attr)
     try:
-        t = convert.convert_to_tensor(value, dtype=want, as_ref=arg.is_ref, graph=graph, name=arg.name)
+        t = convert.convert_to_tensor(
+            value, dtype=want, as_ref=arg.is_ref, graph=graph, name=arg.name
+        )
     except (TypeError, ValueError) as e:
         if want is not None and isinstance(value, Tensor):
             # TF1 reports a Tensor of the wrong dtype as a TypeError, not a conversion ValueError.
@@ -122,7 +136,9 @@ def _convert_arg(op_type, op_def, arg, value, bound, graph) -> list[Tensor]:
             f"{value!r} of type '{type(value).__name__}' instead. Error: {e}"
         ) from None
     if arg.is_ref and not t.dtype.is_ref_dtype:
-        raise TypeError(f"'{op_type}' Op requires that input '{arg.name}' be a mutable tensor (e.g. a tf.Variable)")
+        raise TypeError(
+            f"'{op_type}' Op requires that input '{arg.name}' be a mutable tensor (e.g. a tf.Variable)"
+        )
     if arg.type_attr is not None and arg.type_attr not in bound:
         bound[arg.type_attr] = t.dtype.base_dtype
     return _check_types(op_type, arg, [t], bound)
@@ -172,7 +188,9 @@ def _complete_attrs(op_type, op_def, attrs) -> dict:
         elif attr.has_default:
             full[name] = attr.default
         else:
-            raise TypeError(f"No value given for attr '{name}' of '{op_type}' Op (it has no default)")
+            raise TypeError(
+                f"No value given for attr '{name}' of '{op_type}' Op (it has no default)"
+            )
         op_def.check_attr(name, full[name])
     for name, value in attrs.items():
         if name not in op_def.attrs:

@@ -27,10 +27,20 @@ def infer_dtype(value) -> dtypes.DType:
     """TF1's inference: Python int -> int32 (int64 if too large), float -> float32, NumPy keeps."""
     if isinstance(value, (np.ndarray, np.generic)):
         return dtypes.as_dtype(value.dtype)
-    arr = np.asarray(value) if not isinstance(value, (list, tuple)) or value else np.zeros(0, np.float32)
+    arr = (
+        np.asarray(value)
+        if not isinstance(value, (list, tuple)) or value
+        else np.zeros(0, np.float32)
+    )
     if arr.dtype.kind in "SUO":
-        if arr.dtype.kind == "O" and arr.size and not all(isinstance(v, (str, bytes)) for v in arr.flat):
-            raise TypeError(f"Failed to convert object of type {type(value)} to Tensor. Contents: {value!r}.")
+        if (
+            arr.dtype.kind == "O"
+            and arr.size
+            and not all(isinstance(v, (str, bytes)) for v in arr.flat)
+        ):
+            raise TypeError(
+                f"Failed to convert object of type {type(value)} to Tensor. Contents: {value!r}."
+            )
         return dtypes.string
     if arr.dtype.kind == "f":
         return dtypes.float32
@@ -54,16 +64,25 @@ def _check_compatible(value, dtype: dtypes.DType):
             stack.extend(v)
             continue
         if isinstance(v, Tensor):
-            raise TypeError(f"List containing Tensors can not be converted to a constant: {value!r}")
+            raise TypeError(
+                f"List containing Tensors can not be converted to a constant: {value!r}"
+            )
         ok = (
-            dtype.is_bool and isinstance(v, (bool, np.bool_))
-            or dtype.is_integer and isinstance(v, numbers.Integral)
-            or dtype.is_floating and isinstance(v, numbers.Real)
-            or dtype.is_complex and isinstance(v, numbers.Number)
-            or dtype == dtypes.string and isinstance(v, (str, bytes))
+            dtype.is_bool
+            and isinstance(v, (bool, np.bool_))
+            or dtype.is_integer
+            and isinstance(v, numbers.Integral)
+            or dtype.is_floating
+            and isinstance(v, numbers.Real)
+            or dtype.is_complex
+            and isinstance(v, numbers.Number)
+            or dtype == dtypes.string
+            and isinstance(v, (str, bytes))
         )
         if not ok:
-            raise TypeError(f"Expected {dtype.name}, got {v!r} of type '{type(v).__name__}' instead.")
+            raise TypeError(
+                f"Expected {dtype.name}, got {v!r} of type '{type(v).__name__}' instead."
+            )
 
 
 def to_numpy(value, dtype: dtypes.DType | None) -> np.ndarray:
@@ -98,11 +117,20 @@ def constant(value, dtype=None, shape=None, name="Const", verify_shape=False, gr
             if arr.size == 1:
                 arr = np.broadcast_to(arr.reshape(()), shape).copy()
             elif arr.size <= n and arr.size > 0:  # TF1 pads with the last value
-                arr = np.concatenate([arr.reshape(-1), np.repeat(arr.reshape(-1)[-1:], n - arr.size)]).reshape(shape)
+                arr = np.concatenate(
+                    [arr.reshape(-1), np.repeat(arr.reshape(-1)[-1:], n - arr.size)]
+                ).reshape(shape)
             else:
-                raise ValueError(f"Too many elements provided. Needed at most {n}, but received {arr.size}")
+                raise ValueError(
+                    f"Too many elements provided. Needed at most {n}, but received {arr.size}"
+                )
     return apply_op(
-        "Const", [], name=name, graph=graph, value=arr, dtype=dtypes.as_dtype(arr.dtype) if dtype is None else dtype
+        "Const",
+        [],
+        name=name,
+        graph=graph,
+        value=arr,
+        dtype=dtypes.as_dtype(arr.dtype) if dtype is None else dtype,
     ).outputs[0]
 
 
@@ -125,10 +153,14 @@ def convert_to_tensor(value, dtype=None, name=None, preferred_dtype=None, as_ref
             if result is not NotImplemented:
                 return result
     if isinstance(value, Operation):
-        raise TypeError(f"Can't convert Operation '{value.name}' to Tensor (target dtype={dtype}, name={name!r}, as_ref={as_ref})")
+        raise TypeError(
+            f"Can't convert Operation '{value.name}' to Tensor (target dtype={dtype}, name={name!r}, as_ref={as_ref})"
+        )
     if dtype is None and preferred_dtype is not None:
         try:
-            return constant(value, dtypes.as_dtype(preferred_dtype), name=name or "Const", graph=graph)
+            return constant(
+                value, dtypes.as_dtype(preferred_dtype), name=name or "Const", graph=graph
+            )
         except (TypeError, ValueError):
             pass
     return constant(value, dtype, name=name or "Const", graph=graph)
@@ -151,7 +183,11 @@ def constant_value(tensor: Tensor):
         return constant_value(op.inputs[0])
     if t == "Shape":
         s = op.inputs[0].shape
-        return np.array(s.as_list(), op.get_attr("out_type").as_numpy_dtype) if s.is_fully_defined() else None
+        return (
+            np.array(s.as_list(), op.get_attr("out_type").as_numpy_dtype)
+            if s.is_fully_defined()
+            else None
+        )
     if t == "Size":
         n = op.inputs[0].shape.num_elements()
         return None if n is None else np.array(n, op.get_attr("out_type").as_numpy_dtype)
@@ -197,4 +233,3 @@ def constant_value_as_shape(tensor: Tensor) -> shapes.TensorShape:
         return shapes.TensorShape([None if int(d) < 0 else int(d) for d in value])
     rank = tensor.shape.with_rank(1)[0].value if tensor.shape.ndims in (None, 1) else None
     return shapes.unknown_shape(rank)
-

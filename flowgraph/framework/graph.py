@@ -168,7 +168,9 @@ class Graph:
         else:
             ops = []
             for c in control_inputs:
-                op = self.as_graph_element(_control_target(c), allow_tensor=True, allow_operation=True)
+                op = self.as_graph_element(
+                    _control_target(c), allow_tensor=True, allow_operation=True
+                )
                 op = op.op if isinstance(op, Tensor) else op
                 if op not in ops:
                     ops.append(op)
@@ -190,7 +192,9 @@ class Graph:
         for controller in self._controllers[start:]:
             if any(op._id in controller.created for op in input_ops):
                 continue  # an input already runs after this block's control ops
-            result.extend(c for c in controller.control_ops if c not in input_ops and c not in result)
+            result.extend(
+                c for c in controller.control_ops if c not in input_ops and c not in result
+            )
         return result
 
     @contextlib.contextmanager
@@ -218,17 +222,24 @@ class Graph:
     def colocate_with(self, op, ignore_existing: bool = False):
         """New ops are placed with `op` (TF's `_class: loc:@op` attr)."""
         if op is None and not ignore_existing:
-            raise ValueError("Trying to reset colocation (op is None) but ignore_existing is not True")
+            raise ValueError(
+                "Trying to reset colocation (op is None) but ignore_existing is not True"
+            )
         saved = self._colocation_stack
         if ignore_existing:
             self._colocation_stack = []
         if op is not None:
             target = op.op if isinstance(op, Tensor) else getattr(op, "op", op)
             if not isinstance(target, Operation):
-                target = self.as_graph_element(_control_target(op), allow_tensor=True, allow_operation=True)
+                target = self.as_graph_element(
+                    _control_target(op), allow_tensor=True, allow_operation=True
+                )
                 target = target.op if isinstance(target, Tensor) else target
             self._colocation_stack = self._colocation_stack + [target]
-        device_stack, self._device_stack = self._device_stack, ([None] if op is not None else self._device_stack)
+        device_stack, self._device_stack = (
+            self._device_stack,
+            ([None] if op is not None else self._device_stack),
+        )
         try:
             yield
         finally:
@@ -312,17 +323,26 @@ class Graph:
 
     def as_graph_element(self, obj, allow_tensor=True, allow_operation=True):
         """Resolves a Tensor, Operation or 'name'/'name:i' string to an element of this graph."""
-        if allow_tensor and isinstance(obj, Tensor) or allow_operation and isinstance(obj, Operation):
+        if (
+            allow_tensor
+            and isinstance(obj, Tensor)
+            or allow_operation
+            and isinstance(obj, Operation)
+        ):
             owner = obj.graph
             if owner is not self:
-                raise ValueError(f"{obj!r} belongs to {owner!r}, not to {self!r}: it is not an element of this graph.")
+                raise ValueError(
+                    f"{obj!r} belongs to {owner!r}, not to {self!r}: it is not an element of this graph."
+                )
             return obj
         if hasattr(obj, "_as_graph_element"):
             return self.as_graph_element(obj._as_graph_element(), allow_tensor, allow_operation)
         if isinstance(obj, bytes):
             obj = obj.decode()
         if not isinstance(obj, str):
-            kinds = " or ".join(k for k, a in (("Tensor", allow_tensor), ("Operation", allow_operation)) if a)
+            kinds = " or ".join(
+                k for k, a in (("Tensor", allow_tensor), ("Operation", allow_operation)) if a
+            )
             raise TypeError(f"Can not convert a {type(obj).__name__} into a {kinds}.")
         if ":" in obj:
             if not allow_tensor:
@@ -330,7 +350,9 @@ class Graph:
             op_name, _, index = obj.rpartition(":")
             op = self._by_name.get(op_name)
             if op is None:
-                raise KeyError(f"The name '{obj}' refers to a Tensor which does not exist. The operation, '{op_name}', does not exist in the graph.")
+                raise KeyError(
+                    f"The name '{obj}' refers to a Tensor which does not exist. The operation, '{op_name}', does not exist in the graph."
+                )
             try:
                 return op.outputs[int(index)]
             except (IndexError, ValueError):
@@ -379,7 +401,7 @@ class Graph:
         """The GraphDef of ops created after op number `from_version` (all ops by default)."""
         gd = GraphDef()
         gd.versions.CopyFrom(self.graph_def_versions)
-        for op in self._ops[from_version or 0:]:
+        for op in self._ops[from_version or 0 :]:
             nd = gd.node.add()
             nd.CopyFrom(op.node_def)
             if add_shapes:
@@ -418,4 +440,3 @@ def get_default_graph() -> Graph:
 
 def reset_default_graph():
     default_graph.reset()
-

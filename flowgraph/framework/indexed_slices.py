@@ -99,7 +99,9 @@ def _to_dense(value: IndexedSlices, dtype=None, name=None, as_ref=False) -> Tens
     if as_ref:
         raise ValueError(f"Cannot convert IndexedSlices {value!r} to a reference tensor")
     if value.dense_shape is None:
-        raise ValueError(f"Tensor conversion requested for IndexedSlices without dense_shape: {value!r}")
+        raise ValueError(
+            f"Tensor conversion requested for IndexedSlices without dense_shape: {value!r}"
+        )
     known = convert.constant_value(value.dense_shape)
     if known is not None:
         rows = np.asarray(known).reshape(-1)[0]
@@ -112,5 +114,7 @@ def _to_dense(value: IndexedSlices, dtype=None, name=None, as_ref=False) -> Tens
 convert.register_tensor_conversion_function(IndexedSlices, _to_dense)
 
 
-class IndexedSlicesValue(collections.namedtuple("IndexedSlicesValue", ["values", "indices", "dense_shape"])):
+class IndexedSlicesValue(
+    collections.namedtuple("IndexedSlicesValue", ["values", "indices", "dense_shape"])
+):
     """What Session.run returns for a fetched IndexedSlices (TF1's tf.IndexedSlicesValue)."""

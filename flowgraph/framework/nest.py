@@ -27,7 +27,9 @@ def pack_sequence_as(structure, flat):
     flat = list(flat)
     packed, used = _pack(structure, flat, 0)
     if used != len(flat):
-        raise ValueError(f"Structure had {used} elements, but flat_sequence had {len(flat)} elements.")
+        raise ValueError(
+            f"Structure had {used} elements, but flat_sequence had {len(flat)} elements."
+        )
     return packed
 
 
@@ -56,7 +58,9 @@ def assert_same_structure(a, b, what: str = "structures"):
         raise ValueError(f"The two {what} don't have the same nested structure: {a!r} vs {b!r}")
     if not is_sequence(a):
         return
-    if isinstance(a, dict) != isinstance(b, dict) or (isinstance(a, dict) and sorted(a) != sorted(b)):
+    if isinstance(a, dict) != isinstance(b, dict) or (
+        isinstance(a, dict) and sorted(a) != sorted(b)
+    ):
         raise ValueError(f"The two {what} don't have the same nested structure: {a!r} vs {b!r}")
     ca, cb = _children(a), _children(b)
     if len(ca) != len(cb):

@@ -262,4 +262,3 @@ class Tensor:
 
     def __str__(self):
         return f'Tensor("{self.name}", shape={self._shape}, dtype={self._dtype.name})'
-

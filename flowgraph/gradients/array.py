@@ -139,7 +139,9 @@ def _strided_slice_grad(op, grad):
     x, begin, end, strides = op.inputs
     masks = {k: op.get_attr(k) for k in ("begin_mask", "end_mask", "ellipsis_mask",
                                           "new_axis_mask", "shrink_axis_mask")}  # fmt: skip
-    dx = build("StridedSliceGrad", shape(x, begin.dtype.base_dtype), begin, end, strides, grad, **masks)
+    dx = build(
+        "StridedSliceGrad", shape(x, begin.dtype.base_dtype), begin, end, strides, grad, **masks
+    )
     return dx, None, None, None
 
 
@@ -153,7 +155,9 @@ def _strided_slice_grad_grad(op, grad):
 
 def _gather_axis0(params, indices, grad):
     """Gather along axis 0: the gradient is the gathered rows' gradients, kept sparse."""
-    dense_shape = shape(params, dtypes.int64 if indices.dtype.base_dtype == dtypes.int64 else dtypes.int32)
+    dense_shape = shape(
+        params, dtypes.int64 if indices.dtype.base_dtype == dtypes.int64 else dtypes.int32
+    )
     size = build("Size", indices, out_type=indices.dtype.base_dtype)
     inner = params.shape[1:] if params.shape.ndims is not None else None
     if inner is not None and inner.is_fully_defined():
@@ -161,7 +165,9 @@ def _gather_axis0(params, indices, grad):
     else:
         tail = build("StridedSlice", dense_shape, [1], [0], [1], begin_mask=0, end_mask=1,
                      ellipsis_mask=0, new_axis_mask=0, shrink_axis_mask=0)  # fmt: skip
-        values_shape = build("ConcatV2", [cast(build("ExpandDims", size, 0), dense_shape.dtype), tail], 0)
+        values_shape = build(
+            "ConcatV2", [cast(build("ExpandDims", size, 0), dense_shape.dtype), tail], 0
+        )
     values = reshape(grad, values_shape)
     return IndexedSlices(values, reshape(indices, build("ExpandDims", size, 0)), dense_shape)
 
@@ -182,19 +188,27 @@ def _gather_v2_grad(op, grad):
         return _gather_axis0(params, indices, grad), None, None
     rank = params.shape.ndims
     if axis is None or rank is None:
-        raise NotImplementedError(f"the gradient of GatherV2 {op.name} needs a constant axis and the params' rank")
+        raise NotImplementedError(
+            f"the gradient of GatherV2 {op.name} needs a constant axis and the params' rank"
+        )
     axis = int(axis) % rank
     # Move the gathered axis to the front, sum rows by index, move it back.
-    out_rank = rank - 1 + max(indices.shape.ndims or 0, 0) if indices.shape.ndims is not None else None
+    out_rank = (
+        rank - 1 + max(indices.shape.ndims or 0, 0) if indices.shape.ndims is not None else None
+    )
     if out_rank is None:
         raise NotImplementedError(f"the gradient of GatherV2 {op.name} needs the indices' rank")
     n_idx = indices.shape.ndims
-    flat_perm = [axis + i for i in range(n_idx)] + [i for i in range(out_rank) if not axis <= i < axis + n_idx]
+    flat_perm = [axis + i for i in range(n_idx)] + [
+        i for i in range(out_rank) if not axis <= i < axis + n_idx
+    ]
     moved = build("Transpose", grad, flat_perm)
     moved_shape = build("Shape", moved)
     rest = build("StridedSlice", moved_shape, [n_idx], [0], [1], begin_mask=0, end_mask=1,
                  ellipsis_mask=0, new_axis_mask=0, shrink_axis_mask=0)  # fmt: skip
-    values = reshape(moved, build("ConcatV2", [constant([-1], dtypes.int32, graph=grad.graph), rest], 0))
+    values = reshape(
+        moved, build("ConcatV2", [constant([-1], dtypes.int32, graph=grad.graph), rest], 0)
+    )
     rows = build("GatherV2", shape(params), axis, 0)
     summed = build("UnsortedSegmentSum", values, reshape(indices, [-1]), rows)
     back = [i for i in range(1, axis + 1)] + [0] + list(range(axis + 1, rank))

@@ -26,7 +26,13 @@ from flowgraph.framework.indexed_slices import IndexedSlices
 from flowgraph.gradients import util
 from flowgraph.gradients.registry import not_differentiable, register_gradient
 from flowgraph.ops.control_flow import primitives
-from flowgraph.ops.control_flow.contexts import CondContext, WhileContext, context_of, is_inside, output_context
+from flowgraph.ops.control_flow.contexts import (
+    CondContext,
+    WhileContext,
+    context_of,
+    is_inside,
+    output_context,
+)
 
 
 @contextlib.contextmanager
@@ -51,7 +57,9 @@ class GradWhileContext(WhileContext):
     are replaced by their per-iteration history (stack pops); loop invariants re-enter."""
 
     def __init__(self, graph, name, forward: WhileContext, grad_state):
-        super().__init__(graph, name, forward.parallel_iterations, forward.back_prop, forward.swap_memory)
+        super().__init__(
+            graph, name, forward.parallel_iterations, forward.back_prop, forward.swap_memory
+        )
         self.grad_state = grad_state
 
     def add_value(self, val):
@@ -70,7 +78,9 @@ class GradLoopState:
     def __init__(self, graph, forward: WhileContext):
         self.graph = graph
         self.forward = forward
-        self.history: dict[str, object] = {}  # forward tensor name -> its value in the backward loop
+        self.history: dict[
+            str, object
+        ] = {}  # forward tensor name -> its value in the backward loop
         self._build_forward_counter()
         self._build_backward_loop()
 
@@ -79,7 +89,9 @@ class GradLoopState:
         g, fwd = self.graph, self.forward
         with in_context(g, fwd.outer_context):
             zero = util.constant(0, "int32", name="f_count", graph=g)
-            enter = primitives.enter(zero, fwd.name, parallel_iterations=fwd.parallel_iterations, name="f_count")
+            enter = primitives.enter(
+                zero, fwd.name, parallel_iterations=fwd.parallel_iterations, name="f_count"
+            )
         _owned_by(enter.op, fwd)
         with in_context(g, fwd):
             merge = primitives.merge([enter, enter])[0]
@@ -102,7 +114,9 @@ class GradLoopState:
             count = self.forward_count
             if outer is not None:
                 count = outer.add_value(count)
-            enter = primitives.enter(count, ctx.name, parallel_iterations=ctx.parallel_iterations, name="b_count")
+            enter = primitives.enter(
+                count, ctx.name, parallel_iterations=ctx.parallel_iterations, name="b_count"
+            )
         _owned_by(enter.op, ctx)
         with in_context(g, ctx):
             merge = primitives.merge([enter, enter])[0]
@@ -129,7 +143,9 @@ class GradLoopState:
         value_ctx = output_context(value.op)
         if value.op.type == "Const" and not value.op.inputs:
             with in_context(g, ctx):
-                real = util.constant(value.op.get_attr("value"), value.dtype.base_dtype, name="Const", graph=g)
+                real = util.constant(
+                    value.op.get_attr("value"), value.dtype.base_dtype, name="Const", graph=g
+                )
             self.history[value.name] = real
             return real
         with in_context(g, fwd.outer_context):
@@ -144,7 +160,9 @@ class GradLoopState:
             cond = _enclosing_cond(value_ctx, fwd)
             if cond is not None:  # pop only in the iterations where the branch ran
                 handle = primitives.switch(handle, self.real_value(cond.pred))[cond.branch]
-            pop = util.build("StackPopV2", handle, elem_type=value.dtype.base_dtype, name="StackPopV2")
+            pop = util.build(
+                "StackPopV2", handle, elem_type=value.dtype.base_dtype, name="StackPopV2"
+            )
             pop.op._add_control_input(ctx.pivot_for_body.op)
         pop._shape = value.shape
         self.grad_sync._add_control_input(pop.op)
@@ -194,7 +212,9 @@ def loop_gradient(graph, loop: WhileContext, exit_grads: list, backprop_body) ->
         with graph.name_scope(lv.exit.op.name + "_grad"):
             with in_context(graph, outer):
                 g = util.zeros_like(lv.exit) if g is None else convert_to_tensor(g)
-                b_exit = primitives.enter(g, ctx.name, parallel_iterations=ctx.parallel_iterations, name="b_exit")
+                b_exit = primitives.enter(
+                    g, ctx.name, parallel_iterations=ctx.parallel_iterations, name="b_exit"
+                )
             _owned_by(b_exit.op, ctx)
         with in_context(graph, ctx):
             with graph.name_scope(lv.switch.name + "_grad"):
@@ -221,7 +241,7 @@ def loop_gradient(graph, loop: WhileContext, exit_grads: list, backprop_body) ->
                 b_merge.op._update_input(1, primitives.next_iteration(g))
     finally:
         ctx.exit()
-    for enter_out, g in zip(invariants, body_grads[len(lvs):]):
+    for enter_out, g in zip(invariants, body_grads[len(lvs) :]):
         if g is not None:
             result.append((enter_out.op.inputs[0], _accumulate(graph, state, enter_out, g)))
     return result
@@ -241,7 +261,9 @@ def _accumulate(graph, state: GradLoopState, enter_out, grad):
                 zeros = util.build("Fill", util.build("VariableShape", source), fill, name="b_acc")
             else:
                 zeros = util.zeros_like(source, name="b_acc")
-            enter = primitives.enter(zeros, ctx.name, parallel_iterations=ctx.parallel_iterations, name="b_acc")
+            enter = primitives.enter(
+                zeros, ctx.name, parallel_iterations=ctx.parallel_iterations, name="b_acc"
+            )
         _owned_by(enter.op, ctx)
         with in_context(graph, ctx):
             merge = primitives.merge([enter, enter], name="b_acc")[0]
@@ -262,7 +284,11 @@ def zeros_for_output(op, index: int):
     (remembered) predicate instead."""
     ctx = op.graph._control_flow_context
     cond = context_of(op)
-    if not (isinstance(ctx, GradWhileContext) and op.type in ("Switch", "RefSwitch") and isinstance(cond, CondContext)):
+    if not (
+        isinstance(ctx, GradWhileContext)
+        and op.type in ("Switch", "RefSwitch")
+        and isinstance(cond, CondContext)
+    ):
         return util.zeros_like(op.outputs[index])
     value = op.inputs[0]
     if value.shape.is_fully_defined():

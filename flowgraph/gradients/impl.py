@@ -78,7 +78,9 @@ def _to_graph_tensor(x, name: str, as_ref: bool = False):
     return convert.convert_to_tensor(x, name=name, as_ref=as_ref)
 
 
-def _between_ops(to_ops: list[Operation], from_ops: list[Operation], exclude=frozenset()) -> set[Operation]:
+def _between_ops(
+    to_ops: list[Operation], from_ops: list[Operation], exclude=frozenset()
+) -> set[Operation]:
     """Ops on some path from `from_ops` to `to_ops` (steps 1 of the module docstring); paths
     never pass through `exclude` (a loop's own Merge/Switch/NextIteration ring)."""
     reached: set[Operation] = set()
@@ -124,7 +126,9 @@ def _stop_ops(from_ops, stop_gradient_ops, counts) -> set[Operation]:
 def _default_grad_y(y: Tensor, i: int) -> Tensor:
     """ones_like(y) as TF builds it: Fill(shape(y), Const 1 named grad_ys_<i>)."""
     if y.dtype.is_complex:
-        raise TypeError(f"Gradients of complex tensors ({y}) must set grad_ys (y.dtype = {y.dtype.name})")
+        raise TypeError(
+            f"Gradients of complex tensors ({y}) must set grad_ys (y.dtype = {y.dtype.name})"
+        )
     dims = util.shape(y)
     one = util.constant(1, y.dtype.base_dtype, name=f"grad_ys_{i}", graph=y.graph)
     return util.build("Fill", dims, one)
@@ -139,7 +143,9 @@ def _check_grad_y(y: Tensor, grad_y, i: int):
                 f"must be {'complex' if ydt.is_complex else 'real'}"
             )
         if ydt.is_integer and gdt != ydt:
-            raise TypeError(f"Gradient type {gdt.name} generated for integer tensor {y.name} with type {ydt.name} must be {ydt.name}")
+            raise TypeError(
+                f"Gradient type {gdt.name} generated for integer tensor {y.name} with type {ydt.name} must be {ydt.name}"
+            )
         return grad_y
     return convert.convert_to_tensor(grad_y, dtype=y.dtype.base_dtype, name=f"grad_ys_{i}")
 
@@ -170,7 +176,9 @@ def _aggregate(grads: dict, op: Operation, method) -> list:
         elif all(isinstance(g, IndexedSlices) for g in terms):
             out_grads[i] = _concat_slices(terms)
         else:
-            dense = [convert.convert_to_tensor(g) if isinstance(g, IndexedSlices) else g for g in terms]
+            dense = [
+                convert.convert_to_tensor(g) if isinstance(g, IndexedSlices) else g for g in terms
+            ]
             out_grads[i] = _sum_dense(dense, method)
     return out_grads
 
@@ -199,7 +207,11 @@ def _gate(graph, in_grads: list) -> list:
     present = [g for g in in_grads if g is not None]
     if len(present) <= 1:
         return in_grads
-    with graph.device(None), graph.colocate_with(None, ignore_existing=True), graph.name_scope("tuple"):
+    with (
+        graph.device(None),
+        graph.colocate_with(None, ignore_existing=True),
+        graph.name_scope("tuple"),
+    ):
         ops = []
         for g in present:
             op = g.op if isinstance(g, (Tensor, IndexedSlices)) else g
@@ -231,7 +243,9 @@ def _gradient_function(op: Operation):
     try:
         return registry.get_gradient_function(op_type)
     except LookupError:
-        raise LookupError(f"No gradient defined for operation '{op.name}' (op type: {op_type})") from None
+        raise LookupError(
+            f"No gradient defined for operation '{op.name}' (op type: {op_type})"
+        ) from None
 
 
 def gradients(ys, xs, grad_ys=None, name="gradients", colocate_gradients_with_ops=False,
@@ -359,8 +373,13 @@ def _backprop_loop(graph, loop, between, grads, gate, method, colocate) -> list:
 
     for outside, g in control_flow.loop_gradient(graph, loop, exit_grads, backprop_body):
         _add_grad(grads, outside, g)
-    return [t for op in between if _loop_of(op, context_of_level(loop)) is loop for t in op.inputs
-            if _loop_of(t.op, context_of_level(loop)) is not loop]
+    return [
+        t
+        for op in between
+        if _loop_of(op, context_of_level(loop)) is loop
+        for t in op.inputs
+        if _loop_of(t.op, context_of_level(loop)) is not loop
+    ]
 
 
 def context_of_level(loop):
@@ -418,8 +437,13 @@ def _result(grads: dict, x: Tensor, unconnected: UnconnectedGradients):
         g = op_grads[x.value_index]
         if isinstance(g, list):  # received gradients but x's op never ran backprop
             g = [t for t in g if t is not None]
-            g = None if not g else g[0] if len(g) == 1 else _sum_dense(
-                [convert.convert_to_tensor(t) for t in g], AggregationMethod.ADD_N)
+            g = (
+                None
+                if not g
+                else g[0]
+                if len(g) == 1
+                else _sum_dense([convert.convert_to_tensor(t) for t in g], AggregationMethod.ADD_N)
+            )
     if g is None and unconnected == UnconnectedGradients.ZERO:
         return util.zeros_like(x)
     return g

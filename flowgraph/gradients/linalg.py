@@ -16,7 +16,9 @@ def _matmul_grad(op, grad):
     t_a, t_b = op.get_attr("transpose_a"), op.get_attr("transpose_b")
     a, b = conj(op.inputs[0]), conj(op.inputs[1])
     if not t_a and not t_b:
-        return build("MatMul", grad, b, transpose_b=True), build("MatMul", a, grad, transpose_a=True)
+        return build("MatMul", grad, b, transpose_b=True), build(
+            "MatMul", a, grad, transpose_a=True
+        )
     if not t_a and t_b:
         return build("MatMul", grad, b), build("MatMul", grad, a, transpose_a=True)
     if t_a and not t_b:
@@ -104,7 +106,9 @@ def _cholesky_grad(op, grad):
     eye = build("MatrixDiag", build("OnesLike", build("MatrixDiagPart", l)))
     l_inverse = build("MatrixTriangularSolve", l, eye, lower=True, adjoint=False)
     middle = _mm(l, grad, adj_a=True)
-    half_diag = build("Mul", constant(0.5, l.dtype.base_dtype, graph=l.graph), build("MatrixDiagPart", middle))
+    half_diag = build(
+        "Mul", constant(0.5, l.dtype.base_dtype, graph=l.graph), build("MatrixDiagPart", middle)
+    )
     middle = build("MatrixSetDiag", middle, half_diag)
     middle = build("MatrixBandPart", middle, constant(-1, dtypes.int64, graph=l.graph),
                    constant(0, dtypes.int64, graph=l.graph))  # fmt: skip

@@ -12,7 +12,16 @@ import numpy as np
 
 from flowgraph.core import dtypes
 from flowgraph.gradients.registry import not_differentiable, register_gradient
-from flowgraph.gradients.util import build, cast, conj, constant, reduce_sum, reshape, shape, zeros_like
+from flowgraph.gradients.util import (
+    build,
+    cast,
+    conj,
+    constant,
+    reduce_sum,
+    reshape,
+    shape,
+    zeros_like,
+)
 
 # -- broadcasting ------------------------------------------------------------------------------
 
@@ -221,22 +230,40 @@ UNARY = {
     "Exp": lambda x, y, g: _mul(g, conj(y)),
     "Expm1": lambda x, y, g: _mul(g, build("Exp", conj(x))),
     "Log": lambda x, y, g: _mul(g, build("Reciprocal", conj(x))),
-    "Log1p": lambda x, y, g: _mul(g, build("Reciprocal", build("AddV2", _const_like(1, x), conj(x)))),
+    "Log1p": lambda x, y, g: _mul(
+        g, build("Reciprocal", build("AddV2", _const_like(1, x), conj(x)))
+    ),
     "Sin": lambda x, y, g: _mul(g, build("Cos", conj(x))),
     "Cos": lambda x, y, g: _mul(g, _neg(build("Sin", conj(x)))),
     "Tan": lambda x, y, g: _mul(g, build("Square", build("Reciprocal", build("Cos", conj(x))))),
-    "Asin": lambda x, y, g: _mul(g, build("Rsqrt", build("Sub", _const_like(1, x), build("Square", conj(x))))),
-    "Acos": lambda x, y, g: _neg(_mul(g, build("Rsqrt", build("Sub", _const_like(1, x), build("Square", conj(x)))))),
-    "Atan": lambda x, y, g: _mul(g, build("Reciprocal", build("AddV2", _const_like(1, x), build("Square", conj(x))))),
+    "Asin": lambda x, y, g: _mul(
+        g, build("Rsqrt", build("Sub", _const_like(1, x), build("Square", conj(x))))
+    ),
+    "Acos": lambda x, y, g: _neg(
+        _mul(g, build("Rsqrt", build("Sub", _const_like(1, x), build("Square", conj(x)))))
+    ),
+    "Atan": lambda x, y, g: _mul(
+        g, build("Reciprocal", build("AddV2", _const_like(1, x), build("Square", conj(x))))
+    ),
     "Sinh": lambda x, y, g: _mul(g, build("Cosh", conj(x))),
     "Cosh": lambda x, y, g: _mul(g, build("Sinh", conj(x))),
     "Tanh": lambda x, y, g: build("TanhGrad", y, g),
-    "Asinh": lambda x, y, g: build("RealDiv" if not x.dtype.is_complex else "Div", g, build("Cosh", conj(y))),
-    "Acosh": lambda x, y, g: build("RealDiv" if not x.dtype.is_complex else "Div", g, build("Sinh", conj(y))),
-    "Atanh": lambda x, y, g: _mul(g, build("Reciprocal", build("Sub", _const_like(1, x), build("Square", conj(x))))),
+    "Asinh": lambda x, y, g: build(
+        "RealDiv" if not x.dtype.is_complex else "Div", g, build("Cosh", conj(y))
+    ),
+    "Acosh": lambda x, y, g: build(
+        "RealDiv" if not x.dtype.is_complex else "Div", g, build("Sinh", conj(y))
+    ),
+    "Atanh": lambda x, y, g: _mul(
+        g, build("Reciprocal", build("Sub", _const_like(1, x), build("Square", conj(x))))
+    ),
     "Sigmoid": lambda x, y, g: build("SigmoidGrad", y, g),
-    "Erf": lambda x, y, g: _mul(g, _mul(_const_like(2 / np.sqrt(np.pi), x), build("Exp", _neg(build("Square", x))))),
-    "Erfc": lambda x, y, g: _mul(g, _mul(_const_like(-2 / np.sqrt(np.pi), x), build("Exp", _neg(build("Square", x))))),
+    "Erf": lambda x, y, g: _mul(
+        g, _mul(_const_like(2 / np.sqrt(np.pi), x), build("Exp", _neg(build("Square", x))))
+    ),
+    "Erfc": lambda x, y, g: _mul(
+        g, _mul(_const_like(-2 / np.sqrt(np.pi), x), build("Exp", _neg(build("Square", x))))
+    ),
     "Lgamma": lambda x, y, g: _mul(g, build("Digamma", conj(x))),
     "Conj": lambda x, y, g: build("Conj", g),
     "Sign": lambda x, y, g: zeros_like(x),

@@ -86,7 +86,9 @@ register_gradient("SeluGrad")(_negative_part_grad_grad("SeluGrad"))
 def _softplus_grad_grad(op, grad):
     """d/dx [dy * sigmoid(x)] = dy / (exp(-x) + 2 + exp(x))."""
     dy, x = op.inputs
-    denominator = build("AddV2", build("AddV2", build("Exp", build("Neg", x)), 2.0), build("Exp", x))
+    denominator = build(
+        "AddV2", build("AddV2", build("Exp", build("Neg", x)), 2.0), build("Exp", x)
+    )
     return build("SoftplusGrad", grad, x), build("RealDiv", build("Mul", grad, dy), denominator)
 
 
@@ -181,8 +183,14 @@ def _fused_batch_norm_grad(grad_op: str, reserves: int):
         else:
             stats = [op.inputs[3], op.inputs[4]] + [op.outputs[5]] * (reserves - 2)
         dx, dscale, doffset, _, _ = build(
-            grad_op, grad_y, x, scale, *stats, epsilon=op.get_attr("epsilon"),
-            data_format=op.get_attr("data_format"), is_training=training,
+            grad_op,
+            grad_y,
+            x,
+            scale,
+            *stats,
+            epsilon=op.get_attr("epsilon"),
+            data_format=op.get_attr("data_format"),
+            is_training=training,
         )
         return dx, dscale, doffset, None, None
 

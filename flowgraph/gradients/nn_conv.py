@@ -11,7 +11,14 @@ from __future__ import annotations
 from flowgraph.gradients.registry import register_gradient
 from flowgraph.gradients.util import build, shape, zeros_like
 
-_CONV_ATTRS = ("strides", "padding", "explicit_paddings", "data_format", "dilations", "use_cudnn_on_gpu")
+_CONV_ATTRS = (
+    "strides",
+    "padding",
+    "explicit_paddings",
+    "data_format",
+    "dilations",
+    "use_cudnn_on_gpu",
+)
 _POOL_ATTRS = ("ksize", "strides", "padding", "data_format")
 
 
@@ -57,7 +64,11 @@ def _max_pool_grad(op, grad):
 @register_gradient("MaxPoolGrad")
 def _max_pool_grad_grad(op, grad):
     x, y, _ = op.inputs
-    return zeros_like(x), zeros_like(y), build("MaxPoolGradGrad", x, y, grad, **_attrs(op, _POOL_ATTRS))
+    return (
+        zeros_like(x),
+        zeros_like(y),
+        build("MaxPoolGradGrad", x, y, grad, **_attrs(op, _POOL_ATTRS)),
+    )
 
 
 @register_gradient("MaxPoolGradGrad")

@@ -118,7 +118,9 @@ def _prod_grad(op, grad):
         grad = reshape(grad, _reduced_shape(input_shape, op.inputs[1]))
     grad = build("BroadcastTo", grad, input_shape)
     rank = build("Rank", x)
-    reduced = cast(build("FloorMod", build("AddV2", cast(axes, dtypes.int32), rank), rank), dtypes.int32)
+    reduced = cast(
+        build("FloorMod", build("AddV2", cast(axes, dtypes.int32), rank), rank), dtypes.int32
+    )
     idx = build("Range", constant(0, dtypes.int32, graph=x.graph), rank,
                 constant(1, dtypes.int32, graph=x.graph))  # fmt: skip
     other = build("ListDiff", idx, reduced, out_idx=dtypes.int32)[0]
@@ -150,4 +152,3 @@ def _cumprod_grad(op, grad):
     prod = build("Cumprod", x, axis, exclusive=exclusive, reverse=reverse)
     out = build("Cumsum", build("Mul", prod, grad), axis, exclusive=exclusive, reverse=not reverse)
     return build("RealDiv" if not x.dtype.is_complex else "Div", out, x), None
-

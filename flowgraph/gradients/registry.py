@@ -36,7 +36,8 @@ def register_gradient(op_type: str):
     def decorate(fn):
         if op_type in _GRADIENTS:
             raise errors.AlreadyExistsError(
-                None, None,
+                None,
+                None,
                 f"gradient for '{op_type}' already registered at {_SITES[op_type]} (again at {_site()})",
             )
         _GRADIENTS[op_type] = fn

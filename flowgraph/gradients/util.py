@@ -22,8 +22,10 @@ from flowgraph.framework.operation import Tensor
 
 
 def _is_graph_value(value) -> bool:
-    return isinstance(value, Tensor) or hasattr(value, "_as_graph_element") or (
-        hasattr(value, "values") and hasattr(value, "indices")
+    return (
+        isinstance(value, Tensor)
+        or hasattr(value, "_as_graph_element")
+        or (hasattr(value, "values") and hasattr(value, "indices"))
     )
 
 

@@ -81,8 +81,10 @@ def find_kernel(op_type: str, device_type: str, attrs: dict) -> KernelDef:
     )
     types = ", ".join(f"{k}={v.name}" for k, v in attrs.items() if isinstance(v, dtypes.DType))
     raise errors.NotFoundError(
-        None, None,
-        f"No registered kernel for '{op_type}' on {device_type}" + (f" with {types}" if types else "")
+        None,
+        None,
+        f"No registered kernel for '{op_type}' on {device_type}"
+        + (f" with {types}" if types else "")
         + f"; registered: {have or 'none'}",
     )
 
@@ -100,7 +102,16 @@ class KernelContext:
     type, decoded attrs, device (with its resource containers) and the types of its inputs and
     outputs. Stateful kernels keep their state here (e.g. a random generator)."""
 
-    __slots__ = ("name", "op_type", "attrs", "device", "input_types", "output_types", "state", "node_def")
+    __slots__ = (
+        "name",
+        "op_type",
+        "attrs",
+        "device",
+        "input_types",
+        "output_types",
+        "state",
+        "node_def",
+    )
 
     def __init__(self, name, op_type, attrs, device, input_types, output_types, node_def=None):
         self.name = name

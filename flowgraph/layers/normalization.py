@@ -160,7 +160,9 @@ class BatchNormalization(Layer):
             )
             moving_variance_target = variance * n / math_ops.maximum(n - 1.0, 1.0)
         self.add_update(_assign_moving_average(self.moving_mean, mean, momentum))
-        self.add_update(_assign_moving_average(self.moving_variance, moving_variance_target, momentum))
+        self.add_update(
+            _assign_moving_average(self.moving_variance, moving_variance_target, momentum)
+        )
         return outputs
 
     def compute_output_shape(self, input_shape):

@@ -25,30 +25,98 @@ def _merge_shape(ctx):
 
 for _ref in ("", "Ref"):
     _t = "Ref(T)" if _ref else "T"
-    register_op(OpDef(f"{_ref}Switch", inputs=[f"data: {_t}", "pred: bool"],
-                      outputs=[f"output_false: {_t}", f"output_true: {_t}"], attrs=["T: type"],
-                      shape_fn=_switch_shape))
-    register_op(OpDef(f"{_ref}Merge", inputs=[f"inputs: N * {_t}"], outputs=[f"output: {_t}", "value_index: int32"],
-                      attrs=["T: type", "N: int >= 1"], shape_fn=_merge_shape))
-    register_op(OpDef(f"{_ref}Enter", inputs=[f"data: {_t}"], outputs=[f"output: {_t}"],
-                      attrs=["T: type", "frame_name: string", "is_constant: bool = false",
-                             "parallel_iterations: int = 10"], shape_fn=unchanged))
-    register_op(OpDef(f"{_ref}Exit", inputs=[f"data: {_t}"], outputs=[f"output: {_t}"], attrs=["T: type"],
-                      shape_fn=unchanged))
-    register_op(OpDef(f"{_ref}NextIteration", inputs=[f"data: {_t}"], outputs=[f"output: {_t}"],
-                      attrs=["T: type"], shape_fn=unchanged))
+    register_op(
+        OpDef(
+            f"{_ref}Switch",
+            inputs=[f"data: {_t}", "pred: bool"],
+            outputs=[f"output_false: {_t}", f"output_true: {_t}"],
+            attrs=["T: type"],
+            shape_fn=_switch_shape,
+        )
+    )
+    register_op(
+        OpDef(
+            f"{_ref}Merge",
+            inputs=[f"inputs: N * {_t}"],
+            outputs=[f"output: {_t}", "value_index: int32"],
+            attrs=["T: type", "N: int >= 1"],
+            shape_fn=_merge_shape,
+        )
+    )
+    register_op(
+        OpDef(
+            f"{_ref}Enter",
+            inputs=[f"data: {_t}"],
+            outputs=[f"output: {_t}"],
+            attrs=[
+                "T: type",
+                "frame_name: string",
+                "is_constant: bool = false",
+                "parallel_iterations: int = 10",
+            ],
+            shape_fn=unchanged,
+        )
+    )
+    register_op(
+        OpDef(
+            f"{_ref}Exit",
+            inputs=[f"data: {_t}"],
+            outputs=[f"output: {_t}"],
+            attrs=["T: type"],
+            shape_fn=unchanged,
+        )
+    )
+    register_op(
+        OpDef(
+            f"{_ref}NextIteration",
+            inputs=[f"data: {_t}"],
+            outputs=[f"output: {_t}"],
+            attrs=["T: type"],
+            shape_fn=unchanged,
+        )
+    )
 register_op(OpDef("LoopCond", inputs=["input: bool"], outputs=["output: bool"], shape_fn=scalar))
 register_op(OpDef("ControlTrigger", shape_fn=no_outputs))
-register_op(OpDef("Abort", attrs=["error_msg: string = ''", "exit_without_error: bool = false"],
-                  shape_fn=no_outputs, is_stateful=True))
+register_op(
+    OpDef(
+        "Abort",
+        attrs=["error_msg: string = ''", "exit_without_error: bool = false"],
+        shape_fn=no_outputs,
+        is_stateful=True,
+    )
+)
 
 # Stacks: per-step LIFO resources that hold forward values of each loop iteration (§4.4, gradients).
-register_op(OpDef("StackV2", inputs=["max_size: int32"], outputs=["handle: resource"],
-                  attrs=["elem_type: type", "stack_name: string = ''"], shape_fn=scalar, is_stateful=True))
-register_op(OpDef("StackPushV2", inputs=["handle: resource", "elem: T"], outputs=["output: T"],
-                  attrs=["T: type", "swap_memory: bool = false"],
-                  shape_fn=lambda ctx: ctx.input_shapes[1], is_stateful=True))
-register_op(OpDef("StackPopV2", inputs=["handle: resource"], outputs=["elem: elem_type"],
-                  attrs=["elem_type: type"], shape_fn=lambda ctx: unknown_shape(), is_stateful=True))
-register_op(OpDef("StackCloseV2", inputs=["handle: resource"], shape_fn=no_outputs, is_stateful=True))
-
+register_op(
+    OpDef(
+        "StackV2",
+        inputs=["max_size: int32"],
+        outputs=["handle: resource"],
+        attrs=["elem_type: type", "stack_name: string = ''"],
+        shape_fn=scalar,
+        is_stateful=True,
+    )
+)
+register_op(
+    OpDef(
+        "StackPushV2",
+        inputs=["handle: resource", "elem: T"],
+        outputs=["output: T"],
+        attrs=["T: type", "swap_memory: bool = false"],
+        shape_fn=lambda ctx: ctx.input_shapes[1],
+        is_stateful=True,
+    )
+)
+register_op(
+    OpDef(
+        "StackPopV2",
+        inputs=["handle: resource"],
+        outputs=["elem: elem_type"],
+        attrs=["elem_type: type"],
+        shape_fn=lambda ctx: unknown_shape(),
+        is_stateful=True,
+    )
+)
+register_op(
+    OpDef("StackCloseV2", inputs=["handle: resource"], shape_fn=no_outputs, is_stateful=True)
+)

@@ -36,7 +36,11 @@ def _dynamic_stitch_shape(ctx):
         if ind.ndims is not None and dat.ndims is not None:
             inner = inner.merge_with(dat[ind.ndims :])
     consts = [ctx.input_constant(i) for i in range(n)]
-    rows = None if any(c is None for c in consts) else max((int(c.max()) + 1 if c.size else 0) for c in consts)
+    rows = (
+        None
+        if any(c is None for c in consts)
+        else max((int(c.max()) + 1 if c.size else 0) for c in consts)
+    )
     return TensorShape([rows]).concatenate(inner)
 
 
@@ -76,7 +80,9 @@ def _mirror_pad_grad_shape(ctx):
     dims = ctx.input_shapes[0].as_tuple()
     if pads is None or dims is None:
         return unknown_shape(ctx.input_shapes[0].ndims)
-    return TensorShape([None if d is None else d - int(p[0]) - int(p[1]) for d, p in zip(dims, pads)])
+    return TensorShape(
+        [None if d is None else d - int(p[0]) - int(p[1]) for d, p in zip(dims, pads)]
+    )
 
 
 register_op(OpDef("MirrorPadGrad", inputs=["input: T", "paddings: Tpaddings"], outputs=["output: T"],

@@ -12,7 +12,9 @@ from flowgraph.core.shapes import Dimension, TensorShape, broadcast_shape, unkno
 
 _MATMUL_TYPES = "{half, float, double, int32, int64, complex64, complex128}"
 _LINALG_TYPES = "{half, float, double, complex64, complex128}"
-_DIAG_TYPES = "{half, float, double, int8, int16, int32, int64, uint8, uint16, complex64, complex128, bool}"
+_DIAG_TYPES = (
+    "{half, float, double, int8, int16, int32, int64, uint8, uint16, complex64, complex128, bool}"
+)
 
 
 def _inner(k1: Dimension, k2: Dimension):

@@ -23,21 +23,49 @@ ACTIVATIONS = {
 }
 # Their gradient ops read (gradients, features) or, for Elu/Selu, (gradients, outputs).
 for _op, (_types, _extra) in ACTIVATIONS.items():
-    register_op(OpDef(_op, inputs=["features: T"], outputs=["activations: T"],
-                      attrs=[f"T: {_types}"] + _extra, shape_fn=unchanged))
+    register_op(
+        OpDef(
+            _op,
+            inputs=["features: T"],
+            outputs=["activations: T"],
+            attrs=[f"T: {_types}"] + _extra,
+            shape_fn=unchanged,
+        )
+    )
     _second = "outputs" if _op in ("Elu", "Selu") else "features"
-    register_op(OpDef(f"{_op}Grad", inputs=["gradients: T", f"{_second}: T"], outputs=["backprops: T"],
-                      attrs=[f"T: {_types}"] + _extra, shape_fn=merge_all))
+    register_op(
+        OpDef(
+            f"{_op}Grad",
+            inputs=["gradients: T", f"{_second}: T"],
+            outputs=["backprops: T"],
+            attrs=[f"T: {_types}"] + _extra,
+            shape_fn=merge_all,
+        )
+    )
 
 
 def _at_least_1d(ctx):
     return ctx.input_shapes[0].with_rank_at_least(1)
 
 
-register_op(OpDef("Softmax", inputs=["logits: T"], outputs=["softmax: T"], attrs=[f"T: {_FLOATS}"],
-                  shape_fn=_at_least_1d))
-register_op(OpDef("LogSoftmax", inputs=["logits: T"], outputs=["logsoftmax: T"],
-                  attrs=[f"T: {_FLOATS}"], shape_fn=_at_least_1d))
+register_op(
+    OpDef(
+        "Softmax",
+        inputs=["logits: T"],
+        outputs=["softmax: T"],
+        attrs=[f"T: {_FLOATS}"],
+        shape_fn=_at_least_1d,
+    )
+)
+register_op(
+    OpDef(
+        "LogSoftmax",
+        inputs=["logits: T"],
+        outputs=["logsoftmax: T"],
+        attrs=[f"T: {_FLOATS}"],
+        shape_fn=_at_least_1d,
+    )
+)
 
 
 # -- bias -----------------------------------------------------------------------------------------
@@ -66,18 +94,40 @@ def _bias_add_grad_shape(ctx):
     return TensorShape([shape.as_list()[1 if fmt == "NCHW" else -1]])
 
 
-register_op(OpDef("BiasAdd", inputs=["value: T", "bias: T"], outputs=["output: T"],
-                  attrs=["T: numbertypes", "data_format: {'NHWC', 'NCHW'} = 'NHWC'"],
-                  shape_fn=_bias_add_shape))
-register_op(OpDef("BiasAddV1", inputs=["value: T", "bias: T"], outputs=["output: T"],
-                  attrs=["T: numbertypes"], shape_fn=_bias_add_shape))
-register_op(OpDef("BiasAddGrad", inputs=["out_backprop: T"], outputs=["output: T"],
-                  attrs=["T: numbertypes", "data_format: {'NHWC', 'NCHW'} = 'NHWC'"],
-                  shape_fn=_bias_add_grad_shape))
+register_op(
+    OpDef(
+        "BiasAdd",
+        inputs=["value: T", "bias: T"],
+        outputs=["output: T"],
+        attrs=["T: numbertypes", "data_format: {'NHWC', 'NCHW'} = 'NHWC'"],
+        shape_fn=_bias_add_shape,
+    )
+)
+register_op(
+    OpDef(
+        "BiasAddV1",
+        inputs=["value: T", "bias: T"],
+        outputs=["output: T"],
+        attrs=["T: numbertypes"],
+        shape_fn=_bias_add_shape,
+    )
+)
+register_op(
+    OpDef(
+        "BiasAddGrad",
+        inputs=["out_backprop: T"],
+        outputs=["output: T"],
+        attrs=["T: numbertypes", "data_format: {'NHWC', 'NCHW'} = 'NHWC'"],
+        shape_fn=_bias_add_grad_shape,
+    )
+)
 
 # -- losses ---------------------------------------------------------------------------------------
-register_op(OpDef("L2Loss", inputs=["t: T"], outputs=["output: T"], attrs=[f"T: {_FLOATS}"],
-                  shape_fn=scalar))
+register_op(
+    OpDef(
+        "L2Loss", inputs=["t: T"], outputs=["output: T"], attrs=[f"T: {_FLOATS}"], shape_fn=scalar
+    )
+)
 
 
 def _xent_shape(ctx, sparse: bool):
@@ -106,19 +156,46 @@ def _broadcast_dim(a, b):
     return a if a is not None else b
 
 
-register_op(OpDef("SoftmaxCrossEntropyWithLogits", inputs=["features: T", "labels: T"],
-                  outputs=["loss: T", "backprop: T"], attrs=[f"T: {_FLOATS}"], shape_fn=lambda ctx: _xent_shape(ctx, False)))
-register_op(OpDef("SparseSoftmaxCrossEntropyWithLogits", inputs=["features: T", "labels: Tlabels"],
-                  outputs=["loss: T", "backprop: T"],
-                  attrs=[f"T: {_FLOATS}", "Tlabels: {int32, int64} = DT_INT64"], shape_fn=lambda ctx: _xent_shape(ctx, True)))
+register_op(
+    OpDef(
+        "SoftmaxCrossEntropyWithLogits",
+        inputs=["features: T", "labels: T"],
+        outputs=["loss: T", "backprop: T"],
+        attrs=[f"T: {_FLOATS}"],
+        shape_fn=lambda ctx: _xent_shape(ctx, False),
+    )
+)
+register_op(
+    OpDef(
+        "SparseSoftmaxCrossEntropyWithLogits",
+        inputs=["features: T", "labels: Tlabels"],
+        outputs=["loss: T", "backprop: T"],
+        attrs=[f"T: {_FLOATS}", "Tlabels: {int32, int64} = DT_INT64"],
+        shape_fn=lambda ctx: _xent_shape(ctx, True),
+    )
+)
 
 # -- normalization --------------------------------------------------------------------------------
 _LRN_ATTRS = ["depth_radius: int = 5", "bias: float = 1.0", "alpha: float = 1.0", "beta: float = 0.5",
               "T: {half, bfloat16, float} = DT_FLOAT"]  # fmt: skip
-register_op(OpDef("LRN", inputs=["input: T"], outputs=["output: T"], attrs=_LRN_ATTRS,
-                  shape_fn=lambda ctx: ctx.input_shapes[0].with_rank(4)))
-register_op(OpDef("LRNGrad", inputs=["input_grads: T", "input_image: T", "output_image: T"],
-                  outputs=["output: T"], attrs=_LRN_ATTRS, shape_fn=merge_all))
+register_op(
+    OpDef(
+        "LRN",
+        inputs=["input: T"],
+        outputs=["output: T"],
+        attrs=_LRN_ATTRS,
+        shape_fn=lambda ctx: ctx.input_shapes[0].with_rank(4),
+    )
+)
+register_op(
+    OpDef(
+        "LRNGrad",
+        inputs=["input_grads: T", "input_image: T", "output_image: T"],
+        outputs=["output: T"],
+        attrs=_LRN_ATTRS,
+        shape_fn=merge_all,
+    )
+)
 
 
 def _channels(ctx, i=0):
@@ -153,19 +230,40 @@ _BN_ATTRS = ["epsilon: float = 0.0001", "exponential_avg_factor: float = 1.0",
              "data_format: {'NHWC', 'NCHW'} = 'NHWC'", "is_training: bool = true"]  # fmt: skip
 _BN_GRAD_ATTRS = ["epsilon: float = 0.0001", "data_format: {'NHWC', 'NCHW'} = 'NHWC'",
                   "is_training: bool = true"]  # fmt: skip
+
+
 def _register_fused_batch_norm(suffix: str, x: str, u: str, type_attrs: list, reserves: int):
     """FusedBatchNorm{suffix} and its gradient op; `reserves` is how many reserve_space outputs."""
     outs = [f"y: {x}", f"batch_mean: {u}", f"batch_variance: {u}"]
     outs += [f"reserve_space_{i}: {u}" for i in range(1, reserves + 1)]
     ins = [f"x: {x}", f"scale: {u}", f"offset: {u}", f"mean: {u}", f"variance: {u}"]
-    register_op(OpDef(f"FusedBatchNorm{suffix}", inputs=ins, outputs=outs,
-                      attrs=type_attrs + _BN_ATTRS, shape_fn=_fused_bn_shape))
+    register_op(
+        OpDef(
+            f"FusedBatchNorm{suffix}",
+            inputs=ins,
+            outputs=outs,
+            attrs=type_attrs + _BN_ATTRS,
+            shape_fn=_fused_bn_shape,
+        )
+    )
     grad_ins = [f"y_backprop: {x}", f"x: {x}", f"scale: {u}"]
     grad_ins += [f"reserve_space_{i}: {u}" for i in range(1, reserves + 1)]
-    grad_outs = [f"x_backprop: {x}", f"scale_backprop: {u}", f"offset_backprop: {u}",
-                 f"reserve_space_{reserves + 1}: {u}", f"reserve_space_{reserves + 2}: {u}"]
-    register_op(OpDef(f"FusedBatchNormGrad{suffix}", inputs=grad_ins, outputs=grad_outs,
-                      attrs=type_attrs + _BN_GRAD_ATTRS, shape_fn=_fused_bn_grad_shape))
+    grad_outs = [
+        f"x_backprop: {x}",
+        f"scale_backprop: {u}",
+        f"offset_backprop: {u}",
+        f"reserve_space_{reserves + 1}: {u}",
+        f"reserve_space_{reserves + 2}: {u}",
+    ]
+    register_op(
+        OpDef(
+            f"FusedBatchNormGrad{suffix}",
+            inputs=grad_ins,
+            outputs=grad_outs,
+            attrs=type_attrs + _BN_GRAD_ATTRS,
+            shape_fn=_fused_bn_grad_shape,
+        )
+    )
 
 
 # V1 is float only; V2 types x by T and the statistics by U; V3 adds a third reserve output.
@@ -189,11 +287,24 @@ def _top_k_shape(ctx):
     return [out, out]
 
 
-register_op(OpDef("TopKV2", inputs=["input: T", "k: int32"], outputs=["values: T", "indices: int32"],
-                  attrs=["sorted: bool = true", "T: realnumbertypes"], shape_fn=_top_k_shape))
-register_op(OpDef("TopK", inputs=["input: T"], outputs=["values: T", "indices: int32"],
-                  attrs=["k: int >= 0", "sorted: bool = true", "T: realnumbertypes"],
-                  shape_fn=_top_k_shape))
+register_op(
+    OpDef(
+        "TopKV2",
+        inputs=["input: T", "k: int32"],
+        outputs=["values: T", "indices: int32"],
+        attrs=["sorted: bool = true", "T: realnumbertypes"],
+        shape_fn=_top_k_shape,
+    )
+)
+register_op(
+    OpDef(
+        "TopK",
+        inputs=["input: T"],
+        outputs=["values: T", "indices: int32"],
+        attrs=["k: int >= 0", "sorted: bool = true", "T: realnumbertypes"],
+        shape_fn=_top_k_shape,
+    )
+)
 
 
 def _in_top_k_shape(ctx):
@@ -203,11 +314,24 @@ def _in_top_k_shape(ctx):
     return TensorShape([pred[0].merge_with(targets[0]).value])
 
 
-register_op(OpDef("InTopKV2", inputs=["predictions: float", "targets: T", "k: T"],
-                  outputs=["precision: bool"], attrs=["T: {int32, int64} = DT_INT32"],
-                  shape_fn=_in_top_k_shape))
-register_op(OpDef("InTopK", inputs=["predictions: float", "targets: T"], outputs=["precision: bool"],
-                  attrs=["k: int", "T: {int32, int64} = DT_INT32"], shape_fn=_in_top_k_shape))
+register_op(
+    OpDef(
+        "InTopKV2",
+        inputs=["predictions: float", "targets: T", "k: T"],
+        outputs=["precision: bool"],
+        attrs=["T: {int32, int64} = DT_INT32"],
+        shape_fn=_in_top_k_shape,
+    )
+)
+register_op(
+    OpDef(
+        "InTopK",
+        inputs=["predictions: float", "targets: T"],
+        outputs=["precision: bool"],
+        attrs=["k: int", "T: {int32, int64} = DT_INT32"],
+        shape_fn=_in_top_k_shape,
+    )
+)
 
 
 # -- candidate sampling ---------------------------------------------------------------------------
@@ -223,12 +347,29 @@ def _sampler_shape(ctx):
 
 _SAMPLER_ATTRS = ["num_true: int >= 1", "num_sampled: int >= 1", "unique: bool", "range_max: int >= 1",
                   "seed: int = 0", "seed2: int = 0"]  # fmt: skip
-_SAMPLER_OUTS = ["sampled_candidates: int64", "true_expected_count: float", "sampled_expected_count: float"]
+_SAMPLER_OUTS = [
+    "sampled_candidates: int64",
+    "true_expected_count: float",
+    "sampled_expected_count: float",
+]
 for _op in ("UniformCandidateSampler", "LogUniformCandidateSampler"):
-    register_op(OpDef(_op, inputs=["true_classes: int64"], outputs=_SAMPLER_OUTS, attrs=_SAMPLER_ATTRS,
-                      shape_fn=_sampler_shape, is_stateful=True))
+    register_op(
+        OpDef(
+            _op,
+            inputs=["true_classes: int64"],
+            outputs=_SAMPLER_OUTS,
+            attrs=_SAMPLER_ATTRS,
+            shape_fn=_sampler_shape,
+            is_stateful=True,
+        )
+    )
 
-register_op(OpDef("ComputeAccidentalHits", inputs=["true_classes: int64", "sampled_candidates: int64"],
-                  outputs=["indices: int32", "ids: int64", "weights: float"],
-                  attrs=["num_true: int", "seed: int = 0", "seed2: int = 0"],
-                  shape_fn=lambda ctx: [TensorShape([None])] * 3))
+register_op(
+    OpDef(
+        "ComputeAccidentalHits",
+        inputs=["true_classes: int64", "sampled_candidates: int64"],
+        outputs=["indices: int32", "ids: int64", "weights: float"],
+        attrs=["num_true: int", "seed: int = 0", "seed2: int = 0"],
+        shape_fn=lambda ctx: [TensorShape([None])] * 3,
+    )
+)

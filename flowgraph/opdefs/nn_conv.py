@@ -105,7 +105,9 @@ def _windowed(ctx, in_shape, kh, kw, out_channels, strides_attr="strides", dilat
     n, h, w, _ = _nhwc(in_shape, fmt)
     sh, sw = _four(ctx, strides_attr, fmt)
     dh, dw = _four(ctx, "dilations", fmt) if dilated else (1, 1)
-    pad_h, pad_w = _explicit_pads(ctx, fmt) if "explicit_paddings" in ctx.attrs else ((0, 0), (0, 0))
+    pad_h, pad_w = (
+        _explicit_pads(ctx, fmt) if "explicit_paddings" in ctx.attrs else ((0, 0), (0, 0))
+    )
     pad = ctx.attrs["padding"]
     oh = None if kh is None else window_geometry(h, kh, sh, dh, pad, pad_h)[0]
     ow = None if kw is None else window_geometry(w, kw, sw, dw, pad, pad_w)[0]
@@ -163,35 +165,108 @@ def _shape_of_input(i):
 _CONV_ATTRS = [f"T: {_FLOATS}", "strides: list(int)", "use_cudnn_on_gpu: bool = true",
                _PADDING_EXPLICIT, "explicit_paddings: list(int) = []", _FORMAT,
                "dilations: list(int) = [1, 1, 1, 1]"]  # fmt: skip
-register_op(OpDef("Conv2D", inputs=["input: T", "filter: T"], outputs=["output: T"],
-                  attrs=_CONV_ATTRS, shape_fn=_conv2d_shape))
-register_op(OpDef("Conv2DBackpropInput", inputs=["input_sizes: int32", "filter: T", "out_backprop: T"],
-                  outputs=["output: T"], attrs=_CONV_ATTRS, shape_fn=_shape_from_input(0)))
-register_op(OpDef("Conv2DBackpropFilter", inputs=["input: T", "filter_sizes: int32", "out_backprop: T"],
-                  outputs=["output: T"], attrs=_CONV_ATTRS, shape_fn=_shape_from_input(1)))
+register_op(
+    OpDef(
+        "Conv2D",
+        inputs=["input: T", "filter: T"],
+        outputs=["output: T"],
+        attrs=_CONV_ATTRS,
+        shape_fn=_conv2d_shape,
+    )
+)
+register_op(
+    OpDef(
+        "Conv2DBackpropInput",
+        inputs=["input_sizes: int32", "filter: T", "out_backprop: T"],
+        outputs=["output: T"],
+        attrs=_CONV_ATTRS,
+        shape_fn=_shape_from_input(0),
+    )
+)
+register_op(
+    OpDef(
+        "Conv2DBackpropFilter",
+        inputs=["input: T", "filter_sizes: int32", "out_backprop: T"],
+        outputs=["output: T"],
+        attrs=_CONV_ATTRS,
+        shape_fn=_shape_from_input(1),
+    )
+)
 
 _DEPTHWISE_ATTRS = [f"T: {_FLOATS}", "strides: list(int)", _PADDING_EXPLICIT,
                     "explicit_paddings: list(int) = []", _FORMAT,
                     "dilations: list(int) = [1, 1, 1, 1]"]  # fmt: skip
-register_op(OpDef("DepthwiseConv2dNative", inputs=["input: T", "filter: T"], outputs=["output: T"],
-                  attrs=_DEPTHWISE_ATTRS, shape_fn=_depthwise_shape))
-register_op(OpDef("DepthwiseConv2dNativeBackpropInput",
-                  inputs=["input_sizes: int32", "filter: T", "out_backprop: T"], outputs=["output: T"],
-                  attrs=_DEPTHWISE_ATTRS, shape_fn=_shape_from_input(0)))
-register_op(OpDef("DepthwiseConv2dNativeBackpropFilter",
-                  inputs=["input: T", "filter_sizes: int32", "out_backprop: T"], outputs=["output: T"],
-                  attrs=_DEPTHWISE_ATTRS, shape_fn=_shape_from_input(1)))
+register_op(
+    OpDef(
+        "DepthwiseConv2dNative",
+        inputs=["input: T", "filter: T"],
+        outputs=["output: T"],
+        attrs=_DEPTHWISE_ATTRS,
+        shape_fn=_depthwise_shape,
+    )
+)
+register_op(
+    OpDef(
+        "DepthwiseConv2dNativeBackpropInput",
+        inputs=["input_sizes: int32", "filter: T", "out_backprop: T"],
+        outputs=["output: T"],
+        attrs=_DEPTHWISE_ATTRS,
+        shape_fn=_shape_from_input(0),
+    )
+)
+register_op(
+    OpDef(
+        "DepthwiseConv2dNativeBackpropFilter",
+        inputs=["input: T", "filter_sizes: int32", "out_backprop: T"],
+        outputs=["output: T"],
+        attrs=_DEPTHWISE_ATTRS,
+        shape_fn=_shape_from_input(1),
+    )
+)
 
 _POOL_ATTRS = ["ksize: list(int) >= 4", "strides: list(int) >= 4", _PADDING, _FORMAT]
-register_op(OpDef("MaxPool", inputs=["input: T"], outputs=["output: T"],
-                  attrs=[f"T: {_POOL_TYPES} = DT_FLOAT"] + _POOL_ATTRS, shape_fn=_pool_shape))
-register_op(OpDef("MaxPoolGrad", inputs=["orig_input: T", "orig_output: T", "grad: T"],
-                  outputs=["output: T"], attrs=["T: realnumbertypes = DT_FLOAT"] + _POOL_ATTRS,
-                  shape_fn=_shape_of_input(0)))
-register_op(OpDef("MaxPoolGradGrad", inputs=["orig_input: T", "orig_output: T", "grad: T"],
-                  outputs=["output: T"], attrs=["T: realnumbertypes"] + _POOL_ATTRS,
-                  shape_fn=_shape_of_input(1)))
-register_op(OpDef("AvgPool", inputs=["value: T"], outputs=["output: T"],
-                  attrs=[f"T: {_FLOATS}"] + _POOL_ATTRS, shape_fn=_pool_shape))
-register_op(OpDef("AvgPoolGrad", inputs=["orig_input_shape: int32", "grad: T"], outputs=["output: T"],
-                  attrs=[f"T: {_FLOATS}"] + _POOL_ATTRS, shape_fn=_shape_from_input(0)))
+register_op(
+    OpDef(
+        "MaxPool",
+        inputs=["input: T"],
+        outputs=["output: T"],
+        attrs=[f"T: {_POOL_TYPES} = DT_FLOAT"] + _POOL_ATTRS,
+        shape_fn=_pool_shape,
+    )
+)
+register_op(
+    OpDef(
+        "MaxPoolGrad",
+        inputs=["orig_input: T", "orig_output: T", "grad: T"],
+        outputs=["output: T"],
+        attrs=["T: realnumbertypes = DT_FLOAT"] + _POOL_ATTRS,
+        shape_fn=_shape_of_input(0),
+    )
+)
+register_op(
+    OpDef(
+        "MaxPoolGradGrad",
+        inputs=["orig_input: T", "orig_output: T", "grad: T"],
+        outputs=["output: T"],
+        attrs=["T: realnumbertypes"] + _POOL_ATTRS,
+        shape_fn=_shape_of_input(1),
+    )
+)
+register_op(
+    OpDef(
+        "AvgPool",
+        inputs=["value: T"],
+        outputs=["output: T"],
+        attrs=[f"T: {_FLOATS}"] + _POOL_ATTRS,
+        shape_fn=_pool_shape,
+    )
+)
+register_op(
+    OpDef(
+        "AvgPoolGrad",
+        inputs=["orig_input_shape: int32", "grad: T"],
+        outputs=["output: T"],
+        attrs=[f"T: {_FLOATS}"] + _POOL_ATTRS,
+        shape_fn=_shape_from_input(0),
+    )
+)

@@ -9,7 +9,21 @@ from flowgraph.opdefs.shape_fns import no_outputs, unknown
 _EDGE_ATTRS = ["tensor_name: string", "send_device: string", "send_device_incarnation: int",
                "recv_device: string", "client_terminated: bool = false"]  # fmt: skip
 
-register_op(OpDef("_Send", inputs=["tensor: T"], attrs=["T: type"] + _EDGE_ATTRS,
-                  shape_fn=no_outputs, is_stateful=True))
-register_op(OpDef("_Recv", outputs=["tensor: tensor_type"], attrs=["tensor_type: type"] + _EDGE_ATTRS,
-                  shape_fn=unknown, is_stateful=True))
+register_op(
+    OpDef(
+        "_Send",
+        inputs=["tensor: T"],
+        attrs=["T: type"] + _EDGE_ATTRS,
+        shape_fn=no_outputs,
+        is_stateful=True,
+    )
+)
+register_op(
+    OpDef(
+        "_Recv",
+        outputs=["tensor: tensor_type"],
+        attrs=["tensor_type: type"] + _EDGE_ATTRS,
+        shape_fn=unknown,
+        is_stateful=True,
+    )
+)

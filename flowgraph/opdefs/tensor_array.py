@@ -20,32 +20,102 @@ def _gather_shape(ctx):
     return TensorShape([n]).concatenate(ctx.attrs.get("element_shape", unknown_shape()))
 
 
-register_op(OpDef("TensorArrayV3", inputs=["size: int32"], outputs=["handle: resource", "flow: float"],
-                  attrs=["dtype: type", "element_shape: shape = None", "dynamic_size: bool = false",
-                         "clear_after_read: bool = true", "identical_element_shapes: bool = false",
-                         "tensor_array_name: string = ''"],
-                  shape_fn=lambda ctx: [TensorShape([2]), TensorShape([])], is_stateful=True))
-register_op(OpDef("TensorArrayWriteV3", inputs=["handle: resource", "index: int32", "value: T", "flow_in: float"],
-                  outputs=["flow_out: float"], attrs=["T: type"], shape_fn=_FLOW, is_stateful=True))
-register_op(OpDef("TensorArrayReadV3", inputs=["handle: resource", "index: int32", "flow_in: float"],
-                  outputs=["value: dtype"], attrs=["dtype: type"], shape_fn=lambda ctx: unknown_shape(),
-                  is_stateful=True))
-register_op(OpDef("TensorArrayGatherV3", inputs=["handle: resource", "indices: int32", "flow_in: float"],
-                  outputs=["value: dtype"], attrs=["dtype: type", "element_shape: shape = None"],
-                  shape_fn=_gather_shape, is_stateful=True))
-register_op(OpDef("TensorArrayScatterV3",
-                  inputs=["handle: resource", "indices: int32", "value: T", "flow_in: float"],
-                  outputs=["flow_out: float"], attrs=["T: type"], shape_fn=_FLOW, is_stateful=True))
-register_op(OpDef("TensorArrayConcatV3", inputs=["handle: resource", "flow_in: float"],
-                  outputs=["value: dtype", "lengths: int64"],
-                  attrs=["dtype: type", "element_shape_except0: shape = None"],
-                  shape_fn=lambda ctx: [unknown_shape(), TensorShape([None])], is_stateful=True))
-register_op(OpDef("TensorArraySplitV3",
-                  inputs=["handle: resource", "value: T", "lengths: int64", "flow_in: float"],
-                  outputs=["flow_out: float"], attrs=["T: type"], shape_fn=_FLOW, is_stateful=True))
-register_op(OpDef("TensorArraySizeV3", inputs=["handle: resource", "flow_in: float"], outputs=["size: int32"],
-                  shape_fn=scalar, is_stateful=True))
-register_op(OpDef("TensorArrayCloseV3", inputs=["handle: resource"], shape_fn=no_outputs, is_stateful=True))
-register_op(OpDef("TensorArrayGradV3", inputs=["handle: resource", "flow_in: float"],
-                  outputs=["grad_handle: resource", "flow_out: float"], attrs=["source: string"],
-                  shape_fn=lambda ctx: [TensorShape([2]), TensorShape([])], is_stateful=True))
+register_op(
+    OpDef(
+        "TensorArrayV3",
+        inputs=["size: int32"],
+        outputs=["handle: resource", "flow: float"],
+        attrs=[
+            "dtype: type",
+            "element_shape: shape = None",
+            "dynamic_size: bool = false",
+            "clear_after_read: bool = true",
+            "identical_element_shapes: bool = false",
+            "tensor_array_name: string = ''",
+        ],
+        shape_fn=lambda ctx: [TensorShape([2]), TensorShape([])],
+        is_stateful=True,
+    )
+)
+register_op(
+    OpDef(
+        "TensorArrayWriteV3",
+        inputs=["handle: resource", "index: int32", "value: T", "flow_in: float"],
+        outputs=["flow_out: float"],
+        attrs=["T: type"],
+        shape_fn=_FLOW,
+        is_stateful=True,
+    )
+)
+register_op(
+    OpDef(
+        "TensorArrayReadV3",
+        inputs=["handle: resource", "index: int32", "flow_in: float"],
+        outputs=["value: dtype"],
+        attrs=["dtype: type"],
+        shape_fn=lambda ctx: unknown_shape(),
+        is_stateful=True,
+    )
+)
+register_op(
+    OpDef(
+        "TensorArrayGatherV3",
+        inputs=["handle: resource", "indices: int32", "flow_in: float"],
+        outputs=["value: dtype"],
+        attrs=["dtype: type", "element_shape: shape = None"],
+        shape_fn=_gather_shape,
+        is_stateful=True,
+    )
+)
+register_op(
+    OpDef(
+        "TensorArrayScatterV3",
+        inputs=["handle: resource", "indices: int32", "value: T", "flow_in: float"],
+        outputs=["flow_out: float"],
+        attrs=["T: type"],
+        shape_fn=_FLOW,
+        is_stateful=True,
+    )
+)
+register_op(
+    OpDef(
+        "TensorArrayConcatV3",
+        inputs=["handle: resource", "flow_in: float"],
+        outputs=["value: dtype", "lengths: int64"],
+        attrs=["dtype: type", "element_shape_except0: shape = None"],
+        shape_fn=lambda ctx: [unknown_shape(), TensorShape([None])],
+        is_stateful=True,
+    )
+)
+register_op(
+    OpDef(
+        "TensorArraySplitV3",
+        inputs=["handle: resource", "value: T", "lengths: int64", "flow_in: float"],
+        outputs=["flow_out: float"],
+        attrs=["T: type"],
+        shape_fn=_FLOW,
+        is_stateful=True,
+    )
+)
+register_op(
+    OpDef(
+        "TensorArraySizeV3",
+        inputs=["handle: resource", "flow_in: float"],
+        outputs=["size: int32"],
+        shape_fn=scalar,
+        is_stateful=True,
+    )
+)
+register_op(
+    OpDef("TensorArrayCloseV3", inputs=["handle: resource"], shape_fn=no_outputs, is_stateful=True)
+)
+register_op(
+    OpDef(
+        "TensorArrayGradV3",
+        inputs=["handle: resource", "flow_in: float"],
+        outputs=["grad_handle: resource", "flow_out: float"],
+        attrs=["source: string"],
+        shape_fn=lambda ctx: [TensorShape([2]), TensorShape([])],
+        is_stateful=True,
+    )
+)

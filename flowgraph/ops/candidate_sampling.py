@@ -35,13 +35,26 @@ def _sampler(op_type, true_classes, num_true, num_sampled, unique, range_max, se
     return tuple(op.outputs)
 
 
-def uniform_candidate_sampler(true_classes, num_true, num_sampled, unique, range_max, seed=None, name=None):
+def uniform_candidate_sampler(
+    true_classes, num_true, num_sampled, unique, range_max, seed=None, name=None
+):
     """(sampled_candidates, true_expected_count, sampled_expected_count) drawn uniformly from
     [0, range_max); `unique` samples without replacement."""
-    return _sampler("UniformCandidateSampler", true_classes, num_true, num_sampled, unique, range_max, seed, name)
+    return _sampler(
+        "UniformCandidateSampler",
+        true_classes,
+        num_true,
+        num_sampled,
+        unique,
+        range_max,
+        seed,
+        name,
+    )
 
 
-def log_uniform_candidate_sampler(true_classes, num_true, num_sampled, unique, range_max, seed=None, name=None):
+def log_uniform_candidate_sampler(
+    true_classes, num_true, num_sampled, unique, range_max, seed=None, name=None
+):
     """Like uniform_candidate_sampler, with P(k) = log((k + 2) / (k + 1)) / log(range_max + 1)
     (Zipf's law: suited to classes sorted by decreasing frequency)."""
     return _sampler("LogUniformCandidateSampler", true_classes, num_true, num_sampled, unique, range_max, seed,
@@ -66,7 +79,9 @@ def _sampled_logits(weights, biases, labels, inputs, num_sampled, num_classes, n
     inputs = convert_to_tensor(inputs, name="inputs")
     labels_flat = array_ops.reshape(labels, [-1])
     if sampled_values is None:
-        sampled_values = log_uniform_candidate_sampler(labels, num_true, num_sampled, True, num_classes, seed=seed)
+        sampled_values = log_uniform_candidate_sampler(
+            labels, num_true, num_sampled, True, num_classes, seed=seed
+        )
     sampled, true_expected, sampled_expected = (array_ops.stop_gradient(s) for s in sampled_values)
     sampled = math_ops.cast(sampled, dtypes.int64)
     all_ids = array_ops.concat([labels_flat, sampled], 0)
@@ -75,12 +90,16 @@ def _sampled_logits(weights, biases, labels, inputs, num_sampled, num_classes, n
     n_true = array_ops.size(labels_flat)
     true_w = array_ops.slice(all_w, array_ops.stack([0, 0]), array_ops.stack([n_true, -1]))
     sampled_w = array_ops.slice(all_w, array_ops.stack([n_true, 0]), [-1, -1])
-    true_b = array_ops.reshape(array_ops.slice(all_b, array_ops.stack([0]), array_ops.stack([n_true])), [-1, num_true])
+    true_b = array_ops.reshape(
+        array_ops.slice(all_b, array_ops.stack([0]), array_ops.stack([n_true])), [-1, num_true]
+    )
     sampled_b = array_ops.slice(all_b, array_ops.stack([n_true]), [-1])
     # [batch, num_true]: each example's input dotted with each of its true classes' weights.
     dim = array_ops.shape(true_w)[1:2]
     true_w = array_ops.reshape(true_w, array_ops.concat([[-1, num_true], dim], 0))
-    true_logits = reduction_ops.reduce_sum(math_ops.multiply(array_ops.expand_dims(inputs, 1), true_w), 2)
+    true_logits = reduction_ops.reduce_sum(
+        math_ops.multiply(array_ops.expand_dims(inputs, 1), true_w), 2
+    )
     true_logits = math_ops.add(true_logits, true_b)
     sampled_logits = math_ops.add(linalg_ops.matmul(inputs, sampled_w, transpose_b=True), sampled_b)
     if remove_accidental_hits:
@@ -90,9 +109,12 @@ def _sampled_logits(weights, biases, labels, inputs, num_sampled, num_classes, n
         mask = array_ops.scatter_nd(where, math_ops.cast(hit_weights, sampled_logits.dtype), shape)
         sampled_logits = math_ops.add(sampled_logits, mask)
     if subtract_log_q:
-        true_logits = math_ops.subtract(true_logits, math_ops.log(math_ops.cast(true_expected, true_logits.dtype)))
-        sampled_logits = math_ops.subtract(sampled_logits,
-                                           math_ops.log(math_ops.cast(sampled_expected, sampled_logits.dtype)))
+        true_logits = math_ops.subtract(
+            true_logits, math_ops.log(math_ops.cast(true_expected, true_logits.dtype))
+        )
+        sampled_logits = math_ops.subtract(
+            sampled_logits, math_ops.log(math_ops.cast(sampled_expected, sampled_logits.dtype))
+        )
     logits = array_ops.concat([true_logits, sampled_logits], 1)
     out_labels = array_ops.concat([math_ops.divide(array_ops.ones_like(true_logits), float(num_true)),
                                    array_ops.zeros_like(sampled_logits)], 1)  # fmt: skip
@@ -105,11 +127,15 @@ def nce_loss(weights, biases, labels, inputs, num_sampled, num_classes, num_true
     against sampled noise classes (Gutmann & Hyvarinen; word2vec's training objective)."""
     from flowgraph.ops.nn import sigmoid_cross_entropy_with_logits
 
-    graph = graph_of([weights if not isinstance(weights, (list, tuple)) else weights[0], biases, inputs])
+    graph = graph_of(
+        [weights if not isinstance(weights, (list, tuple)) else weights[0], biases, inputs]
+    )
     with graph.as_default(), graph.name_scope(name or "nce_loss"):
         logits, labels = _sampled_logits(weights, biases, labels, inputs, num_sampled, num_classes, num_true,
                                          sampled_values, True, remove_accidental_hits, partition_strategy, None)  # fmt: skip
-        losses = sigmoid_cross_entropy_with_logits(labels=labels, logits=logits, name="sampled_losses")
+        losses = sigmoid_cross_entropy_with_logits(
+            labels=labels, logits=logits, name="sampled_losses"
+        )
         return reduction_ops.reduce_sum(losses, 1)
 
 
@@ -119,7 +145,9 @@ def sampled_softmax_loss(weights, biases, labels, inputs, num_sampled, num_class
     """Softmax cross-entropy per example over the true and the sampled classes only."""
     from flowgraph.ops.nn import softmax_cross_entropy_with_logits_v2
 
-    graph = graph_of([weights if not isinstance(weights, (list, tuple)) else weights[0], biases, inputs])
+    graph = graph_of(
+        [weights if not isinstance(weights, (list, tuple)) else weights[0], biases, inputs]
+    )
     with graph.as_default(), graph.name_scope(name or "sampled_softmax_loss"):
         logits, labels = _sampled_logits(weights, biases, labels, inputs, num_sampled, num_classes, num_true,
                                          sampled_values, True, remove_accidental_hits, partition_strategy, seed)  # fmt: skip

@@ -72,14 +72,18 @@ def _route(flat_ids, params, partition_strategy):
     return shard, row
 
 
-def embedding_lookup(params, ids, partition_strategy="mod", name=None, validate_indices=True, max_norm=None):
+def embedding_lookup(
+    params, ids, partition_strategy="mod", name=None, validate_indices=True, max_norm=None
+):
     """The rows of `params` named by `ids`: a tensor of shape ids.shape + params.shape[1:].
 
     `params` is a tensor or variable, or a list of shards of one. Example:
         embed = tf.nn.embedding_lookup(embeddings, word_ids)
     """
     if partition_strategy not in ("mod", "div"):
-        raise ValueError(f"Unrecognized partition strategy: {partition_strategy!r} (expected 'mod' or 'div')")
+        raise ValueError(
+            f"Unrecognized partition strategy: {partition_strategy!r} (expected 'mod' or 'div')"
+        )
     if params is None or (isinstance(params, (list, tuple)) and not params):
         raise ValueError("Need at least one param")
     params = list(params) if isinstance(params, (list, tuple)) else [params]

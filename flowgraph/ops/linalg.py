@@ -68,7 +68,9 @@ def _tensordot_axes(axes, rank_a: int, rank_b: int) -> tuple[list, list]:
         if n < 0:
             raise ValueError(f"'axes' must be at least 0, got {n}.")
         if n > rank_a or n > rank_b:
-            raise ValueError(f"'axes' must not be larger than the number of dimensions of tensor: {n}")
+            raise ValueError(
+                f"'axes' must not be larger than the number of dimensions of tensor: {n}"
+            )
         return list(range(rank_a - n, rank_a)), list(range(n))
     if isinstance(axes, (list, tuple, np.ndarray)) and len(axes) == 2:
         a_axes, b_axes = axes
@@ -196,7 +198,9 @@ def _only_main_diagonal(function: str, **args) -> None:
     for key, value in args.items():
         if not isinstance(value, (numbers.Number, np.ndarray)) or np.any(value != defaults[key]):
             raise errors.UnimplementedError(
-                None, None, f"{function}: argument {key}={value!r} is not supported (only {defaults[key]})"
+                None,
+                None,
+                f"{function}: argument {key}={value!r} is not supported (only {defaults[key]})",
             )
 
 
@@ -254,7 +258,12 @@ def eye(num_rows, num_columns=None, batch_shape=None, dtype=dtypes.float32, name
         rows, cols = _static_int(num_rows), _static_int(num_columns)
         batch = [] if batch_shape is None else batch_shape
         batch_static = [_static_int(d) for d in batch] if isinstance(batch, (list, tuple)) else None
-        if rows is not None and cols is not None and batch_static is not None and None not in batch_static:
+        if (
+            rows is not None
+            and cols is not None
+            and batch_static is not None
+            and None not in batch_static
+        ):
             if rows < 0 or cols < 0:
                 raise ValueError("num_rows and num_columns must be non-negative integers.")
             ones = constant(np.ones(batch_static + [min(rows, cols)], dtype.as_numpy_dtype))
@@ -265,7 +274,9 @@ def eye(num_rows, num_columns=None, batch_shape=None, dtype=dtypes.float32, name
         # Sizes known only at run time: Fill the ones and zeros from shape tensors.
         rows_t = math_ops.cast(num_rows, dtypes.int32)
         cols_t = math_ops.cast(num_columns, dtypes.int32)
-        batch_t = math_ops.cast(batch if batch_static != [] else np.zeros(0, np.int32), dtypes.int32)
+        batch_t = math_ops.cast(
+            batch if batch_static != [] else np.zeros(0, np.int32), dtypes.int32
+        )
         size = math_ops.minimum(rows_t, cols_t)
         diag_shape = _op("ConcatV2", [[batch_t, _op("Pack", [[size]])], 0])
         ones = _op("Fill", [diag_shape, constant(1, dtype=dtype)])

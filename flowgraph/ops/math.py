@@ -132,7 +132,9 @@ def _same_dtype(x, y):
     x = convert_to_tensor(x, name="x")
     y = convert_to_tensor(y, name="y", preferred_dtype=x.dtype.base_dtype)
     if x.dtype.base_dtype != y.dtype.base_dtype:
-        raise TypeError(f"x and y must have the same dtype, got {x.dtype.name!r} != {y.dtype.name!r}")
+        raise TypeError(
+            f"x and y must have the same dtype, got {x.dtype.name!r} != {y.dtype.name!r}"
+        )
     return x, y
 
 
@@ -226,7 +228,9 @@ def add_n(inputs, name=None):
     Example: tf.add_n([a, b, c])
     """
     if not inputs or not isinstance(inputs, (list, tuple)):
-        raise ValueError("inputs must be a list of at least one Tensor with the same dtype and shape")
+        raise ValueError(
+            "inputs must be a list of at least one Tensor with the same dtype and shape"
+        )
     inputs = [convert_to_tensor(x) for x in inputs]
     if len(inputs) == 1:
         if name:
@@ -323,10 +327,14 @@ def saturate_cast(value, dtype, name=None):
         if src.is_bool or limits.is_bool:
             return cast(value, dtype, name=scope)
         if src.min < limits.min:
-            lo = convert_to_tensor(np.array(limits.min).astype(value.dtype.as_numpy_dtype), name="min")
+            lo = convert_to_tensor(
+                np.array(limits.min).astype(value.dtype.as_numpy_dtype), name="min"
+            )
             value = maximum(value, lo)
         if src.max > limits.max:
-            hi = convert_to_tensor(np.array(limits.max).astype(value.dtype.as_numpy_dtype), name="max")
+            hi = convert_to_tensor(
+                np.array(limits.max).astype(value.dtype.as_numpy_dtype), name="max"
+            )
             value = minimum(value, hi)
         return cast(value, dtype, name=scope)
 
@@ -414,7 +422,6 @@ __all__ = [
     "to_int64", "to_complex64", "to_complex128", "saturate_cast", "scalar_mul", "conj", "real",
     "imag", "complex",
 ]  # fmt: skip
-
 
 
 # -- Tensor operator overloads (TF1's math_ops._OverrideBinaryOperatorHelper) ------------------

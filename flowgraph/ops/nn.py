@@ -139,7 +139,9 @@ def bias_add(value, bias, data_format=None, name=None):
     with graph.as_default(), scope as scope_name:
         value = convert_to_tensor(value, name="input")
         bias = convert_to_tensor(bias, dtype=value.dtype, name="bias")
-        return apply_op("BiasAdd", [value, bias], name=scope_name, data_format=data_format).outputs[0]
+        return apply_op("BiasAdd", [value, bias], name=scope_name, data_format=data_format).outputs[
+            0
+        ]
 
 
 def xw_plus_b(x, weights, biases, name=None):
@@ -185,7 +187,10 @@ def moments(x, axes, shift=None, name=None, keep_dims=None, keepdims=None):
         y = math_ops.cast(x, dtypes.float32) if x.dtype == dtypes.float16 else x
         mean = reduction_ops.reduce_mean(y, axes, keepdims=True, name="mean")
         variance = reduction_ops.reduce_mean(
-            math_ops.squared_difference(y, array_ops.stop_gradient(mean)), axes, keepdims=True, name="variance"
+            math_ops.squared_difference(y, array_ops.stop_gradient(mean)),
+            axes,
+            keepdims=True,
+            name="variance",
         )
         if not keep:
             mean = array_ops.squeeze(mean, axes)
@@ -219,14 +224,18 @@ def fused_batch_norm(x, scale, offset=None, mean=None, variance=None, epsilon=0.
     if data_format not in ("NHWC", "NCHW"):
         raise ValueError(f"data_format must be 'NHWC' or 'NCHW', got {data_format!r}")
     if not is_training and (mean is None or variance is None):
-        raise ValueError("Both 'mean' and 'variance' must be a 1D tensor when is_training is False.")
+        raise ValueError(
+            "Both 'mean' and 'variance' must be a 1D tensor when is_training is False."
+        )
     graph, scope = _scope(name, "FusedBatchNorm", [x, scale, offset])
     with graph.as_default(), scope as scope_name:
         x = convert_to_tensor(x, name="input")
         scale = convert_to_tensor(scale, name="scale")
         u = scale.dtype
         empty = convert_to_tensor([], dtype=u)
-        offset = array_ops.zeros_like(scale) if offset is None else convert_to_tensor(offset, dtype=u)
+        offset = (
+            array_ops.zeros_like(scale) if offset is None else convert_to_tensor(offset, dtype=u)
+        )
         mean = empty if mean is None else convert_to_tensor(mean, dtype=u)
         variance = empty if variance is None else convert_to_tensor(variance, dtype=u)
         # TF1 avoids eps < 1.001e-5 (cuDNN's minimum); the CPU result is the same either way.
@@ -249,7 +258,9 @@ lrn = local_response_normalization
 # -- cross-entropies ----------------------------------------------------------------------------------
 def _named_only(sentinel, fn_name):
     if sentinel is not None:
-        raise ValueError(f"Only call `{fn_name}` with named arguments (labels=..., logits=..., ...)")
+        raise ValueError(
+            f"Only call `{fn_name}` with named arguments (labels=..., logits=..., ...)"
+        )
 
 
 def _flatten_to_2d(t, rank):
@@ -288,20 +299,28 @@ def softmax_cross_entropy_with_logits_v2(labels, logits, axis=-1, name=None, dim
             perm[axis % rank], perm[-1] = perm[-1], perm[axis % rank]
             logits, labels = array_ops.transpose(logits, perm), array_ops.transpose(labels, perm)
         if rank == 2:
-            return apply_op("SoftmaxCrossEntropyWithLogits", [logits, labels], name=scope_name).outputs[0]
-        cost = apply_op("SoftmaxCrossEntropyWithLogits",
-                        [_flatten_to_2d(logits, rank), _flatten_to_2d(labels, rank)]).outputs[0]
+            return apply_op(
+                "SoftmaxCrossEntropyWithLogits", [logits, labels], name=scope_name
+            ).outputs[0]
+        cost = apply_op(
+            "SoftmaxCrossEntropyWithLogits",
+            [_flatten_to_2d(logits, rank), _flatten_to_2d(labels, rank)],
+        ).outputs[0]
         return array_ops.reshape(cost, _outer_shape(logits, rank), name=scope_name)
 
 
-def softmax_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None, dim=-1, name=None, axis=None):
+def softmax_cross_entropy_with_logits(
+    _sentinel=None, labels=None, logits=None, dim=-1, name=None, axis=None
+):
     """TF1's version: like _v2 but no gradient flows into `labels` (they are wrapped in stop_gradient)."""
     _named_only(_sentinel, "softmax_cross_entropy_with_logits")
     axis = _axis_arg(axis, dim if dim != -1 else None)
     graph, scope = _scope(name, "softmax_cross_entropy_with_logits_sg", [logits, labels])
     with graph.as_default(), scope as scope_name:
         labels = array_ops.stop_gradient(labels, name="labels_stop_gradient")
-        return softmax_cross_entropy_with_logits_v2(labels=labels, logits=logits, axis=axis, name=scope_name)
+        return softmax_cross_entropy_with_logits_v2(
+            labels=labels, logits=logits, axis=axis, name=scope_name
+        )
 
 
 def sparse_softmax_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None, name=None):
@@ -333,16 +352,21 @@ def sparse_softmax_cross_entropy_with_logits(_sentinel=None, labels=None, logits
             raise ValueError("sparse_softmax_cross_entropy_with_logits needs logits of known rank")
         op_name = name or "SparseSoftmaxCrossEntropyWithLogits"
         if rank == 2:
-            return apply_op("SparseSoftmaxCrossEntropyWithLogits", [logits, labels], name=op_name).outputs[0]
+            return apply_op(
+                "SparseSoftmaxCrossEntropyWithLogits", [logits, labels], name=op_name
+            ).outputs[0]
         flat_labels = array_ops.reshape(labels, [-1])
-        cost = apply_op("SparseSoftmaxCrossEntropyWithLogits",
-                        [_flatten_to_2d(logits, rank), flat_labels]).outputs[0]
+        cost = apply_op(
+            "SparseSoftmaxCrossEntropyWithLogits", [_flatten_to_2d(logits, rank), flat_labels]
+        ).outputs[0]
         return array_ops.reshape(cost, _outer_shape(logits, rank), name=op_name)
 
 
 def _same_shape(labels, logits):
     if not labels.shape.is_compatible_with(logits.shape):
-        raise ValueError(f"logits and labels must have the same shape ({logits.shape} vs {labels.shape})")
+        raise ValueError(
+            f"logits and labels must have the same shape ({logits.shape} vs {labels.shape})"
+        )
 
 
 def sigmoid_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None, name=None):
@@ -361,7 +385,9 @@ def sigmoid_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None, 
                             math_ops.log1p(math_ops.exp(neg_abs_logits)), name=scope_name)  # fmt: skip
 
 
-def weighted_cross_entropy_with_logits(labels=None, logits=None, pos_weight=None, name=None, targets=None):
+def weighted_cross_entropy_with_logits(
+    labels=None, logits=None, pos_weight=None, name=None, targets=None
+):
     """Sigmoid cross-entropy whose positive term is weighted by `pos_weight` (TF1 `targets` = labels)."""
     labels = nn_conv._one_of(labels, targets, "labels", "targets")
     if pos_weight is None:
@@ -373,7 +399,9 @@ def weighted_cross_entropy_with_logits(labels=None, logits=None, pos_weight=None
         _same_shape(labels, logits)
         pos_weight = convert_to_tensor(pos_weight, dtype=logits.dtype)
         one = convert_to_tensor(1.0, dtype=logits.dtype)
-        log_weight = math_ops.add(one, math_ops.multiply(math_ops.subtract(pos_weight, one), labels))
+        log_weight = math_ops.add(
+            one, math_ops.multiply(math_ops.subtract(pos_weight, one), labels)
+        )
         softplus_neg = math_ops.add(math_ops.log1p(math_ops.exp(math_ops.negative(math_ops.abs(logits)))),
                                     relu(math_ops.negative(logits)))  # fmt: skip
         return math_ops.add(math_ops.multiply(math_ops.subtract(one, labels), logits),
@@ -386,14 +414,18 @@ TopKV2 = collections.namedtuple("TopKV2", ["values", "indices"])
 
 def top_k(input, k=1, sorted=True, name=None):
     """The k largest entries of the last axis and their indices (ties: the lower index first)."""
-    op = apply_op("TopKV2", [input, convert_to_tensor(k, dtype=dtypes.int32)], name=name, sorted=bool(sorted))
+    op = apply_op(
+        "TopKV2", [input, convert_to_tensor(k, dtype=dtypes.int32)], name=name, sorted=bool(sorted)
+    )
     return TopKV2(op.outputs[0], op.outputs[1])
 
 
 def in_top_k(predictions, targets, k, name=None):
     """Whether each target's prediction is among the k largest of its row (bool vector)."""
     targets = convert_to_tensor(targets, name="targets")
-    op = apply_op("InTopKV2", [predictions, targets, convert_to_tensor(k, dtype=targets.dtype)], name=name)
+    op = apply_op(
+        "InTopKV2", [predictions, targets, convert_to_tensor(k, dtype=targets.dtype)], name=name
+    )
     return op.outputs[0]
 
 
@@ -413,10 +445,16 @@ def dropout(x, keep_prob=None, noise_shape=None, seed=None, name=None, rate=None
                              f"{x.dtype.name} tensor instead.")  # fmt: skip
         if keep_prob is None:
             if isinstance(rate, numbers.Real) and not 0 <= rate < 1:
-                raise ValueError(f"rate must be a scalar tensor or a float in the range [0, 1), got {rate}")
-            keep_prob = math_ops.subtract(convert_to_tensor(1.0, dtype=x.dtype), convert_to_tensor(rate, dtype=x.dtype))
+                raise ValueError(
+                    f"rate must be a scalar tensor or a float in the range [0, 1), got {rate}"
+                )
+            keep_prob = math_ops.subtract(
+                convert_to_tensor(1.0, dtype=x.dtype), convert_to_tensor(rate, dtype=x.dtype)
+            )
         elif isinstance(keep_prob, numbers.Real) and not 0 < keep_prob <= 1:
-            raise ValueError(f"keep_prob must be a scalar tensor or a float in the range (0, 1], got {keep_prob}")
+            raise ValueError(
+                f"keep_prob must be a scalar tensor or a float in the range (0, 1], got {keep_prob}"
+            )
         keep_prob = convert_to_tensor(keep_prob, dtype=x.dtype, name="keep_prob")
         shape = array_ops.shape(x) if noise_shape is None else noise_shape
         # keep_prob + U[0, 1) is >= 1 with probability keep_prob: its floor is the keep mask.

@@ -59,7 +59,9 @@ def _padding_attrs(padding, data_format) -> dict:
             raise ValueError(f"explicit padding must be 4 (before, after) pairs, got {padding!r}")
         c = 3 if data_format == "NHWC" else 1
         if pairs[0] != [0, 0] or pairs[c] != [0, 0]:
-            raise ValueError(f"explicit padding of the batch and channel dimensions must be 0, got {padding!r}")
+            raise ValueError(
+                f"explicit padding of the batch and channel dimensions must be 0, got {padding!r}"
+            )
         return {"padding": "EXPLICIT", "explicit_paddings": [int(v) for p in pairs for v in p]}
     if not isinstance(padding, str) or padding.upper() not in ("SAME", "VALID"):
         raise ValueError(f"padding must be 'SAME', 'VALID' or a list of pairs, got {padding!r}")
@@ -125,13 +127,22 @@ def conv2d_transpose(value=None, filter=None, output_shape=None, strides=None, p
     graph = graph_of([value, filter])
     with graph.as_default(), graph.name_scope(name or "conv2d_transpose") as scope:
         if not hasattr(output_shape, "dtype"):
-            output_shape = convert_to_tensor(np.asarray(output_shape, np.int32), name="output_shape")
+            output_shape = convert_to_tensor(
+                np.asarray(output_shape, np.int32), name="output_shape"
+            )
         channels = output_shape.shape.as_list()[0] if output_shape.shape.ndims == 1 else None
         if channels is not None and channels != 4:
             raise ValueError(f"output_shape must have shape (4,), got {output_shape.shape}")
-        return conv2d_backprop_input(output_shape, filter, value, strides, padding,
-                                     data_format=data_format,
-                                     dilations=dilations if dilations is not None else 1, name=scope)
+        return conv2d_backprop_input(
+            output_shape,
+            filter,
+            value,
+            strides,
+            padding,
+            data_format=data_format,
+            dilations=dilations if dilations is not None else 1,
+            name=scope,
+        )
 
 
 def depthwise_conv2d_native(input, filter, strides, padding, data_format="NHWC", dilations=(1, 1, 1, 1),
@@ -168,13 +179,22 @@ def _rate(rate, dilations):
     return rate if rate is not None else (dilations if dilations is not None else 1)
 
 
-def depthwise_conv2d(input, filter, strides, padding, rate=None, name=None, data_format=None, dilations=None):
+def depthwise_conv2d(
+    input, filter, strides, padding, rate=None, name=None, data_format=None, dilations=None
+):
     """Depthwise convolution; `rate` (or `dilations`) dilates the filter (atrous)."""
     data_format = data_format or "NHWC"
     graph = graph_of([input, filter])
     with graph.as_default(), graph.name_scope(name or "depthwise") as scope:
-        return depthwise_conv2d_native(input, filter, strides, padding, data_format=data_format,
-                                       dilations=_rate(rate, dilations), name=scope)
+        return depthwise_conv2d_native(
+            input,
+            filter,
+            strides,
+            padding,
+            data_format=data_format,
+            dilations=_rate(rate, dilations),
+            name=scope,
+        )
 
 
 def separable_conv2d(input, depthwise_filter, pointwise_filter, strides, padding, rate=None, name=None,
@@ -183,9 +203,18 @@ def separable_conv2d(input, depthwise_filter, pointwise_filter, strides, padding
     data_format = data_format or "NHWC"
     graph = graph_of([input, depthwise_filter, pointwise_filter])
     with graph.as_default(), graph.name_scope(name or "separable_conv2d") as scope:
-        depthwise = depthwise_conv2d_native(input, depthwise_filter, strides, padding, data_format=data_format,
-                                            dilations=_rate(rate, dilations), name="depthwise")
-        return conv2d(depthwise, pointwise_filter, [1, 1, 1, 1], "VALID", data_format=data_format, name=scope)
+        depthwise = depthwise_conv2d_native(
+            input,
+            depthwise_filter,
+            strides,
+            padding,
+            data_format=data_format,
+            dilations=_rate(rate, dilations),
+            name="depthwise",
+        )
+        return conv2d(
+            depthwise, pointwise_filter, [1, 1, 1, 1], "VALID", data_format=data_format, name=scope
+        )
 
 
 def atrous_conv2d(value, filters, rate, padding, name=None):
@@ -211,9 +240,15 @@ def conv1d(value=None, filters=None, stride=None, padding=None, use_cudnn_on_gpu
     with graph.as_default(), graph.name_scope(name or "conv1d") as scope:
         value = array_ops.expand_dims(value, spatial)
         filters = array_ops.expand_dims(filters, 0)
-        result = conv2d(value, filters, [1, _width_entry(stride, "stride", spatial)], padding,
-                        use_cudnn_on_gpu=use_cudnn_on_gpu is not False, data_format=fmt,
-                        dilations=[1, _width_entry(dilations, "dilations", spatial)])
+        result = conv2d(
+            value,
+            filters,
+            [1, _width_entry(stride, "stride", spatial)],
+            padding,
+            use_cudnn_on_gpu=use_cudnn_on_gpu is not False,
+            data_format=fmt,
+            dilations=[1, _width_entry(dilations, "dilations", spatial)],
+        )
         return array_ops.squeeze(result, [spatial], name=scope)
 
 

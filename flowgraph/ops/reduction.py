@@ -51,7 +51,9 @@ def _reducer(op_type: str, py_name: str, doc: str):
         axis = _lookup("axis", axis, "reduction_indices", reduction_indices)
         keepdims = bool(_lookup("keepdims", keepdims, "keep_dims", keep_dims))
         x = convert_to_tensor(input_tensor, name="input_tensor")
-        out = apply_op(op_type, [x, _reduction_dims(x, axis)], name=name, keep_dims=keepdims).outputs[0]
+        out = apply_op(
+            op_type, [x, _reduction_dims(x, axis)], name=name, keep_dims=keepdims
+        ).outputs[0]
         if not keepdims and axis is None:
             out.set_shape([])  # everything was reduced, even if x's rank is unknown
         return out
@@ -91,7 +93,9 @@ def reduce_logsumexp(input_tensor, axis=None, keepdims=None, name=None, reductio
         zero = constant(0, dtype=raw_max.dtype)
         finite_max = math_ops.where_v2(math_ops.is_finite(raw_max), raw_max, zero)
         my_max = apply_op("StopGradient", [finite_max]).outputs[0]
-        sum_exp = reduce_sum(math_ops.exp(math_ops.subtract(x, my_max)), axis=axis, keepdims=keepdims)
+        sum_exp = reduce_sum(
+            math_ops.exp(math_ops.subtract(x, my_max)), axis=axis, keepdims=keepdims
+        )
         result = math_ops.log(sum_exp)
         if not keepdims:
             shape = apply_op("Shape", [result]).outputs[0]
@@ -132,7 +136,9 @@ def count_nonzero(input_tensor=None, axis=None, keepdims=None, dtype=dtypes.int6
     with name_scope(name, "count_nonzero", [input_tensor]) as scope:
         x = convert_to_tensor(input_tensor, name="input")
         base = x.dtype.base_dtype
-        zero = constant(b"" if base == dtypes.string else np.zeros((), base.as_numpy_dtype), dtype=base)
+        zero = constant(
+            b"" if base == dtypes.string else np.zeros((), base.as_numpy_dtype), dtype=base
+        )
         nonzero = math_ops.cast(math_ops.not_equal(x, zero), dtypes.int64)
         return math_ops.cast(reduce_sum(nonzero, axis=axis, keepdims=keepdims), dtype, name=scope)
 

@@ -23,7 +23,9 @@ class TensorArray:
                  colocate_with_first_write_call=True, name=None):  # fmt: skip
         self._dtype = dtypes.as_dtype(dtype).base_dtype
         self._infer_shape = infer_shape
-        self._element_shape = [as_shape(element_shape) if element_shape is not None else unknown_shape()]
+        self._element_shape = [
+            as_shape(element_shape) if element_shape is not None else unknown_shape()
+        ]
         if handle is not None:
             if flow is None:
                 raise ValueError("flow must not be None if handle is not None.")
@@ -97,7 +99,9 @@ class TensorArray:
                         dtype=self._dtype, element_shape_except0=self.element_shape[1:]).outputs[0]  # fmt: skip
 
     def size(self, name=None):
-        return apply_op("TensorArraySizeV3", [self._handle, self._flow], name=name or "TensorArraySizeV3").outputs[0]
+        return apply_op(
+            "TensorArraySizeV3", [self._handle, self._flow], name=name or "TensorArraySizeV3"
+        ).outputs[0]
 
     # -- writing -----------------------------------------------------------------------------
     def write(self, index, value, name=None) -> TensorArray:

@@ -34,7 +34,10 @@ class Device:
         if self._pool is None:
             with self._pool_lock:
                 if self._pool is None:
-                    self._pool = ThreadPoolExecutor(self.inter_op_threads, thread_name_prefix=f"{self.spec.device_type}{self.spec.device_index}")
+                    self._pool = ThreadPoolExecutor(
+                        self.inter_op_threads,
+                        thread_name_prefix=f"{self.spec.device_type}{self.spec.device_index}",
+                    )
         return self._pool
 
     def close(self):
@@ -61,7 +64,9 @@ def available_device_types() -> list[str]:
     return [t for t, cls in _FACTORIES.items() if getattr(cls, "available", lambda: True)()]
 
 
-def make_devices(job: str, task: int, device_count: dict, inter_op_threads: int = 0) -> list[Device]:
+def make_devices(
+    job: str, task: int, device_count: dict, inter_op_threads: int = 0
+) -> list[Device]:
     """The devices of one task: `device_count` maps type -> count (CPU defaults to 1)."""
     threads = inter_op_threads if inter_op_threads > 0 else (os.cpu_count() or 1)
     counts = {"CPU": 1}

@@ -35,9 +35,13 @@ class RunPlan:
     def __init__(self, runtime: DirectRuntime, sig: Signature):
         client = runtime.client_device.name
         nodes = rewrite(runtime.placed, sig, client)
-        nodes = place(nodes, PlacementOptions(tuple(runtime.devices), runtime.config.allow_soft_placement))
+        nodes = place(
+            nodes, PlacementOptions(tuple(runtime.devices), runtime.config.allow_soft_placement)
+        )
         parts = partition(nodes, PartitionOptions(incarnation={}))
-        self.partitions = {name: ExecutorPlan(part, runtime.device_by_name[name]) for name, part in parts.items()}
+        self.partitions = {
+            name: ExecutorPlan(part, runtime.device_by_name[name]) for name, part in parts.items()
+        }
         self.graphs = parts
         self.feed_keys = [feed_key(client, _canonical(n)) for n in sig.feeds]
         self.fetch_keys = [feed_key(client, _canonical(n)) for n in sig.fetches]
@@ -78,7 +82,9 @@ class DirectRuntime:
             nodes = dict(self.nodes)
             for n in new:
                 if n.name in nodes:
-                    raise errors.InvalidArgumentError(None, None, f"Extend: node '{n.name}' already exists in the graph")
+                    raise errors.InvalidArgumentError(
+                        None, None, f"Extend: node '{n.name}' already exists in the graph"
+                    )
                 nodes[n.name] = n
             for n in changed:
                 nodes[n.name] = n
@@ -93,7 +99,9 @@ class DirectRuntime:
         pinned = [self.placed[name] if name in self.placed and name not in changed else n
                   for name, n in nodes.items()]  # fmt: skip
         config = self.config
-        opts = PlacementOptions(tuple(self.devices), config.allow_soft_placement, config.log_device_placement)
+        opts = PlacementOptions(
+            tuple(self.devices), config.allow_soft_placement, config.log_device_placement
+        )
         return {n.name: n for n in place(pinned, opts, lenient=True)}
 
     # -- Session.Run ------------------------------------------------------------------------
@@ -117,7 +125,9 @@ class DirectRuntime:
             rendezvous.send(key, value)
         trace = options is not None and options.trace_level > 0
         stats = StepStatsCollector(self.devices) if trace else None
-        timeout = (options.timeout_in_ms if options is not None else 0) or self.config.operation_timeout_in_ms
+        timeout = (
+            options.timeout_in_ms if options is not None else 0
+        ) or self.config.operation_timeout_in_ms
         step = Step(next(self._step_ids), rendezvous, stats, timeout)
         parts = list(plan.partitions.values())
         if len(parts) == 1:
@@ -128,11 +138,14 @@ class DirectRuntime:
         for key, name in zip(plan.fetch_keys, sig.fetches):
             got = rendezvous.try_take(key)
             if got is None:
-                raise errors.InternalError(None, None, f"Fetch '{name}' was not produced by the step")
+                raise errors.InternalError(
+                    None, None, f"Fetch '{name}' was not produced by the step"
+                )
             value, is_dead = got
             if is_dead:
                 raise errors.InvalidArgumentError(
-                    None, None,
+                    None,
+                    None,
                     f"Fetch '{name}' has no value: it is dead (computed only on an untaken branch of a cond)",
                 )
             out.append(value)
@@ -155,16 +168,24 @@ class DirectRuntime:
         with self._lock:
             self._partial_runs[handle] = state
         parts = list(plan.partitions.values())
-        runner = (lambda: execute(parts[0], step)) if len(parts) == 1 else (lambda: self._run_partitions(parts, step))
+        runner = (
+            (lambda: execute(parts[0], step))
+            if len(parts) == 1
+            else (lambda: self._run_partitions(parts, step))
+        )
         threading.Thread(target=state.run, args=(runner,), name=handle, daemon=True).start()
         return handle
 
-    def partial_run(self, handle: str, feeds: list, feed_values: list, fetches: list, timeout=None) -> list:
+    def partial_run(
+        self, handle: str, feeds: list, feed_values: list, fetches: list, timeout=None
+    ) -> list:
         """Feeds some of the step's feeds and waits for some of its fetches."""
         with self._lock:
             state = self._partial_runs.get(handle)
         if state is None:
-            raise errors.InvalidArgumentError(None, None, f"Must run 'setup' before performing partial runs! (handle {handle!r})")
+            raise errors.InvalidArgumentError(
+                None, None, f"Must run 'setup' before performing partial runs! (handle {handle!r})"
+            )
         state.feed(feeds, feed_values)
         out = state.fetch(fetches, timeout)
         if state.finished():
@@ -174,7 +195,9 @@ class DirectRuntime:
 
     def _run_partitions(self, parts, step):
         if self._partition_pool is None:
-            self._partition_pool = ThreadPoolExecutor(max(4, len(self.devices)), thread_name_prefix="partition")
+            self._partition_pool = ThreadPoolExecutor(
+                max(4, len(self.devices)), thread_name_prefix="partition"
+            )
         futures = [self._partition_pool.submit(execute, p, step) for p in parts]
         first_error = None
         for f in futures:
@@ -195,7 +218,9 @@ class DirectRuntime:
         with self._lock:
             pending, self._partial_runs = list(self._partial_runs.values()), {}
         for state in pending:
-            state.step.rendezvous.abort(errors.CancelledError(None, None, "Session was closed during a partial run"))
+            state.step.rendezvous.abort(
+                errors.CancelledError(None, None, "Session was closed during a partial run")
+            )
         for d in self.devices:
             d.close()
         if self._partition_pool is not None:
@@ -206,14 +231,20 @@ def _check_inputs(nodes: dict, added: list):
     for n in added:
         for src, port in n.inputs:
             if src not in nodes:
-                raise errors.InvalidArgumentError(None, None, f"Node '{n.name}': unknown input node '{src}'")
+                raise errors.InvalidArgumentError(
+                    None, None, f"Node '{n.name}': unknown input node '{src}'"
+                )
             if port >= len(nodes[src].output_types):
                 raise errors.InvalidArgumentError(
-                    None, None, f"Node '{n.name}': input '{src}:{port}' but '{src}' has {len(nodes[src].output_types)} outputs"
+                    None,
+                    None,
+                    f"Node '{n.name}': input '{src}:{port}' but '{src}' has {len(nodes[src].output_types)} outputs",
                 )
         for c in n.control:
             if c not in nodes:
-                raise errors.InvalidArgumentError(None, None, f"Node '{n.name}': unknown control input '{c}'")
+                raise errors.InvalidArgumentError(
+                    None, None, f"Node '{n.name}': unknown control input '{c}'"
+                )
 
 
 class _PartialRun:
@@ -241,9 +272,13 @@ class _PartialRun:
     def feed(self, names, values):
         for name, value in zip(names, values):
             if name not in self.feed_keys:
-                raise errors.InvalidArgumentError(None, None, f"The feed {name} was not specified in partial_run_setup.")
+                raise errors.InvalidArgumentError(
+                    None, None, f"The feed {name} was not specified in partial_run_setup."
+                )
             if name in self.fed:
-                raise errors.InvalidArgumentError(None, None, f"The feed {name} has already been fed.")
+                raise errors.InvalidArgumentError(
+                    None, None, f"The feed {name} has already been fed."
+                )
             self.fed.add(name)
             self.step.rendezvous.send(self.feed_keys[name], value)
 
@@ -251,9 +286,13 @@ class _PartialRun:
         out = []
         for name in names:
             if name not in self.fetch_keys:
-                raise errors.InvalidArgumentError(None, None, f"The fetch {name} was not specified in partial_run_setup.")
+                raise errors.InvalidArgumentError(
+                    None, None, f"The fetch {name} was not specified in partial_run_setup."
+                )
             if name in self.fetched:
-                raise errors.InvalidArgumentError(None, None, f"The fetch {name} has already been fetched.")
+                raise errors.InvalidArgumentError(
+                    None, None, f"The fetch {name} has already been fetched."
+                )
             try:
                 value, is_dead = self.step.rendezvous.recv(self.fetch_keys[name], timeout)
             except errors.OpError:
@@ -262,7 +301,9 @@ class _PartialRun:
                     raise self.error from None
                 raise
             if is_dead:
-                raise errors.InvalidArgumentError(None, None, f"Fetch '{name}' has no value: it is dead")
+                raise errors.InvalidArgumentError(
+                    None, None, f"Fetch '{name}' has no value: it is dead"
+                )
             self.fetched.add(name)
             out.append(value)
         return out

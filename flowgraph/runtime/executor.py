@@ -109,7 +109,9 @@ class ExecutorPlan:
         try:
             kdef = find_kernel(node.op, self.device.device_type, node.attrs)
         except errors.NotFoundError as e:
-            raise errors.NotFoundError(None, None, f"{e.message}\n\t [[node {node.name} on {self.device.name}]]") from None
+            raise errors.NotFoundError(
+                None, None, f"{e.message}\n\t [[node {node.name} on {self.device.name}]]"
+            ) from None
         item.ctx = KernelContext(node.name, node.op, node.attrs, self.device, node.input_types,
                                  node.output_types)  # fmt: skip
         item.compute = bind(kdef, item.ctx)
@@ -122,7 +124,15 @@ class ExecutorPlan:
 class Step:
     """The per-step state kernels may see: its id, rendezvous, step-local resources, stats."""
 
-    __slots__ = ("step_id", "rendezvous", "resources", "stats", "frame_iter", "cancelled", "deadline")
+    __slots__ = (
+        "step_id",
+        "rendezvous",
+        "resources",
+        "stats",
+        "frame_iter",
+        "cancelled",
+        "deadline",
+    )
 
     def __init__(self, step_id, rendezvous, stats=None, timeout_ms: int = 0):
         self.step_id = step_id
@@ -140,7 +150,9 @@ class Step:
         try:
             return completions.get(timeout=max(0.0, self.deadline - time.monotonic()))
         except queue.Empty:
-            error = errors.DeadlineExceededError(None, None, "Timed out waiting for the step to finish")
+            error = errors.DeadlineExceededError(
+                None, None, "Timed out waiting for the step to finish"
+            )
             self.rendezvous.abort(error)
             raise error from None
 
@@ -149,13 +161,25 @@ def node_error(item: NodeItem, device_name: str, e: BaseException) -> errors.OpE
     """The TF error class for a kernel failure, naming the node, its op and its device."""
     if isinstance(e, errors.OpError):
         cls, msg = type(e), e.message
-    elif isinstance(e, (ValueError, TypeError, IndexError, ZeroDivisionError, FloatingPointError, np.linalg.LinAlgError)):
+    elif isinstance(
+        e,
+        (
+            ValueError,
+            TypeError,
+            IndexError,
+            ZeroDivisionError,
+            FloatingPointError,
+            np.linalg.LinAlgError,
+        ),
+    ):
         cls, msg = errors.InvalidArgumentError, str(e)
     elif isinstance(e, MemoryError):
         cls, msg = errors.ResourceExhaustedError, f"OOM when running the kernel: {e}"
     else:
         cls, msg = errors.UnknownError, f"{type(e).__name__}: {e}"
-    err = cls(None, None, f"{msg}\n\t [[node {item.node.name} (op: {item.node.op}) on {device_name}]]")
+    err = cls(
+        None, None, f"{msg}\n\t [[node {item.node.name} (op: {item.node.op}) on {device_name}]]"
+    )
     err.node_name = item.node.name
     err.__cause__ = e
     return err
@@ -206,7 +230,7 @@ def _execute(plan: ExecutorPlan, step: Step) -> None:
         if n == 1:
             vals[item.base] = out
         elif n:
-            vals[item.base:item.base + n] = out
+            vals[item.base : item.base + n] = out
         if mem is not None:
             for s in range(item.base, item.base + n):
                 mem.allocate(vals[s])
@@ -255,7 +279,9 @@ def _execute(plan: ExecutorPlan, step: Step) -> None:
                 for value in released:
                     mem.free(value)
                 released.clear()
-                stats.record(plan.device.name, item, t0, time.perf_counter(), out, threading.get_ident())
+                stats.record(
+                    plan.device.name, item, t0, time.perf_counter(), out, threading.get_ident()
+                )
         if not inflight:
             break
         item, out, exc, t0, t1 = step.wait(completions)
@@ -264,15 +290,28 @@ def _execute(plan: ExecutorPlan, step: Step) -> None:
             if error is None:
                 error = node_error(item, plan.device.name, exc)
                 step.cancelled = True
-                step.rendezvous.abort(errors.CancelledError(None, None, "Step was cancelled by an error in another node"))
+                step.rendezvous.abort(
+                    errors.CancelledError(
+                        None, None, "Step was cancelled by an error in another node"
+                    )
+                )
         elif error is None:
             finish(item, out)
             if stats is not None:
                 for value in deferred.pop(item.id, ()):
                     mem.free(value)
-                stats.record(plan.device.name, item, t0 or t1, t1 or time.perf_counter(), out, threading.get_ident())
+                stats.record(
+                    plan.device.name,
+                    item,
+                    t0 or t1,
+                    t1 or time.perf_counter(),
+                    out,
+                    threading.get_ident(),
+                )
     if error is not None:
-        step.rendezvous.abort(errors.CancelledError(None, None, "Step was cancelled by an error in another node"))
+        step.rendezvous.abort(
+            errors.CancelledError(None, None, "Step was cancelled by an error in another node")
+        )
         raise error
 
 

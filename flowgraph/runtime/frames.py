@@ -161,7 +161,7 @@ class _TaggedExecution:
                 kind = fkind[nid]
                 state = frame.iterations[it]
                 base = in_base[nid]
-                args = state.inputs[base:base + ndata[nid]]
+                args = state.inputs[base : base + ndata[nid]]
                 if (kind or dead) and self._route(frame, it, nid, item, kind, dead, args):
                     continue
                 if kind == SEND and dead:
@@ -188,7 +188,14 @@ class _TaggedExecution:
                     self._fail(item, e)
                     break
                 if stats is not None:
-                    stats.record(self.plan.device.name, item, t0, time.perf_counter(), out, threading.get_ident())
+                    stats.record(
+                        self.plan.device.name,
+                        item,
+                        t0,
+                        time.perf_counter(),
+                        out,
+                        threading.get_ident(),
+                    )
                 n = item.num_outputs
                 outs = [out] if n == 1 else list(out) if n else []
                 if kind == NORMAL or kind == SWITCH:  # _done's common case, inlined
@@ -207,7 +214,9 @@ class _TaggedExecution:
             elif self.error is None:
                 self._done(frame, it, nid, self._as_list(self.items[nid], out), False)
         if self.error is not None:
-            self.step.rendezvous.abort(errors.CancelledError(None, None, "Step was cancelled by an error in another node"))
+            self.step.rendezvous.abort(
+                errors.CancelledError(None, None, "Step was cancelled by an error in another node")
+            )
             raise self.error
 
     def _route(self, frame, it, nid, item, kind, dead, args) -> bool:
@@ -229,7 +238,9 @@ class _TaggedExecution:
         if self.error is None:
             self.error = node_error(item, self.plan.device.name, e)
             self.step.cancelled = True
-            self.step.rendezvous.abort(errors.CancelledError(None, None, "Step was cancelled by an error in another node"))
+            self.step.rendezvous.abort(
+                errors.CancelledError(None, None, "Step was cancelled by an error in another node")
+            )
 
     @staticmethod
     def _as_list(item, out):
@@ -288,7 +299,10 @@ class _TaggedExecution:
                 self._activate(frame.parent, frame.parent_iter, nid, outputs, False)
         elif kind == NEXT:
             if not is_dead:
-                if it == frame.iteration_count and frame.num_outstanding_iterations == frame.max_parallel:
+                if (
+                    it == frame.iteration_count
+                    and frame.num_outstanding_iterations == frame.max_parallel
+                ):
                     frame.next_iter_roots.append((nid, outputs))
                 else:
                     if it == frame.iteration_count:

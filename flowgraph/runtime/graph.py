@@ -82,13 +82,18 @@ def from_node_def(nd: NodeDef) -> Node:
         in_types = tuple(op_def.input_types(attrs))
         out_types = tuple(op_def.output_types(attrs))
     except (KeyError, TypeError) as e:
-        raise errors.InvalidArgumentError(None, None, f"NodeDef '{nd.name}' has bad attrs: {e}") from None
+        raise errors.InvalidArgumentError(
+            None, None, f"NodeDef '{nd.name}' has bad attrs: {e}"
+        ) from None
     if len(in_types) != len(data):
         raise errors.InvalidArgumentError(
-            None, None,
+            None,
+            None,
             f"NodeDef '{nd.name}' (op {nd.op}) expects {len(in_types)} inputs, has {len(data)}",
         )
-    return Node(nd.name, nd.op, tuple(data), tuple(control), nd.device, attrs, op_def, in_types, out_types)
+    return Node(
+        nd.name, nd.op, tuple(data), tuple(control), nd.device, attrs, op_def, in_types, out_types
+    )
 
 
 def to_graph_def(nodes) -> GraphDef:
@@ -104,17 +109,24 @@ def validate(nodes) -> None:
         for i, (src, port) in enumerate(n.inputs):
             s = by_name.get(src)
             if s is None:
-                raise errors.InvalidArgumentError(None, None, f"Node '{n.name}': input '{src}' does not exist")
+                raise errors.InvalidArgumentError(
+                    None, None, f"Node '{n.name}': input '{src}' does not exist"
+                )
             if port >= len(s.output_types):
                 raise errors.InvalidArgumentError(
-                    None, None, f"Node '{n.name}': input '{src}:{port}' but '{src}' has {len(s.output_types)} outputs"
+                    None,
+                    None,
+                    f"Node '{n.name}': input '{src}:{port}' but '{src}' has {len(s.output_types)} outputs",
                 )
             if s.output_types[port].base_dtype != n.input_types[i].base_dtype:
                 raise errors.InvalidArgumentError(
-                    None, None,
+                    None,
+                    None,
                     f"Input {i} of node '{n.name}' was passed {s.output_types[port].name} from "
                     f"{src}:{port} incompatible with expected {n.input_types[i].name}.",
                 )
         for c in n.control:
             if c not in by_name:
-                raise errors.InvalidArgumentError(None, None, f"Node '{n.name}': control input '{c}' does not exist")
+                raise errors.InvalidArgumentError(
+                    None, None, f"Node '{n.name}': control input '{c}' does not exist"
+                )

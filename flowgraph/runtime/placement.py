@@ -92,14 +92,17 @@ def _choose(members: list[Node], opts: PlacementOptions) -> str:
         if not spec.is_compatible_with(s):
             if not opts.allow_soft_placement:
                 raise errors.InvalidArgumentError(
-                    None, None,
+                    None,
+                    None,
                     f"Cannot colocate nodes {', '.join(repr(m.name) for m in members)}: conflicting "
                     f"device specifications '{spec}' and '{s}'",
                 )
             continue
         spec = spec.merge_from(s)
     candidates = [d for d in opts.devices if spec.is_compatible_with(d.spec)]
-    supported = [d for d in candidates if all(has_kernel(n.op, d.device_type, n.attrs) for n in members)]
+    supported = [
+        d for d in candidates if all(has_kernel(n.op, d.device_type, n.attrs) for n in members)
+    ]
     if not supported and opts.allow_soft_placement:
         spec = DeviceSpec(job=spec.job, replica=spec.replica, task=spec.task)
         supported = [d for d in opts.devices if spec.is_compatible_with(d.spec) and
@@ -110,11 +113,16 @@ def _choose(members: list[Node], opts: PlacementOptions) -> str:
             why = (f"no devices matching that specification are registered in this process; "
                    f"available devices: {', '.join(d.name for d in opts.devices)}")  # fmt: skip
         else:
-            missing = [n for n in members if not any(has_kernel(n.op, d.device_type, n.attrs) for d in candidates)]
+            missing = [
+                n
+                for n in members
+                if not any(has_kernel(n.op, d.device_type, n.attrs) for d in candidates)
+            ]
             why = (f"no supported kernel for {spec.device_type or 'any'} devices is available for "
                    f"{', '.join(repr(n.name) + ' (' + n.op + ')' for n in missing)}")  # fmt: skip
         raise errors.InvalidArgumentError(
-            None, None,
+            None,
+            None,
             f"Cannot assign a device for operation '{first.name}': Could not satisfy explicit device "
             f"specification '{spec}' because {why}",
         )

@@ -64,9 +64,7 @@ class ResourceMgr:
         with self._lock:
             res = self._containers.get(container, {}).get(name)
         if res is None:
-            raise errors.NotFoundError(
-                None, None, f"Resource {container}/{name} does not exist."
-            )
+            raise errors.NotFoundError(None, None, f"Resource {container}/{name} does not exist.")
         return res
 
     def create(self, container: str, name: str, resource):
@@ -74,14 +72,18 @@ class ResourceMgr:
         with self._lock:
             c = self._containers.setdefault(container, {})
             if name in c:
-                raise errors.AlreadyExistsError(None, None, f"Resource {container}/{name} already exists.")
+                raise errors.AlreadyExistsError(
+                    None, None, f"Resource {container}/{name} already exists."
+                )
             c[name] = resource
 
     def delete(self, container: str, name: str):
         container = container or DEFAULT_CONTAINER
         with self._lock:
             if self._containers.get(container, {}).pop(name, None) is None:
-                raise errors.NotFoundError(None, None, f"Resource {container}/{name} does not exist.")
+                raise errors.NotFoundError(
+                    None, None, f"Resource {container}/{name} does not exist."
+                )
 
     def cleanup(self, container: str):
         with self._lock:

@@ -70,7 +70,9 @@ def rewrite(graph: dict[str, Node], sig: Signature, client_device: str) -> list[
         if node.name not in needed:
             continue
         if any(inp in fed for inp in node.inputs):
-            node = node.replace(inputs=tuple((fed[i].name, 0) if i in fed else i for i in node.inputs))
+            node = node.replace(
+                inputs=tuple((fed[i].name, 0) if i in fed else i for i in node.inputs)
+            )
         if any(_fed_placeholder(graph, fed, c) for c in node.control):
             node = node.replace(control=tuple(_control_source(graph, fed, c) for c in node.control))
         out.append(node)

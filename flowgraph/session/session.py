@@ -48,7 +48,11 @@ class _FetchMapper:
             return lambda vals: kind((k, p(vals)) for k, p in parts)
         if isinstance(f, IndexedSlices):  # fetched as its parts, returned as IndexedSlicesValue
             parts = [self._map(graph, t) for t in (f.values, f.indices)]
-            shape = self._map(graph, f.dense_shape) if f.dense_shape is not None else (lambda vals: None)
+            shape = (
+                self._map(graph, f.dense_shape)
+                if f.dense_shape is not None
+                else (lambda vals: None)
+            )
             return lambda vals: IndexedSlicesValue(parts[0](vals), parts[1](vals), shape(vals))
         el = _fetch_element(graph, f)
         if isinstance(el, Operation):
@@ -71,7 +75,9 @@ def _fetch_element(graph, f):
             f = f._as_graph_element()
         return graph.as_graph_element(f, allow_tensor=True, allow_operation=True)
     except TypeError as e:
-        raise TypeError(f"Fetch argument {f!r} has invalid type {type(f)}, must be a string or Tensor. ({e})") from None
+        raise TypeError(
+            f"Fetch argument {f!r} has invalid type {type(f)}, must be a string or Tensor. ({e})"
+        ) from None
     except (KeyError, ValueError) as e:
         raise ValueError(f"Fetch argument {f!r} cannot be interpreted as a Tensor. ({e})") from None
 
@@ -159,7 +165,9 @@ class BaseSession:
         g = self._graph
         if g.version == self._sent_ops and len(g._mutated_ops) == self._sent_mutations:
             return
-        new, changed, self._sent_mutations = g._nodes_for_extend(self._sent_ops, self._sent_mutations)
+        new, changed, self._sent_mutations = g._nodes_for_extend(
+            self._sent_ops, self._sent_mutations
+        )
         gd = GraphDef(node=new)
         self._runtime.extend(gd, GraphDef(node=changed) if changed else None)
         self._sent_ops = g.version
@@ -173,12 +181,16 @@ class BaseSession:
             values = self._do_run(feed_names, feed_values, (fetches,), (), options, run_metadata)
             return _fetch_value(values[0])
         mapper = _FetchMapper(self._graph, fetches)
-        values = self._do_run(feed_names, feed_values, mapper.tensors, mapper.targets, options, run_metadata)
+        values = self._do_run(
+            feed_names, feed_values, mapper.tensors, mapper.targets, options, run_metadata
+        )
         return mapper.build([_fetch_value(v) for v in values])
 
     def _do_run(self, feed_names, feed_values, tensors, targets, options, run_metadata):
         self._extend()
-        sig = Signature(tuple(feed_names), tuple(t.name for t in tensors), tuple(op.name for op in targets))
+        sig = Signature(
+            tuple(feed_names), tuple(t.name for t in tensors), tuple(op.name for op in targets)
+        )
         try:
             return self._runtime.run(sig, feed_values, options, run_metadata)
         except errors.OpError as e:
@@ -190,7 +202,9 @@ class BaseSession:
         op = self._graph._get_operation_by_name_unsafe(name) if name else None
         if op is None:
             return e
-        err = type(e)(op.node_def, op, f"{e.message}\n\tnode '{op.name}' defined at {op.creation_site()}")
+        err = type(e)(
+            op.node_def, op, f"{e.message}\n\tnode '{op.name}' defined at {op.creation_site()}"
+        )
         err.node_name = name
         return err
 
@@ -216,7 +230,11 @@ class BaseSession:
         self._extend()
         mapper = _FetchMapper(self._graph, fetches)
         feed_names = tuple(_feed_tensor(self._graph, f).name for f in (feeds or ()))
-        sig = Signature(feed_names, tuple(t.name for t in mapper.tensors), tuple(op.name for op in mapper.targets))
+        sig = Signature(
+            feed_names,
+            tuple(t.name for t in mapper.tensors),
+            tuple(op.name for op in mapper.targets),
+        )
         try:
             return self._runtime.partial_run_setup(sig)
         except errors.OpError as e:
@@ -266,16 +284,26 @@ def _feed_array(t: Tensor, value):
             if arr.ndim == 0:
                 arr = np.asarray(value.encode() if isinstance(value, str) else value, dtype=object)
             else:
-                arr = np.vectorize(lambda v: v.encode() if isinstance(v, str) else v, otypes=[object])(arr)
+                arr = np.vectorize(
+                    lambda v: v.encode() if isinstance(v, str) else v, otypes=[object]
+                )(arr)
         else:
-            arr = np.array(value, dtype=dtype.as_numpy_dtype) if isinstance(value, np.ndarray) else np.asarray(value, dtype=dtype.as_numpy_dtype)
+            arr = (
+                np.array(value, dtype=dtype.as_numpy_dtype)
+                if isinstance(value, np.ndarray)
+                else np.asarray(value, dtype=dtype.as_numpy_dtype)
+            )
     except (TypeError, ValueError) as e:
         raise errors.InvalidArgumentError(
-            None, None, f"Cannot feed value {value!r} for Tensor '{t.name}' of dtype {dtype.name}: {e}"
+            None,
+            None,
+            f"Cannot feed value {value!r} for Tensor '{t.name}' of dtype {dtype.name}: {e}",
         ) from None
     if not t.shape.is_compatible_with(arr.shape):
         raise errors.InvalidArgumentError(
-            None, None, f"Cannot feed value of shape {arr.shape!r} for Tensor '{t.name}', which has shape '{t.shape}'"
+            None,
+            None,
+            f"Cannot feed value of shape {arr.shape!r} for Tensor '{t.name}', which has shape '{t.shape}'",
         )
     return arr
 

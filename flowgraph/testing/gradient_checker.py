@@ -85,7 +85,9 @@ def _gradient_graph(x_list, y, y_shape):
     from flowgraph.gradients.impl import gradients
 
     with y.graph.as_default():
-        dy = constant(np.ones(y_shape, y.dtype.base_dtype.as_numpy_dtype), name="gradient_checker_dy")
+        dy = constant(
+            np.ones(y_shape, y.dtype.base_dtype.as_numpy_dtype), name="gradient_checker_dy"
+        )
         return gradients(y, x_list, dy), dy
 
 
@@ -145,7 +147,9 @@ def compute_gradient(x, x_shape, y, y_shape, x_init_value=None, delta=1e-3, init
 def compute_gradient_error(x, x_shape, y, y_shape, x_init_value=None, delta=1e-3,
                            init_targets=None, extra_feed_dict=None):  # fmt: skip
     """The largest absolute difference between the theoretical and numeric Jacobians."""
-    result = compute_gradient(x, x_shape, y, y_shape, x_init_value, delta, init_targets, extra_feed_dict)
+    result = compute_gradient(
+        x, x_shape, y, y_shape, x_init_value, delta, init_targets, extra_feed_dict
+    )
     pairs = result if isinstance(x, list) else [result]
     return max((float(np.max(np.abs(t - n))) if t.size else 0.0) for t, n in pairs)
 

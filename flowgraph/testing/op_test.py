@@ -24,7 +24,9 @@ def run(fn, inputs, feed: bool = True, **kwargs):
     g = tf.Graph()
     with g.as_default():
         if feed:
-            phs = [tf.placeholder(dtypes.as_dtype(np.asarray(a).dtype), np.shape(a)) for a in inputs]
+            phs = [
+                tf.placeholder(dtypes.as_dtype(np.asarray(a).dtype), np.shape(a)) for a in inputs
+            ]
             out = fn(*phs, **kwargs)
             feed_dict = dict(zip(phs, inputs))
         else:

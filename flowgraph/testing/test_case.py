@@ -42,7 +42,9 @@ class TestCase(unittest.TestCase):
             return sess.run(tensors)
 
     def assertAllClose(self, a, b, rtol=1e-6, atol=1e-6, msg=None):
-        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=rtol, atol=atol, err_msg=msg or "")
+        np.testing.assert_allclose(
+            np.asarray(a), np.asarray(b), rtol=rtol, atol=atol, err_msg=msg or ""
+        )
 
     def assertAllEqual(self, a, b, msg=None):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b), err_msg=msg or "")

@@ -8,7 +8,9 @@ import pytest
 
 import flowgraph as tf
 
-FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "tensorflow" / "graphs"
+FIXTURES = (
+    Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "tensorflow" / "graphs"
+)
 
 
 def numeric(fn, x, eps=1e-6):
@@ -18,7 +20,11 @@ def numeric(fn, x, eps=1e-6):
 def test_power_by_loop_matches_n_x_to_the_n_minus_1():
     x = tf.placeholder(tf.float64, [])
     n = tf.placeholder(tf.int32, [])
-    _, y = tf.while_loop(lambda i, p: i < n, lambda i, p: (i + 1, p * x), [tf.constant(0), tf.constant(1.0, tf.float64)])
+    _, y = tf.while_loop(
+        lambda i, p: i < n,
+        lambda i, p: (i + 1, p * x),
+        [tf.constant(0), tf.constant(1.0, tf.float64)],
+    )
     (g,) = tf.gradients(y, x)
     with tf.Session() as s:
         for nv in (0, 1, 2, 5, 9):
@@ -40,7 +46,9 @@ def test_cond_gradient_takes_the_taken_branch():
 def test_loop_invariant_gradient_and_second_loop_var():
     x = tf.placeholder(tf.float64, [])
     w = tf.placeholder(tf.float64, [])
-    _, z = tf.while_loop(lambda i, a: i < 4, lambda i, a: (i + 1, tf.tanh(a * w) + 0.5 * a), [tf.constant(0), x])
+    _, z = tf.while_loop(
+        lambda i, a: i < 4, lambda i, a: (i + 1, tf.tanh(a * w) + 0.5 * a), [tf.constant(0), x]
+    )
     gx, gw = tf.gradients(z, [x, w])
     with tf.Session() as s:
         got = s.run([gx, gw], {x: 0.3, w: 0.7})
@@ -63,7 +71,9 @@ def test_cond_inside_loop_and_nested_loops():
     _, nz = tf.while_loop(lambda i, a: i < 3, outer, [tf.constant(0), tf.constant(1.0, tf.float64)])
     gc, gn = tf.gradients(c, x)[0], tf.gradients(nz, x)[0]
     with tf.Session() as s:
-        assert s.run(gc, {x: 1.3}) == pytest.approx(numeric(lambda v: s.run(c, {x: v}), 1.3), rel=1e-6)
+        assert s.run(gc, {x: 1.3}) == pytest.approx(
+            numeric(lambda v: s.run(c, {x: v}), 1.3), rel=1e-6
+        )
         assert s.run(gn, {x: 1.3}) == pytest.approx(3 * 1.3**2)  # x^(0+1+2)
 
 
@@ -89,7 +99,11 @@ def test_map_fn_gradient():
 def test_training_through_a_loop_reduces_the_loss():
     w = tf.Variable(0.5, dtype=tf.float64)
     x = tf.constant([1.0, 2.0, 3.0], tf.float64)
-    _, h = tf.while_loop(lambda i, h: i < 3, lambda i, h: (i + 1, tf.tanh(h * w + x)), [tf.constant(0), tf.zeros([3], tf.float64)])
+    _, h = tf.while_loop(
+        lambda i, h: i < 3,
+        lambda i, h: (i + 1, tf.tanh(h * w + x)),
+        [tf.constant(0), tf.zeros([3], tf.float64)],
+    )
     loss = tf.reduce_sum((h - 0.25) ** 2)
     train = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
     with tf.Session() as s:
@@ -120,15 +134,23 @@ def test_gradients_while_fixture_rebuilt_with_our_api():
     x0 = tf.placeholder(tf.float32, [3], name="x0")
     w = tf.placeholder(tf.float32, [3], name="w")
     n = tf.placeholder(tf.int32, [], name="n")
-    _, xf = tf.while_loop(lambda i, x: i < n, lambda i, x: (i + 1, tf.tanh(x * w) + 0.1 * x), [tf.constant(0), x0])
+    _, xf = tf.while_loop(
+        lambda i, x: i < n, lambda i, x: (i + 1, tf.tanh(x * w) + 0.1 * x), [tf.constant(0), x0]
+    )
     y = tf.reduce_sum(tf.square(xf))
     gw, gx = tf.gradients(y, [w, x0])
     with tf.Session() as s:
-        got = s.run([xf, y, gw, gx], {x0: data["feed_x0_0"], w: data["feed_w_0"], n: data["feed_n_0"]})
+        got = s.run(
+            [xf, y, gw, gx], {x0: data["feed_x0_0"], w: data["feed_w_0"], n: data["feed_n_0"]}
+        )
     np.testing.assert_allclose(got[0], data["fetch_while.Exit_1_0"], rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(got[1], data["fetch_y_0"], rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(got[2], data["fetch_gradients.while.mul.Enter_grad.b_acc_3_0"], rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(got[3], data["fetch_gradients.while.Enter_1_grad.Exit_0"], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        got[2], data["fetch_gradients.while.mul.Enter_grad.b_acc_3_0"], rtol=1e-5, atol=1e-6
+    )
+    np.testing.assert_allclose(
+        got[3], data["fetch_gradients.while.Enter_1_grad.Exit_0"], rtol=1e-5, atol=1e-6
+    )
     names = {op.name for op in tf.get_default_graph().get_operations()}
     assert {"gradients/while/Exit_1_grad/b_exit", "gradients/while/Enter_1_grad/Exit",
             "gradients/while/mul/Enter_grad/b_acc_3"} <= names  # fmt: skip

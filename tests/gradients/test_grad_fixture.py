@@ -21,7 +21,9 @@ def test_gradients_mlp_rebuilt_matches_tf_names_and_values():
     gd = GraphDef()
     with open(f"{FIXTURES}/gradients_mlp.pb", "rb") as f:
         gd.ParseFromString(f.read())
-    consts = {n.name: tensor_util.make_ndarray(n.attr["value"].tensor) for n in gd.node if n.op == "Const"}
+    consts = {
+        n.name: tensor_util.make_ndarray(n.attr["value"].tensor) for n in gd.node if n.op == "Const"
+    }
     data = np.load(f"{FIXTURES}/gradients_mlp.npz")
 
     x = tf.placeholder(tf.float32, [None, 5], name="x")

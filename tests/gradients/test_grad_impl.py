@@ -55,8 +55,10 @@ def test_several_paths_are_summed_with_add_n():
     np.testing.assert_allclose(_run(dx, {x: [1.0, 2.0, 3.0]}), [3.0, 5.0, 7.0])
 
 
-@pytest.mark.parametrize("method", [tf.AggregationMethod.EXPERIMENTAL_TREE,
-                                    tf.AggregationMethod.EXPERIMENTAL_ACCUMULATE_N])
+@pytest.mark.parametrize(
+    "method",
+    [tf.AggregationMethod.EXPERIMENTAL_TREE, tf.AggregationMethod.EXPERIMENTAL_ACCUMULATE_N],
+)
 def test_other_aggregation_methods(method):
     x = tf.placeholder(tf.float64, [2])
     y = x * 2.0 + x * 3.0 + x
@@ -232,8 +234,9 @@ def test_gradient_checker_api_lists_and_error():
         assert pairs[0][0].shape == (4, 4) and pairs[1][0].shape == (2, 4)
         for theo, num in pairs:
             np.testing.assert_allclose(theo, num, atol=1e-6)
-        err = compute_gradient_error(x, [2, 2], y, [2, 2], x_init_value=init[0], delta=1e-6,
-                                     extra_feed_dict={w: init[1]})
+        err = compute_gradient_error(
+            x, [2, 2], y, [2, 2], x_init_value=init[0], delta=1e-6, extra_feed_dict={w: init[1]}
+        )
     assert err < 1e-6
     bad = tf.placeholder(tf.int32, [2])
     with pytest.raises(ValueError, match="floating"):

@@ -24,10 +24,19 @@ CASES = {
     "mul_scalar": (lambda a, b: a * b, [_u(), _u(2, 2)]),
     "truediv": (lambda a, b: a / b, [_u(2, 2), _u(2, 1, **POS)]),
     "div": (lambda a, b: tf.div(a, b), [_u(3), _u(3, **POS)]),
-    "floormod": (lambda a, b: tf.floormod(a, b), [_u(3, lo=0.1, hi=0.9) + 2.0, np.array([0.7, 0.9, 1.3])]),
+    "floormod": (
+        lambda a, b: tf.floormod(a, b),
+        [_u(3, lo=0.1, hi=0.9) + 2.0, np.array([0.7, 0.9, 1.3])],
+    ),
     "pow": (lambda a, b: tf.pow(a, b), [_u(2, 2, **POS), _u(2, 2)]),
-    "maximum": (lambda a, b: tf.maximum(a, b), [np.array([0.1, 0.9, -0.3]), np.array([0.5, 0.2, 0.4])]),
-    "minimum": (lambda a, b: tf.minimum(a, b), [np.array([0.1, 0.9, -0.3]), np.array([[0.5], [0.2]])]),
+    "maximum": (
+        lambda a, b: tf.maximum(a, b),
+        [np.array([0.1, 0.9, -0.3]), np.array([0.5, 0.2, 0.4])],
+    ),
+    "minimum": (
+        lambda a, b: tf.minimum(a, b),
+        [np.array([0.1, 0.9, -0.3]), np.array([[0.5], [0.2]])],
+    ),
     "squared_difference": (lambda a, b: tf.squared_difference(a, b), [_u(2, 2), _u(2)]),
     "atan2": (lambda a, b: tf.atan2(a, b), [_u(3), _u(3, **POS)]),
     "add_n": (lambda a, b: tf.add_n([a, b, a]), [_u(2), _u(2)]),
@@ -60,7 +69,10 @@ CASES = {
     "sign_is_zero": (lambda a: tf.sign(a) * a, [np.array([0.5, -0.7])]),
     "cast_roundtrip": (lambda a: tf.cast(tf.cast(a, tf.float64), a.dtype) * 2.0, [_u(3)]),
     "where": (lambda a, b: tf.where(tf.constant([True, False, True]), a, b), [_u(3), _u(3)]),
-    "where_v2_broadcast": (lambda a, b: tf.where_v2(tf.constant([[True], [False]]), a, b), [_u(3), _u(2, 1)]),
+    "where_v2_broadcast": (
+        lambda a, b: tf.where_v2(tf.constant([[True], [False]]), a, b),
+        [_u(3), _u(2, 1)],
+    ),
     "tanh_grad_2nd": (lambda a: tf.gradients(tf.tanh(a), a)[0], [_u(3)]),
     "sigmoid_grad_2nd": (lambda a: tf.gradients(tf.sigmoid(a), a)[0], [_u(3)]),
     "sqrt_grad_2nd": (lambda a: tf.gradients(tf.sqrt(a), a)[0], [_u(3, **POS)]),
@@ -70,23 +82,41 @@ CASES = {
     "sum_axis": (lambda a: tf.reduce_sum(a, axis=1), [_u(2, 3)]),
     "sum_all_keep": (lambda a: tf.reduce_sum(a, keepdims=True), [_u(2, 3)]),
     "mean_neg_axis": (lambda a: tf.reduce_mean(a, axis=-1), [_u(2, 3)]),
-    "prod_with_zero": (lambda a: tf.reduce_prod(a, axis=0), [np.array([[0.0, 2.0], [3.0, 0.5], [1.5, -1.0]])]),
+    "prod_with_zero": (
+        lambda a: tf.reduce_prod(a, axis=0),
+        [np.array([[0.0, 2.0], [3.0, 0.5], [1.5, -1.0]])],
+    ),
     "max_axis": (lambda a: tf.reduce_max(a, axis=0), [np.array([[0.1, 0.9], [0.5, -0.2]])]),
     "min_all": (lambda a: tf.reduce_min(a), [np.array([[0.1, 0.9], [0.5, -0.2]])]),
     "cumsum_rev_excl": (lambda a: tf.cumsum(a, axis=1, exclusive=True, reverse=True), [_u(2, 3)]),
     "cumprod": (lambda a: tf.cumprod(a, axis=0), [_u(3, 2, **POS)]),
     # matrices
     "matmul": (lambda a, b: tf.matmul(a, b), [_u(2, 3), _u(3, 2)]),
-    "matmul_ta_tb": (lambda a, b: tf.matmul(a, b, transpose_a=True, transpose_b=True), [_u(3, 2), _u(2, 3)]),
+    "matmul_ta_tb": (
+        lambda a, b: tf.matmul(a, b, transpose_a=True, transpose_b=True),
+        [_u(3, 2), _u(2, 3)],
+    ),
     "matmul_tb": (lambda a, b: tf.matmul(a, b, transpose_b=True), [_u(2, 3), _u(2, 3)]),
     "batch_matmul_bcast": (lambda a, b: tf.matmul(a, b), [_u(2, 2, 3), _u(3, 2)]),
-    "batch_matmul_adj": (lambda a, b: tf.linalg.matmul(a, b, adjoint_a=True), [_u(2, 3, 2), _u(2, 3, 2)]),
+    "batch_matmul_adj": (
+        lambda a, b: tf.linalg.matmul(a, b, adjoint_a=True),
+        [_u(2, 3, 2), _u(2, 3, 2)],
+    ),
     "matrix_inverse": (tf.matrix_inverse, [np.eye(2) * 2 + _u(2, 2) * 0.3]),
     "matrix_determinant": (tf.matrix_determinant, [np.eye(2) * 2 + _u(2, 2) * 0.3]),
     "log_determinant": (lambda a: tf.linalg.slogdet(a)[1], [np.eye(2) * 2 + _u(2, 2) * 0.3]),
-    "cholesky": (lambda a: tf.cholesky(tf.matmul(a, a, transpose_b=True) + 2.0 * tf.eye(2, dtype=a.dtype)), [_u(2, 2)]),
-    "matrix_solve": (lambda a, b: tf.matrix_solve(a, b), [np.eye(2) * 2 + _u(2, 2) * 0.3, _u(2, 1)]),
-    "triangular_solve": (lambda a, b: tf.matrix_triangular_solve(a, b, lower=True), [np.eye(2) * 2 + np.tril(_u(2, 2)) * 0.3, _u(2, 2)]),
+    "cholesky": (
+        lambda a: tf.cholesky(tf.matmul(a, a, transpose_b=True) + 2.0 * tf.eye(2, dtype=a.dtype)),
+        [_u(2, 2)],
+    ),
+    "matrix_solve": (
+        lambda a, b: tf.matrix_solve(a, b),
+        [np.eye(2) * 2 + _u(2, 2) * 0.3, _u(2, 1)],
+    ),
+    "triangular_solve": (
+        lambda a, b: tf.matrix_triangular_solve(a, b, lower=True),
+        [np.eye(2) * 2 + np.tril(_u(2, 2)) * 0.3, _u(2, 2)],
+    ),
     "diag": (tf.diag, [_u(2)]),
     "diag_part": (tf.diag_part, [_u(2, 2)]),
     "matrix_diag": (tf.matrix_diag, [_u(2, 2)]),
@@ -162,7 +192,10 @@ def test_dynamic_stitch_gradient_and_sharded_embedding():
     y = tf.dynamic_stitch([tf.constant([0, 2]), tf.constant([1])], [a, b])
     assert compute_gradient_error([a, b], [[2, 2], [1, 2]], y, [3, 2]) < 1e-6
     # "mod" sharding: ids 0, 2, 4 live in shard 0 (rows 0-2), ids 1, 3 in shard 1 (rows 0-1).
-    shards = [tf.Variable(np.arange(6.0).reshape(3, 2)), tf.Variable(np.arange(6.0, 10.0).reshape(2, 2))]
+    shards = [
+        tf.Variable(np.arange(6.0).reshape(3, 2)),
+        tf.Variable(np.arange(6.0, 10.0).reshape(2, 2)),
+    ]
     emb = tf.nn.embedding_lookup(shards, tf.constant([0, 3, 4, 1]), partition_strategy="mod")
     grads = tf.gradients(tf.reduce_sum(emb * emb), shards)
     with tf.Session() as s:

@@ -39,16 +39,22 @@ def test_conv2d_grad(dtype, strides, padding, dilations):
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_conv2d_nchw_grad(dtype):
     x, f = _rand((1, 2, 5, 4), dtype), _rand((2, 3, 2, 2), dtype, 1)
-    check_gradients(lambda a, b: tf.nn.conv2d(a, b, [1, 1, 2, 1], "SAME", data_format="NCHW"), [x, f])
+    check_gradients(
+        lambda a, b: tf.nn.conv2d(a, b, [1, 1, 2, 1], "SAME", data_format="NCHW"), [x, f]
+    )
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_conv2d_backprop_ops_grad(dtype):
     """Second order: the gradients of Conv2DBackpropInput and Conv2DBackpropFilter."""
     f, dy = _rand((3, 3, 2, 3), dtype), _rand((1, 3, 2, 3), dtype, 1)
-    check_gradients(lambda a, b: tf.nn.conv2d_backprop_input([1, 5, 4, 2], a, b, [1, 2, 2, 1], "SAME"), [f, dy])
+    check_gradients(
+        lambda a, b: tf.nn.conv2d_backprop_input([1, 5, 4, 2], a, b, [1, 2, 2, 1], "SAME"), [f, dy]
+    )
     x = _rand((1, 5, 4, 2), dtype, 2)
-    check_gradients(lambda a, b: tf.nn.conv2d_backprop_filter(a, [3, 3, 2, 3], b, [1, 2, 2, 1], "SAME"), [x, dy])
+    check_gradients(
+        lambda a, b: tf.nn.conv2d_backprop_filter(a, [3, 3, 2, 3], b, [1, 2, 2, 1], "SAME"), [x, dy]
+    )
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -64,7 +70,9 @@ def test_depthwise_conv2d_grad(dtype):
 @pytest.mark.parametrize("padding", ["SAME", "VALID"])
 def test_max_pool_grad(dtype, padding):
     # Distinct, well-separated values: the argmax of each window is stable under the perturbation.
-    x = (np.random.RandomState(0).permutation(2 * 5 * 5 * 2).reshape(2, 5, 5, 2) * 0.1).astype(dtype)
+    x = (np.random.RandomState(0).permutation(2 * 5 * 5 * 2).reshape(2, 5, 5, 2) * 0.1).astype(
+        dtype
+    )
     check_gradients(lambda a: tf.nn.max_pool(a, 3, 2, padding), [x])
 
 
@@ -146,18 +154,31 @@ def test_bias_add_grad(dtype, data_format):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_loss_grads(dtype):
-    logits, labels = _rand((3, 4), dtype), np.random.RandomState(1).dirichlet(np.ones(4), 3).astype(dtype)
+    logits, labels = (
+        _rand((3, 4), dtype),
+        np.random.RandomState(1).dirichlet(np.ones(4), 3).astype(dtype),
+    )
     check_gradients(tf.nn.l2_loss, [logits])
-    check_gradients(lambda a, b: tf.nn.softmax_cross_entropy_with_logits_v2(labels=b, logits=a), [logits, labels])
+    check_gradients(
+        lambda a, b: tf.nn.softmax_cross_entropy_with_logits_v2(labels=b, logits=a),
+        [logits, labels],
+    )
     sparse = np.array([0, 3, 1])
-    check_gradients(lambda a: tf.nn.sparse_softmax_cross_entropy_with_logits(labels=sparse, logits=a), [logits])
-    check_gradients(lambda a, b: tf.nn.sigmoid_cross_entropy_with_logits(labels=b, logits=a), [logits, labels])
+    check_gradients(
+        lambda a: tf.nn.sparse_softmax_cross_entropy_with_logits(labels=sparse, logits=a), [logits]
+    )
+    check_gradients(
+        lambda a, b: tf.nn.sigmoid_cross_entropy_with_logits(labels=b, logits=a), [logits, labels]
+    )
     check_gradients(lambda a: tf.nn.weighted_cross_entropy_with_logits(labels=labels, logits=a, pos_weight=2.0),
                     [logits])  # fmt: skip
 
 
 def test_softmax_cross_entropy_v1_stops_label_gradient():
-    logits, labels = tf.constant(_rand((2, 3), np.float32)), tf.constant(np.full((2, 3), 1 / 3, np.float32))
+    logits, labels = (
+        tf.constant(_rand((2, 3), np.float32)),
+        tf.constant(np.full((2, 3), 1 / 3, np.float32)),
+    )
     v1 = tf.nn.softmax_cross_entropy_with_logits(labels=labels, logits=logits)
     v2 = tf.nn.softmax_cross_entropy_with_logits_v2(labels=labels, logits=logits)
     assert tf.gradients(v1, labels)[0] is None
@@ -195,19 +216,27 @@ def test_normalization_grads(dtype):
 
 def test_lrn_grad():
     x = _rand((1, 2, 2, 5), np.float32)
-    check_gradients(lambda a: tf.nn.lrn(a, 2, 1.0, 0.5, 0.75), [x], delta=1e-3, atol=2e-3, rtol=2e-3)
+    check_gradients(
+        lambda a: tf.nn.lrn(a, 2, 1.0, 0.5, 0.75), [x], delta=1e-3, atol=2e-3, rtol=2e-3
+    )
 
 
 @pytest.mark.parametrize("is_training", [True, False])
 @pytest.mark.parametrize("data_format", ["NHWC", "NCHW"])
 def test_fused_batch_norm_grad(is_training, data_format):
-    x = _rand((2, 3, 3, 2), np.float32) if data_format == "NHWC" else _rand((2, 2, 3, 3), np.float32)
+    x = (
+        _rand((2, 3, 3, 2), np.float32)
+        if data_format == "NHWC"
+        else _rand((2, 2, 3, 3), np.float32)
+    )
     scale, offset = _rand((2,), np.float32, 1), _rand((2,), np.float32, 2)
     mean, var = np.array([0.1, -0.2], np.float32), np.array([0.8, 1.3], np.float32)
 
     def bn(a, s, o):
         kw = {} if is_training else {"mean": mean, "variance": var}
-        return tf.nn.fused_batch_norm(a, s, o, data_format=data_format, is_training=is_training, **kw)[0]
+        return tf.nn.fused_batch_norm(
+            a, s, o, data_format=data_format, is_training=is_training, **kw
+        )[0]
 
     check_gradients(bn, [x, scale, offset], atol=5e-3, rtol=5e-3)
 

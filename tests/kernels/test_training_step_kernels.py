@@ -108,7 +108,9 @@ def test_relu_grads_are_gradient_times_mask(op, dtype):
         np.testing.assert_array_equal(got, dy * mask.astype(dtype))
 
 
-@pytest.mark.parametrize("budget", [1, 3000, 40000, 2 << 20])  # one output row .. whole batch per block
+@pytest.mark.parametrize(
+    "budget", [1, 3000, 40000, 2 << 20]
+)  # one output row .. whole batch per block
 @pytest.mark.parametrize("dtype", [np.float16, np.float64])
 def test_im2col_blocks_tile_the_patch_matrix(budget, dtype):
     from flowgraph.kernels.cpu import windows as W
@@ -128,7 +130,9 @@ def test_im2col_blocks_of_an_empty_batch():
     from flowgraph.kernels.cpu import windows as W
 
     x = np.zeros((0, 5, 5, 2), np.float32)
-    win = W.window({"data_format": "NHWC", "strides": [1, 1, 1, 1], "padding": "VALID"}, x.shape, 3, 3)
+    win = W.window(
+        {"data_format": "NHWC", "strides": [1, 1, 1, 1], "padding": "VALID"}, x.shape, 3, 3
+    )
     assert list(W.im2col_blocks(x, win, np.float32)) == []
 
 
@@ -140,7 +144,9 @@ def test_bias_add_grad_sums_all_but_the_channel_axis(shape, data_format, dtype):
     axis = 1 if data_format == "NCHW" else len(shape) - 1
     got = run(lambda d: apply_op("BiasAddGrad", [d], data_format=data_format).outputs[0], [dy])
     assert got.dtype == dtype and got.shape == (shape[axis],)
-    np.testing.assert_array_equal(got, dy.sum(axis=tuple(a for a in range(len(shape)) if a != axis)))
+    np.testing.assert_array_equal(
+        got, dy.sum(axis=tuple(a for a in range(len(shape)) if a != axis))
+    )
 
 
 @pytest.mark.parametrize("shape", [(), (3,), (2, 3)])
@@ -166,7 +172,9 @@ def test_apply_gradient_descent_rebinds_a_fresh_array(shape, dtype):
 @pytest.mark.parametrize("strides,padding,dilations", [((1, 1), "SAME", (1, 1)), ((2, 3), "SAME", (1, 1)),
                                                        ((1, 2), "VALID", (2, 1))])  # fmt: skip
 @pytest.mark.parametrize("data_format", ["NHWC", "NCHW"])
-def test_conv2d_backprop_input_is_the_adjoint(in_channels, strides, padding, dilations, data_format):
+def test_conv2d_backprop_input_is_the_adjoint(
+    in_channels, strides, padding, dilations, data_format
+):
     """<Conv2D(x, f), dy> = <x, Conv2DBackpropInput(f, dy)>, for the one-channel path too."""
     rng = np.random.RandomState(0)
     x, f = rng.standard_normal((2, 9, 8, in_channels)), rng.standard_normal((3, 2, in_channels, 4))

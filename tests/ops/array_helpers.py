@@ -31,4 +31,3 @@ def unknown(dtype=tf.float32):
 def run_with(fetch, feeds):
     with tf.Session() as sess:
         return sess.run(fetch, feeds)
-

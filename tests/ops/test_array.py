@@ -11,7 +11,6 @@ from flowgraph.testing.op_test import assert_close, check_op, run
 from array_helpers import ALL, run_with, sample, unknown  # noqa: E402,F401
 
 
-
 # -- creation ---------------------------------------------------------------------------------
 @pytest.mark.parametrize("dtype", [tf.float32, tf.int64, tf.bool, tf.string, tf.complex64])
 def test_zeros_ones(dtype):

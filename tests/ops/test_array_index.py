@@ -11,7 +11,6 @@ from flowgraph.testing.op_test import assert_close, check_op
 from array_helpers import ALL, run_with, sample, unknown  # noqa: E402,F401
 
 
-
 X = np.arange(60, dtype=np.float32).reshape(3, 4, 5)
 
 SPECS = [

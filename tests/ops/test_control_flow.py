@@ -38,8 +38,11 @@ def test_cond_runs_only_the_taken_branch_side_effects():
 
 def test_cond_old_keywords_and_structures():
     p = tf.constant(True)
-    out = tf.cond(p, fn1=lambda: (tf.constant(1), {"a": tf.constant(2.0)}),
-                  fn2=lambda: (tf.constant(3), {"a": tf.constant(4.0)}))
+    out = tf.cond(
+        p,
+        fn1=lambda: (tf.constant(1), {"a": tf.constant(2.0)}),
+        fn2=lambda: (tf.constant(3), {"a": tf.constant(4.0)}),
+    )
     got = run(out)
     assert got[0] == 1 and got[1]["a"] == 2.0
     single = tf.cond(p, lambda: [tf.constant(5)], lambda: [tf.constant(6)])
@@ -87,7 +90,10 @@ def test_fetching_an_untaken_branch_value_is_an_error():
 
 def test_case():
     x = tf.placeholder(tf.int32, [])
-    y = tf.case([(x < 0, lambda: tf.constant(-1)), (x > 0, lambda: tf.constant(1))], default=lambda: tf.constant(0))
+    y = tf.case(
+        [(x < 0, lambda: tf.constant(-1)), (x > 0, lambda: tf.constant(1))],
+        default=lambda: tf.constant(0),
+    )
     with tf.Session() as s:
         assert [s.run(y, {x: v}) for v in (-5, 0, 5)] == [-1, 0, 1]
 
@@ -116,7 +122,9 @@ def test_while_loop_ten_thousand_iterations_with_fed_trip_count():
 
 def test_nested_loops_and_cond_in_loop():
     def outer_body(i, acc):
-        _, acc = tf.while_loop(lambda j, a: j < i, lambda j, a: (j + 1, a + 1), [tf.constant(0), acc])
+        _, acc = tf.while_loop(
+            lambda j, a: j < i, lambda j, a: (j + 1, a + 1), [tf.constant(0), acc]
+        )
         return i + 1, acc
 
     nested = tf.while_loop(lambda i, a: i < 5, outer_body, [tf.constant(0), tf.constant(0)])
@@ -130,7 +138,9 @@ def test_nested_loops_and_cond_in_loop():
 def test_loop_captures_outer_tensor_and_variable():
     x = tf.placeholder(tf.float32, [3])
     w = tf.Variable([1.0, 2.0, 3.0])
-    out = tf.while_loop(lambda i, a: i < 4, lambda i, a: (i + 1, a * x + w), [tf.constant(0), tf.zeros([3])])
+    out = tf.while_loop(
+        lambda i, a: i < 4, lambda i, a: (i + 1, a * x + w), [tf.constant(0), tf.zeros([3])]
+    )
     with tf.Session() as s:
         s.run(w.initializer)
         xv = np.array([0.5, 1.0, 2.0], np.float32)
@@ -165,7 +175,9 @@ def test_nested_structure_loop_vars():
 def test_shape_invariants():
     x = tf.constant(np.zeros((1, 2), np.float32))
     with pytest.raises(ValueError, match="shape_invariants"):
-        tf.while_loop(lambda i, x: i < 3, lambda i, x: (i + 1, tf.concat([x, x], 0)), [tf.constant(0), x])
+        tf.while_loop(
+            lambda i, x: i < 3, lambda i, x: (i + 1, tf.concat([x, x], 0)), [tf.constant(0), x]
+        )
     out = tf.while_loop(lambda i, x: i < 3, lambda i, x: (i + 1, tf.concat([x, x], 0)), [tf.constant(0), x],
                         shape_invariants=[tf.TensorShape([]), tf.TensorShape([None, 2])])  # fmt: skip
     assert out[1].shape.as_list() == [None, 2]
@@ -196,14 +208,18 @@ def test_parallel_iterations_overlap():
             m = tf.nn.max_pool(m, [1, 3, 3, 1], [1, 1, 1, 1], "SAME")
         return i + 1, acc + tf.reduce_sum(m)
 
-    out = tf.while_loop(lambda i, a: i < 6, body, [tf.constant(0), tf.constant(0.0)], parallel_iterations=4)
+    out = tf.while_loop(
+        lambda i, a: i < 6, body, [tf.constant(0), tf.constant(0.0)], parallel_iterations=4
+    )
     config = tf.ConfigProto(inter_op_parallelism_threads=2)
     with tf.Session(config=config) as s:
         md = tf.RunMetadata()
         s.run(out, options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE), run_metadata=md)
     spans = sorted(
         (n.all_start_micros, n.all_start_micros + n.all_end_rel_micros)
-        for d in md.step_stats.dev_stats for n in d.node_stats if n.node_name == "while/MaxPool"
+        for d in md.step_stats.dev_stats
+        for n in d.node_stats
+        if n.node_name == "while/MaxPool"
     )
     assert len(spans) == 6
     assert any(b[0] < a[1] for a, b in zip(spans, spans[1:])), spans
@@ -216,9 +232,15 @@ def test_map_fn_scan_folds():
     pairs = tf.map_fn(lambda p: p[0] * p[1], (elems, elems + 1), dtype=tf.float32)
     assert run(pairs).tolist() == [2.0, 6.0, 12.0]
     assert run(tf.scan(lambda a, v: a + v, tf.constant([1, 2, 3, 4]))).tolist() == [1, 3, 6, 10]
-    assert run(tf.scan(lambda a, v: a + v, tf.constant([1, 2, 3]), initializer=tf.constant(10), reverse=True)).tolist() == [16, 15, 13]
+    assert run(
+        tf.scan(
+            lambda a, v: a + v, tf.constant([1, 2, 3]), initializer=tf.constant(10), reverse=True
+        )
+    ).tolist() == [16, 15, 13]
     assert run(tf.foldl(lambda a, v: a * v, tf.constant([1, 2, 3, 4]))) == 24
-    assert run(tf.foldr(lambda a, v: a - v, tf.constant([1, 2, 3]), initializer=tf.constant(0))) == -6
+    assert (
+        run(tf.foldr(lambda a, v: a - v, tf.constant([1, 2, 3]), initializer=tf.constant(0))) == -6
+    )
 
 
 def test_tensor_array_ops():
@@ -265,5 +287,7 @@ def test_partial_run():
         assert v1 == 3.0
         assert s.partial_run(h, r2, feed_dict={c: v1}) == 9.0
         h2 = s.partial_run_setup([r1], [a, b])
-        with pytest.raises(tf.errors.InvalidArgumentError, match="not specified in partial_run_setup"):
+        with pytest.raises(
+            tf.errors.InvalidArgumentError, match="not specified in partial_run_setup"
+        ):
             s.partial_run(h2, r1, feed_dict={c: 1.0})

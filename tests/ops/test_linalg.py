@@ -41,11 +41,25 @@ def test_matmul_transposes_and_adjoints(dtype):
     a, b = rand((2, 3), dtype, 1), rand((3, 4), dtype, 2)
     t = tol(dtype)
     check_op(tf.matmul, [a, b], lambda x, y: x @ y, rtol=t, atol=t)
-    check_op(lambda x, y: tf.matmul(x, y, transpose_a=True), [a.T.copy(), b], lambda x, y: x.T @ y, rtol=t, atol=t)
-    check_op(lambda x, y: tf.matmul(x, y, transpose_b=True), [a, b.T.copy()], lambda x, y: x @ y.T, rtol=t, atol=t)
+    check_op(
+        lambda x, y: tf.matmul(x, y, transpose_a=True),
+        [a.T.copy(), b],
+        lambda x, y: x.T @ y,
+        rtol=t,
+        atol=t,
+    )
+    check_op(
+        lambda x, y: tf.matmul(x, y, transpose_b=True),
+        [a, b.T.copy()],
+        lambda x, y: x @ y.T,
+        rtol=t,
+        atol=t,
+    )
     check_op(lambda x, y: tf.matmul(x, y, adjoint_a=True, adjoint_b=True), [adj(a).copy(), adj(b).copy()],
              lambda x, y: adj(x) @ adj(y), rtol=t, atol=t)  # fmt: skip
-    check_op(lambda x, y: tf.matmul(x, y, a_is_sparse=True), [a, b], lambda x, y: x @ y, rtol=t, atol=t)
+    check_op(
+        lambda x, y: tf.matmul(x, y, a_is_sparse=True), [a, b], lambda x, y: x @ y, rtol=t, atol=t
+    )
 
 
 @pytest.mark.parametrize("dtype", MATMUL_TYPES)
@@ -74,7 +88,10 @@ def test_matmul_shapes_and_errors():
     with pytest.raises(TypeError):
         tf.matmul(tf.constant([[1]], tf.int8), tf.constant([[1]], tf.int8))
     x, y = tf.placeholder(tf.float32, [None, None]), tf.placeholder(tf.float32, [None, None])
-    with tf.Session() as sess, pytest.raises(errors.InvalidArgumentError, match="Matrix size-incompatible"):
+    with (
+        tf.Session() as sess,
+        pytest.raises(errors.InvalidArgumentError, match="Matrix size-incompatible"),
+    ):
         sess.run(tf.matmul(x, y), {x: np.ones((2, 3)), y: np.ones((4, 2))})
 
 
@@ -87,12 +104,22 @@ def widen(x):
 def test_inverse_determinant_cholesky(dtype):
     t = tol(dtype)
     m = well_conditioned((2, 3, 3), dtype)
-    check_op(tf.matrix_inverse, [m], lambda x: np.linalg.inv(widen(x)).astype(dtype), rtol=t, atol=t)
+    check_op(
+        tf.matrix_inverse, [m], lambda x: np.linalg.inv(widen(x)).astype(dtype), rtol=t, atol=t
+    )
     check_op(lambda x: tf.matrix_inverse(x, adjoint=True), [m],
              lambda x: np.linalg.inv(adj(widen(x))).astype(dtype), rtol=t, atol=t)  # fmt: skip
-    check_op(tf.matrix_determinant, [m], lambda x: np.linalg.det(widen(x)).astype(dtype), rtol=t, atol=t)
+    check_op(
+        tf.matrix_determinant, [m], lambda x: np.linalg.det(widen(x)).astype(dtype), rtol=t, atol=t
+    )
     spd = (m @ adj(m)).astype(dtype)
-    check_op(tf.cholesky, [spd], lambda x: np.linalg.cholesky(widen(x)).astype(dtype), rtol=t * 10, atol=t * 10)
+    check_op(
+        tf.cholesky,
+        [spd],
+        lambda x: np.linalg.cholesky(widen(x)).astype(dtype),
+        rtol=t * 10,
+        atol=t * 10,
+    )
     check_op(tf.linalg.slogdet, [m], lambda x: [np.asarray(v).astype(dtype) for v in np.linalg.slogdet(widen(x))],
              rtol=t, atol=t)  # fmt: skip
 
@@ -101,12 +128,17 @@ def test_linalg_errors():
     sing = np.array([[1.0, 2.0], [2.0, 4.0]], np.float32)
     with pytest.raises(errors.InvalidArgumentError, match="Input is not invertible."):
         run(tf.matrix_inverse, [sing])
-    with pytest.raises(errors.InvalidArgumentError, match="Cholesky decomposition was not successful"):
+    with pytest.raises(
+        errors.InvalidArgumentError, match="Cholesky decomposition was not successful"
+    ):
         run(tf.cholesky, [np.array([[1.0, 2.0], [2.0, 1.0]], np.float64)])
     with pytest.raises(errors.InvalidArgumentError, match="not invertible"):
         run(tf.matrix_solve, [sing, np.ones((2, 1), np.float32)])
     with pytest.raises(errors.InvalidArgumentError, match="not invertible"):
-        run(tf.matrix_triangular_solve, [np.array([[0.0, 0], [1, 1]], np.float32), np.ones((2, 1), np.float32)])
+        run(
+            tf.matrix_triangular_solve,
+            [np.array([[0.0, 0], [1, 1]], np.float32), np.ones((2, 1), np.float32)],
+        )
     with pytest.raises(ValueError, match="Dimensions must be equal"):
         tf.matrix_inverse(tf.placeholder(tf.float32, [2, 3]))
     with pytest.raises(TypeError):
@@ -121,22 +153,32 @@ def test_solves(dtype):
     t = tol(dtype) * 10
     wide = np.complex128 if np.dtype(dtype).kind == "c" else np.float64
     m, rhs = well_conditioned((2, 3, 3), dtype), rand((2, 3, 2), dtype, 5)
-    check_op(tf.matrix_solve, [m, rhs], lambda a, b: np.linalg.solve(a.astype(wide), b.astype(wide)).astype(dtype), rtol=t, atol=t)
+    check_op(
+        tf.matrix_solve,
+        [m, rhs],
+        lambda a, b: np.linalg.solve(a.astype(wide), b.astype(wide)).astype(dtype),
+        rtol=t,
+        atol=t,
+    )
     check_op(lambda a, b: tf.matrix_solve(a, b, adjoint=True), [m, rhs],
              lambda a, b: np.linalg.solve(adj(a.astype(wide)), b.astype(wide)).astype(dtype), rtol=t, atol=t)  # fmt: skip
     for lower in (True, False):
         for adjoint in (False, True):
+
             def ref(a, b, lower=lower, adjoint=adjoint):
                 tri = np.tril(a) if lower else np.triu(a)
                 tri = adj(tri) if adjoint else tri
                 return np.linalg.solve(tri.astype(wide), b.astype(wide)).astype(dtype)
+
             check_op(lambda a, b: tf.matrix_triangular_solve(a, b, lower=lower, adjoint=adjoint),
                      [m, rhs], ref, rtol=t, atol=t)  # fmt: skip
     s = tf.matrix_solve(tf.placeholder(dtype, [None, 3, 3]), tf.placeholder(dtype, [None, 3, 7]))
     assert s.shape.as_list() == [None, 3, 7]
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64, np.complex64, np.bool_])
+@pytest.mark.parametrize(
+    "dtype", [np.float32, np.float64, np.int32, np.int64, np.complex64, np.bool_]
+)
 def test_diagonals(dtype):
     d = rand((2, 3), np.float32, 3).astype(dtype)
     check_op(tf.diag, [d], lambda v: np.diag(v.ravel()).reshape(2, 3, 2, 3))
@@ -194,10 +236,17 @@ def test_matrix_transpose_and_tensordot():
     with pytest.raises(ValueError, match="rank >= 2"):
         tf.matrix_transpose(tf.constant([1.0]))
     a, b = rand((2, 3, 4), np.float32, 1), rand((4, 3, 5), np.float32, 2)
-    check_op(lambda x, y: tf.tensordot(x, y, 1), [a, b], lambda x, y: np.tensordot(x, y, 1), rtol=1e-5)
+    check_op(
+        lambda x, y: tf.tensordot(x, y, 1), [a, b], lambda x, y: np.tensordot(x, y, 1), rtol=1e-5
+    )
     check_op(lambda x, y: tf.tensordot(x, y, [[1, 2], [1, 0]]), [a, b],
              lambda x, y: np.tensordot(x, y, [[1, 2], [1, 0]]), rtol=1e-5)  # fmt: skip
-    check_op(lambda x, y: tf.tensordot(x, y, 0), [a[0, 0], b[0, 0]], lambda x, y: np.tensordot(x, y, 0), rtol=1e-5)
+    check_op(
+        lambda x, y: tf.tensordot(x, y, 0),
+        [a[0, 0], b[0, 0]],
+        lambda x, y: np.tensordot(x, y, 0),
+        rtol=1e-5,
+    )
     x = tf.placeholder(tf.float32, [None, 3, 4])
     out = tf.tensordot(x, tf.constant(b), [[2], [0]])
     assert out.shape.as_list() == [None, 3, 3, 5]
@@ -223,5 +272,9 @@ def test_qr(dtype, shape, full):
     assert q.shape == shape[:-2] + (m, k) and r.shape == shape[:-2] + (k, n)
     assert q_t.shape.as_list() == list(q.shape) and q.dtype == dtype
     np.testing.assert_allclose(q @ r, a, atol=1e-5)
-    np.testing.assert_allclose(np.swapaxes(q.conj(), -1, -2) @ q, np.broadcast_to(np.eye(k), q.shape[:-2] + (k, k)), atol=1e-5)
+    np.testing.assert_allclose(
+        np.swapaxes(q.conj(), -1, -2) @ q,
+        np.broadcast_to(np.eye(k), q.shape[:-2] + (k, k)),
+        atol=1e-5,
+    )
     np.testing.assert_allclose(np.tril(r, -1), 0, atol=1e-6)

@@ -88,7 +88,11 @@ UNARY = [  # (wrapper, NumPy reference, dtypes, domain)
 
 @pytest.mark.parametrize(
     "fn,ref,dtype,domain",
-    [pytest.param(f, r, d, dom, id=f"{f.__name__}-{np.dtype(d).name}") for f, r, ds, dom in UNARY for d in ds],
+    [
+        pytest.param(f, r, d, dom, id=f"{f.__name__}-{np.dtype(d).name}")
+        for f, r, ds, dom in UNARY
+        for d in ds
+    ],
 )
 def test_unary(fn, ref, dtype, domain):
     x = data(dtype, domain)
@@ -129,7 +133,11 @@ BINARY = [  # (wrapper, reference, dtypes, domain of y)
 
 @pytest.mark.parametrize(
     "fn,ref,dtype,domain",
-    [pytest.param(f, r, d, dom, id=f"{f.__name__}-{np.dtype(d).name}") for f, r, ds, dom in BINARY for d in ds],
+    [
+        pytest.param(f, r, d, dom, id=f"{f.__name__}-{np.dtype(d).name}")
+        for f, r, ds, dom in BINARY
+        for d in ds
+    ],
 )
 def test_binary_broadcasting(fn, ref, dtype, domain):
     x = data(dtype, "any", shape=(2, 3), seed=1)
@@ -156,7 +164,10 @@ def test_floor_and_truncate_semantics():
                                         (np.uint16, F32), (np.int32, F64), (np.int64, F64),
                                         (F16, F16), (F32, F32), (F64, F64), (C64, C64)])  # fmt: skip
 def test_truediv_casts_ints_to_floats(dtype, want):
-    x, y = np.array([7, 5 if np.dtype(dtype).kind == "u" else -7, 1], dtype), np.array([2, 2, 3], dtype)
+    x, y = (
+        np.array([7, 5 if np.dtype(dtype).kind == "u" else -7, 1], dtype),
+        np.array([2, 2, 3], dtype),
+    )
     check_op(tf.truediv, [x, y], lambda a, b: a.astype(want) / b.astype(want), rtol=tol(want))
     check_op(tf.divide, [x, y], lambda a, b: a.astype(want) / b.astype(want), rtol=tol(want))
 
@@ -184,7 +195,9 @@ def test_equal_incompatible_shape_error_attr():
     strict = tf.equal(x, y)
     with tf.Session(graph=eq) as sess:
         assert sess.run(lenient, {x: [1, 2, 3], y: [1, 2]}) == np.False_
-        with pytest.raises(errors.InvalidArgumentError, match=r"Incompatible shapes: \[3\] vs. \[2\]"):
+        with pytest.raises(
+            errors.InvalidArgumentError, match=r"Incompatible shapes: \[3\] vs. \[2\]"
+        ):
             sess.run(strict, {x: [1, 2, 3], y: [1, 2]})
 
 
@@ -229,7 +242,11 @@ def test_integer_division_by_zero(fn):
 @pytest.mark.parametrize("dtype", FC)
 def test_div_no_nan(dtype):
     x, y = np.array([1, 2, 3], dtype), np.array([2, 0, 4], dtype)
-    check_op(tf.div_no_nan, [x, y], lambda a, b: np.where(b == 0, 0, a / np.where(b == 0, 1, b)).astype(dtype))
+    check_op(
+        tf.div_no_nan,
+        [x, y],
+        lambda a, b: np.where(b == 0, 0, a / np.where(b == 0, 1, b)).astype(dtype),
+    )
 
 
 @pytest.mark.parametrize("dtype", COMPLEX)
@@ -269,14 +286,25 @@ def test_gradient_kernels(op_type, formula, dtype):
 
     y, dy = data(dtype, "pos", seed=3), data(dtype, "any", seed=4)
     fn = lambda a, b: apply_op(op_type, [a, b]).outputs[0]
-    check_op(fn, [y, dy], lambda a, b: formula(a, b).astype(dtype), rtol=tol(dtype) * 4, atol=tol(dtype) * 4)
+    check_op(
+        fn,
+        [y, dy],
+        lambda a, b: formula(a, b).astype(dtype),
+        rtol=tol(dtype) * 4,
+        atol=tol(dtype) * 4,
+    )
 
 
 # -- add_n, where/select, casts ------------------------------------------------------------------
 @pytest.mark.parametrize("dtype", [F16, F32, F64, np.int8, np.int32, np.int64, np.uint8, C64])
 def test_add_n(dtype):
     xs = [data(dtype, "any", seed=s) for s in range(3)]
-    check_op(lambda *t: tf.add_n(list(t)), xs, lambda *a: (a[0] + a[1] + a[2]).astype(dtype), rtol=tol(dtype))
+    check_op(
+        lambda *t: tf.add_n(list(t)),
+        xs,
+        lambda *a: (a[0] + a[1] + a[2]).astype(dtype),
+        rtol=tol(dtype),
+    )
 
 
 def test_add_n_checks():
@@ -290,7 +318,10 @@ def test_add_n_checks():
     with pytest.raises(ValueError):
         tf.add_n([])
     x, y = tf.placeholder(tf.float32), tf.placeholder(tf.float32)
-    with tf.Session() as sess, pytest.raises(errors.InvalidArgumentError, match="same size and shape"):
+    with (
+        tf.Session() as sess,
+        pytest.raises(errors.InvalidArgumentError, match="same size and shape"),
+    ):
         sess.run(tf.add_n([x, y]), {x: [1.0], y: [1.0, 2.0]})
 
 
@@ -314,7 +345,10 @@ def test_select_shapes():
     with pytest.raises(ValueError):
         tf.where(tf.constant([True, False]), tf.constant(t), tf.constant(e))
     c, a, b = tf.placeholder(tf.bool), tf.placeholder(tf.float32), tf.placeholder(tf.float32)
-    with tf.Session() as sess, pytest.raises(errors.InvalidArgumentError, match="'then' and 'else'"):
+    with (
+        tf.Session() as sess,
+        pytest.raises(errors.InvalidArgumentError, match="'then' and 'else'"),
+    ):
         sess.run(tf.where(c, a, b), {c: [True], a: [1.0], b: [1.0, 2.0]})
 
 
@@ -342,8 +376,12 @@ def test_cast_semantics():
     assert tf.to_float(tf.constant([1])).op.name == "ToFloat"
 
 
-@pytest.mark.parametrize("src", [np.bool_, F16, F32, F64, np.int8, np.int32, np.int64, np.uint8, np.uint64, C64])
-@pytest.mark.parametrize("dst", [np.bool_, F16, F32, F64, np.int8, np.int32, np.int64, np.uint16, C128])
+@pytest.mark.parametrize(
+    "src", [np.bool_, F16, F32, F64, np.int8, np.int32, np.int64, np.uint8, np.uint64, C64]
+)
+@pytest.mark.parametrize(
+    "dst", [np.bool_, F16, F32, F64, np.int8, np.int32, np.int64, np.uint16, C128]
+)
 def test_cast_dtype_matrix(src, dst):
     x = np.array([0, 1, 3, 7], src)
     want = (x.real if np.dtype(src).kind == "c" and np.dtype(dst).kind != "c" else x).astype(dst)
@@ -361,7 +399,10 @@ def test_cast_truncate_attr_rounds_toward_zero():
 
 
 def test_cast_string_is_unimplemented():
-    with tf.Session() as sess, pytest.raises(errors.UnimplementedError, match="Cast string to float"):
+    with (
+        tf.Session() as sess,
+        pytest.raises(errors.UnimplementedError, match="Cast string to float"),
+    ):
         sess.run(tf.cast(tf.constant(["1"]), tf.float32))
 
 
@@ -406,5 +447,8 @@ def test_static_shapes():
 
 def test_runtime_shape_mismatch():
     x, y = tf.placeholder(tf.float32), tf.placeholder(tf.float32)
-    with tf.Session() as sess, pytest.raises(errors.InvalidArgumentError, match=r"Incompatible shapes: \[3\] vs. \[4\]"):
+    with (
+        tf.Session() as sess,
+        pytest.raises(errors.InvalidArgumentError, match=r"Incompatible shapes: \[3\] vs. \[4\]"),
+    ):
         sess.run(x * y, {x: np.ones(3), y: np.ones(4)})

@@ -35,7 +35,16 @@ def test_python_operands_take_the_tensor_dtype():
     with pytest.raises(TypeError):
         i + 1.5
     v = _eval([x + 1, 2 * x, 1 - x, 6 / x, 7 // x, 7 % x, 2**x, x**2], {x: [2.0, 4.0]})
-    assert [a.tolist() for a in v] == [[3, 5], [4, 8], [-1, -3], [3, 1.5], [3, 1], [1, 3], [4, 16], [4, 16]]
+    assert [a.tolist() for a in v] == [
+        [3, 5],
+        [4, 8],
+        [-1, -3],
+        [3, 1.5],
+        [3, 1],
+        [1, 3],
+        [4, 16],
+        [4, 16],
+    ]
 
 
 def test_numpy_array_on_the_left_defers_to_tensor():

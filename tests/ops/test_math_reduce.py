@@ -35,7 +35,9 @@ def np_mean(x, axis, keepdims):
         s = np.sum(x, axis=axis, keepdims=keepdims, dtype=x.dtype).astype(np.int64)
         n = np.prod([x.shape[a] for a in np.atleast_1d(axis)]) if axis is not None else x.size
         return np.trunc(s / n).astype(x.dtype)
-    return np.mean(x.astype(np.complex128 if x.dtype.kind == "c" else np.float64), axis=axis, keepdims=keepdims).astype(x.dtype)
+    return np.mean(
+        x.astype(np.complex128 if x.dtype.kind == "c" else np.float64), axis=axis, keepdims=keepdims
+    ).astype(x.dtype)
 
 
 def np_sum(x, axis, keepdims):
@@ -58,7 +60,11 @@ AXES = [None, 0, -1, [0, 2], (1,), []]
 
 @pytest.mark.parametrize(
     "fn,ref,dtype",
-    [pytest.param(f, r, d, id=f"{f.__name__}-{np.dtype(d).name}") for f, r, ds in REDUCTIONS for d in ds],
+    [
+        pytest.param(f, r, d, id=f"{f.__name__}-{np.dtype(d).name}")
+        for f, r, ds in REDUCTIONS
+        for d in ds
+    ],
 )
 def test_reductions(fn, ref, dtype):
     x = values(dtype)
@@ -113,7 +119,9 @@ def test_reduction_static_shapes():
     x = tf.placeholder(tf.float32, [None, 3, 4])
     assert tf.reduce_mean(x, axis=1).shape.as_list() == [None, 4]
     assert tf.reduce_mean(x, axis=[-1, 0], keepdims=True).shape.as_list() == [1, 3, 1]
-    assert tf.reduce_max(x, axis=tf.placeholder(tf.int32), keepdims=True).shape.as_list() == [None] * 3
+    assert (
+        tf.reduce_max(x, axis=tf.placeholder(tf.int32), keepdims=True).shape.as_list() == [None] * 3
+    )
 
 
 def test_empty_reductions():
@@ -121,30 +129,43 @@ def test_empty_reductions():
     assert run(lambda t: tf.reduce_sum(t, 0), [e]).tolist() == [0, 0, 0]
     assert run(lambda t: tf.reduce_prod(t, 0), [e]).tolist() == [1, 1, 1]
     assert run(lambda t: tf.reduce_max(t, 0), [e]).tolist() == [-np.inf] * 3
-    assert run(lambda t: tf.reduce_min(t, 0), [np.zeros((0, 2), np.int32)]).tolist() == [2**31 - 1] * 2
+    assert (
+        run(lambda t: tf.reduce_min(t, 0), [np.zeros((0, 2), np.int32)]).tolist() == [2**31 - 1] * 2
+    )
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_reduce_logsumexp(dtype):
     x = np.array([[0.0, 1.0, 1000.0], [-np.inf, -np.inf, -np.inf]], dtype)
+
     def ref(v, axis, keepdims):
         with np.errstate(divide="ignore", invalid="ignore"):
             m = np.max(v, axis=axis, keepdims=True)
             m = np.where(np.isfinite(m), m, 0)
             out = np.log(np.sum(np.exp(v - m), axis=axis, keepdims=True)) + m
         return out if keepdims else np.squeeze(out, axis=axis)
+
     for axis in (1, -1):
         for keepdims in (False, True):
             check_op(lambda t: tf.reduce_logsumexp(t, axis=axis, keepdims=keepdims), [x],
                      lambda v: ref(v, axis, keepdims).astype(dtype))  # fmt: skip
     y = np.random.RandomState(1).randn(3, 4).astype(dtype)
-    check_op(tf.reduce_logsumexp, [y], lambda v: np.asarray(np.log(np.sum(np.exp(v.astype(np.float64)))), dtype), rtol=1e-5)
+    check_op(
+        tf.reduce_logsumexp,
+        [y],
+        lambda v: np.asarray(np.log(np.sum(np.exp(v.astype(np.float64)))), dtype),
+        rtol=1e-5,
+    )
 
 
 def test_variance_and_std():
     x = np.random.RandomState(2).randn(3, 5).astype(np.float32)
-    check_op(lambda t: tf.math.reduce_variance(t, axis=1), [x], lambda v: np.var(v, axis=1), rtol=1e-5)
-    check_op(lambda t: tf.math.reduce_std(t), [x], lambda v: np.asarray(np.std(v), np.float32), rtol=1e-5)
+    check_op(
+        lambda t: tf.math.reduce_variance(t, axis=1), [x], lambda v: np.var(v, axis=1), rtol=1e-5
+    )
+    check_op(
+        lambda t: tf.math.reduce_std(t), [x], lambda v: np.asarray(np.std(v), np.float32), rtol=1e-5
+    )
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.int32, np.bool_, np.complex64])
@@ -165,7 +186,11 @@ def test_arg_reductions(fn, ref, dtype):
     x[0, :] = x[0, 1]  # ties: the first index wins
     for axis in (0, 1, -1):
         check_op(lambda t: fn(t, axis=axis), [x], lambda v: ref(v, axis=axis).astype(np.int64))
-    check_op(lambda t: fn(t, dimension=1, output_type=tf.int32), [x], lambda v: ref(v, 1).astype(np.int32))
+    check_op(
+        lambda t: fn(t, dimension=1, output_type=tf.int32),
+        [x],
+        lambda v: ref(v, 1).astype(np.int32),
+    )
     check_op(lambda t: fn(t), [x], lambda v: ref(v, 0).astype(np.int64))  # axis None -> 0
 
 
@@ -190,13 +215,21 @@ def _np_scan(fn, identity):
             x = np.flip(x, axis)
         out = fn(x, axis=axis, dtype=x.dtype)
         if exclusive:
-            out = np.concatenate([np.full_like(np.take(x, [0], axis), identity), np.delete(out, -1, axis)], axis)
+            out = np.concatenate(
+                [np.full_like(np.take(x, [0], axis), identity), np.delete(out, -1, axis)], axis
+            )
         return np.flip(out, axis) if reverse else out
+
     return ref
 
 
-@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.int8, np.int32, np.int64, np.uint8, np.complex64])
-@pytest.mark.parametrize("fn,ref", [(tf.cumsum, _np_scan(np.cumsum, 0)), (tf.cumprod, _np_scan(np.cumprod, 1))])
+@pytest.mark.parametrize(
+    "dtype",
+    [np.float16, np.float32, np.float64, np.int8, np.int32, np.int64, np.uint8, np.complex64],
+)
+@pytest.mark.parametrize(
+    "fn,ref", [(tf.cumsum, _np_scan(np.cumsum, 0)), (tf.cumprod, _np_scan(np.cumprod, 1))]
+)
 def test_scans(fn, ref, dtype):
     x = values(dtype, (3, 4))
     for axis in (0, 1, -1):
@@ -206,7 +239,9 @@ def test_scans(fn, ref, dtype):
                 check_op(lambda t, kw=kw: fn(t, **kw), [x], lambda v, kw=kw: ref(v, *kw.values()),
                          rtol=tol(dtype), atol=tol(dtype))  # fmt: skip
     assert run(tf.cumsum, [np.array([1, 2, 3], np.int32)]).tolist() == [1, 3, 6]
-    assert run(lambda t: tf.cumsum(t, exclusive=True, reverse=True), [np.array([1, 2, 3], np.int32)]).tolist() == [5, 3, 0]
+    assert run(
+        lambda t: tf.cumsum(t, exclusive=True, reverse=True), [np.array([1, 2, 3], np.int32)]
+    ).tolist() == [5, 3, 0]
 
 
 def test_fixture_reductions_values():

@@ -20,7 +20,9 @@ def _softmax(x, axis=-1):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_softmax_other_axis_and_dim_alias(dtype):
     x = _rand((2, 3, 4), dtype)
-    check_op(lambda a: tf.nn.softmax(a, axis=1), [x], lambda a: _softmax(a, 1).astype(dtype), rtol=1e-6)
+    check_op(
+        lambda a: tf.nn.softmax(a, axis=1), [x], lambda a: _softmax(a, 1).astype(dtype), rtol=1e-6
+    )
     check_op(lambda a: tf.nn.log_softmax(a, dim=0), [x], lambda a: np.log(_softmax(a, 0)).astype(dtype),
              rtol=1e-5, atol=1e-6)  # fmt: skip
 
@@ -29,8 +31,16 @@ def test_softmax_other_axis_and_dim_alias(dtype):
 def test_l2_normalize_moments_batch_normalization(dtype):
     x = _rand((3, 4), dtype)
     norm = np.sqrt(np.maximum((x.astype(np.float64) ** 2).sum(1, keepdims=True), 1e-12))
-    check_op(lambda a: tf.nn.l2_normalize(a, axis=1), [x], lambda a: (a / norm).astype(dtype), rtol=1e-5)
-    check_op(lambda a: list(tf.nn.moments(a, [0])), [x], lambda a: [a.mean(0), a.var(0)], rtol=1e-5, atol=1e-6)
+    check_op(
+        lambda a: tf.nn.l2_normalize(a, axis=1), [x], lambda a: (a / norm).astype(dtype), rtol=1e-5
+    )
+    check_op(
+        lambda a: list(tf.nn.moments(a, [0])),
+        [x],
+        lambda a: [a.mean(0), a.var(0)],
+        rtol=1e-5,
+        atol=1e-6,
+    )
     check_op(lambda a: list(tf.nn.moments(a, [0, 1], keep_dims=True)), [x],
              lambda a: [a.mean(keepdims=True), a.var(keepdims=True)], rtol=1e-5, atol=1e-6)  # fmt: skip
     mean, var, offset, scale = x.mean(0), x.var(0), _rand((4,), dtype, 1), _rand((4,), dtype, 2)
@@ -94,8 +104,13 @@ def test_dropout_statistics_scale_and_argument_rules():
 def test_embedding_lookup_shards(strategy):
     table = _rand((7, 3))
     ids = np.array([[6, 0, 3], [2, 2, 5]])
-    shards = [table[i::3] for i in range(3)] if strategy == "mod" else [table[:3], table[3:5], table[5:]]
-    got = run(lambda *s: tf.nn.embedding_lookup(list(s), tf.constant(ids), partition_strategy=strategy), shards)
+    shards = (
+        [table[i::3] for i in range(3)] if strategy == "mod" else [table[:3], table[3:5], table[5:]]
+    )
+    got = run(
+        lambda *s: tf.nn.embedding_lookup(list(s), tf.constant(ids), partition_strategy=strategy),
+        shards,
+    )
     np.testing.assert_array_equal(got, table[ids])
     single = run(lambda t: tf.nn.embedding_lookup(t, tf.constant(ids)), [table])
     np.testing.assert_array_equal(single, table[ids])
@@ -121,14 +136,25 @@ def test_embedding_lookup_max_norm_and_sparse_gradient():
 @pytest.mark.parametrize("sampler", ["uniform", "log_uniform"])
 @pytest.mark.parametrize("unique", [True, False])
 def test_candidate_samplers(sampler, unique):
-    fn = tf.nn.uniform_candidate_sampler if sampler == "uniform" else tf.nn.log_uniform_candidate_sampler
+    fn = (
+        tf.nn.uniform_candidate_sampler
+        if sampler == "uniform"
+        else tf.nn.log_uniform_candidate_sampler
+    )
     true = np.array([[0, 3], [7, 9]], np.int64)
     sampled, true_exp, sampled_exp = run(lambda t: list(fn(t, 2, 6, unique, 10, seed=5)), [true])
-    assert sampled.dtype == np.int64 and sampled.shape == (6,) and np.all((sampled >= 0) & (sampled < 10))
+    assert (
+        sampled.dtype == np.int64
+        and sampled.shape == (6,)
+        and np.all((sampled >= 0) & (sampled < 10))
+    )
     if unique:
         assert len(set(sampled)) == 6
-    p = (lambda k: np.full(np.shape(k), 0.1)) if sampler == "uniform" else (
-        lambda k: np.log((np.asarray(k) + 2.0) / (np.asarray(k) + 1.0)) / np.log(11.0))
+    p = (
+        (lambda k: np.full(np.shape(k), 0.1))
+        if sampler == "uniform"
+        else (lambda k: np.log((np.asarray(k) + 2.0) / (np.asarray(k) + 1.0)) / np.log(11.0))
+    )
     if not unique:
         np.testing.assert_allclose(true_exp, 6 * p(true), rtol=1e-6)
         np.testing.assert_allclose(sampled_exp, 6 * p(sampled), rtol=1e-6)
@@ -145,7 +171,9 @@ def test_candidate_samplers(sampler, unique):
 def test_compute_accidental_hits():
     true = np.array([[1, 2], [3, 1]], np.int64)
     sampled = np.array([1, 5, 3, 1], np.int64)
-    idx, ids, w = run(lambda t, s: list(tf.nn.compute_accidental_hits(t, s, num_true=2)), [true, sampled])
+    idx, ids, w = run(
+        lambda t, s: list(tf.nn.compute_accidental_hits(t, s, num_true=2)), [true, sampled]
+    )
     np.testing.assert_array_equal(idx, [0, 0, 1, 1, 1])
     np.testing.assert_array_equal(ids, [0, 3, 2, 0, 3])
     assert np.all(w == -np.finfo(np.float32).max)
@@ -156,7 +184,10 @@ def test_nce_and_sampled_softmax_losses_with_given_samples():
     w, b, x = _rand((10, 3), seed=1), _rand((10,), seed=2), _rand((2, 3), seed=3)
     labels = np.array([[2], [7]], np.int64)
     sampled = np.array([0, 7, 4], np.int64)
-    true_exp, sampled_exp = np.array([[0.5], [0.25]], np.float32), np.array([0.5, 0.25, 0.125], np.float32)
+    true_exp, sampled_exp = (
+        np.array([[0.5], [0.25]], np.float32),
+        np.array([0.5, 0.25, 0.125], np.float32),
+    )
     true_logits = (x * w[labels[:, 0]]).sum(1, keepdims=True) + b[labels] - np.log(true_exp)
     samp_logits = x @ w[sampled].T + b[sampled] - np.log(sampled_exp)
     logits = np.concatenate([true_logits, samp_logits], 1)

@@ -73,7 +73,11 @@ CASES = [  # (strides, padding, dilations)
 def test_conv2d_matches_loops(strides, padding, dilations, data_format):
     x, f = _rand((2, 7, 6, 3), np.float32), _rand((3, 2, 3, 4), np.float32, 1)
     want = ref_conv2d(x, f, strides, padding, dilations)
-    tf_pad = padding if isinstance(padding, str) else [[0, 0], list(padding[0]), list(padding[1]), [0, 0]]
+    tf_pad = (
+        padding
+        if isinstance(padding, str)
+        else [[0, 0], list(padding[0]), list(padding[1]), [0, 0]]
+    )
     if data_format == "NCHW":
         x, want = _nchw(x), _nchw(want)
         if not isinstance(padding, str):
@@ -123,7 +127,12 @@ def test_conv2d_backprops_are_adjoints(strides, padding, dilations, data_format)
     y = ref_conv2d(x, f, strides, padding, dilations)
     dy = _rand(y.shape, np.float64, 2)
     xs, dys = (x, dy) if data_format == "NHWC" else (_nchw(x), _nchw(dy))
-    kw = {"strides": list(strides), "padding": padding, "dilations": list(dilations), "data_format": data_format}
+    kw = {
+        "strides": list(strides),
+        "padding": padding,
+        "dilations": list(dilations),
+        "data_format": data_format,
+    }
     dx = run(lambda f_, dy_: tf.nn.conv2d_backprop_input(list(xs.shape), f_, dy_, **kw), [f, dys])
     df = run(lambda x_, dy_: tf.nn.conv2d_backprop_filter(x_, [3, 2, 3, 4], dy_, **kw), [xs, dys])
     assert dx.shape == xs.shape and df.shape == f.shape
@@ -133,7 +142,9 @@ def test_conv2d_backprops_are_adjoints(strides, padding, dilations, data_format)
 
 def test_conv2d_transpose_is_backprop_input():
     x, f = _rand((2, 8, 8, 3), np.float64), _rand((3, 3, 5, 3), np.float64, 1)
-    out = run(lambda a, b: tf.nn.conv2d_transpose(a, b, [2, 16, 16, 5], [1, 2, 2, 1], "SAME"), [x, f])
+    out = run(
+        lambda a, b: tf.nn.conv2d_transpose(a, b, [2, 16, 16, 5], [1, 2, 2, 1], "SAME"), [x, f]
+    )
     dy = _rand((2, 16, 16, 5), np.float64, 2)
     # The transpose of a conv: <conv(dy, f), x> = <dy, conv_transpose(x, f)>.
     forward = ref_conv2d(dy, f, (2, 2), "SAME")
@@ -158,8 +169,14 @@ def test_depthwise_backprops_are_adjoints():
     y = ref_conv2d(x, f, (2, 2), "SAME", depthwise=True)
     dy = _rand(y.shape, np.float64, 2)
     kw = {"strides": [1, 2, 2, 1], "padding": "SAME"}
-    dx = run(lambda f_, dy_: tf.nn.depthwise_conv2d_native_backprop_input([2, 6, 5, 3], f_, dy_, **kw), [f, dy])
-    df = run(lambda x_, dy_: tf.nn.depthwise_conv2d_native_backprop_filter(x_, [3, 3, 3, 2], dy_, **kw), [x, dy])
+    dx = run(
+        lambda f_, dy_: tf.nn.depthwise_conv2d_native_backprop_input([2, 6, 5, 3], f_, dy_, **kw),
+        [f, dy],
+    )
+    df = run(
+        lambda x_, dy_: tf.nn.depthwise_conv2d_native_backprop_filter(x_, [3, 3, 3, 2], dy_, **kw),
+        [x, dy],
+    )
     np.testing.assert_allclose(np.sum(y * dy), np.sum(x * dx), rtol=1e-10)
     np.testing.assert_allclose(np.sum(y * dy), np.sum(f * df), rtol=1e-10)
 

@@ -24,7 +24,10 @@ ACTIVATIONS = {
     "softplus": (tf.nn.softplus, lambda x: np.log1p(np.exp(x))),
     "softsign": (tf.nn.softsign, lambda x: x / (1 + np.abs(x))),
     # alpha is a float attr: 32 bits, like TF's, also when x is float64.
-    "leaky_relu": (lambda x: tf.nn.leaky_relu(x, alpha=0.3), lambda x: np.where(x > 0, x, float(np.float32(0.3)) * x)),
+    "leaky_relu": (
+        lambda x: tf.nn.leaky_relu(x, alpha=0.3),
+        lambda x: np.where(x > 0, x, float(np.float32(0.3)) * x),
+    ),
 }
 
 
@@ -46,7 +49,9 @@ def test_relu_integers(dtype):
 
 def test_softplus_is_stable_for_large_inputs():
     x = np.array([-100.0, 0.0, 100.0], np.float32)
-    np.testing.assert_allclose(run(tf.nn.softplus, [x]), [0.0, np.log(2), 100.0], rtol=1e-6, atol=1e-30)
+    np.testing.assert_allclose(
+        run(tf.nn.softplus, [x]), [0.0, np.log(2), 100.0], rtol=1e-6, atol=1e-30
+    )
 
 
 ACTIVATION_GRADS = {  # op -> (reference of d/dx given dy, x, y)
@@ -65,7 +70,13 @@ ACTIVATION_GRADS = {  # op -> (reference of d/dx given dy, x, y)
 def test_activation_grad_kernels(op, dtype):
     dy, x = _rand((4, 3), dtype, 1), _rand((4, 3), dtype, 2) * 3
     want = ACTIVATION_GRADS[op](dy.astype(np.float64), x.astype(np.float64)).astype(dtype)
-    check_op(lambda a, b: apply_op(op, [a, b]).outputs[0], [dy, x], lambda a, b: want, rtol=1e-6, atol=1e-6)
+    check_op(
+        lambda a, b: apply_op(op, [a, b]).outputs[0],
+        [dy, x],
+        lambda a, b: want,
+        rtol=1e-6,
+        atol=1e-6,
+    )
 
 
 def _softmax(x, axis=-1):
@@ -77,7 +88,9 @@ def _softmax(x, axis=-1):
 def test_softmax_and_log_softmax(dtype):
     x = _rand((3, 4, 5), dtype) * 10
     x64 = x.astype(np.float64)
-    check_op(tf.nn.softmax, [x], lambda a: _softmax(x64).astype(dtype), rtol=TOL[dtype], atol=TOL[dtype])
+    check_op(
+        tf.nn.softmax, [x], lambda a: _softmax(x64).astype(dtype), rtol=TOL[dtype], atol=TOL[dtype]
+    )
     check_op(tf.nn.log_softmax, [x], lambda a: np.log(_softmax(x64)).astype(dtype),
              rtol=TOL[dtype] * 10, atol=TOL[dtype] * 10)  # fmt: skip
 
@@ -94,7 +107,11 @@ def test_softmax_large_logits_and_errors():
 def test_bias_add_and_grad(data_format, dtype):
     x, b = _rand((2, 3, 4, 5), dtype), _rand((5 if data_format == "NHWC" else 3,), dtype, 1)
     shape = (1, 1, 1, 5) if data_format == "NHWC" else (1, 3, 1, 1)
-    check_op(lambda a, c: tf.nn.bias_add(a, c, data_format=data_format), [x, b], lambda a, c: a + c.reshape(shape))
+    check_op(
+        lambda a, c: tf.nn.bias_add(a, c, data_format=data_format),
+        [x, b],
+        lambda a, c: a + c.reshape(shape),
+    )
     axes = (0, 1, 2) if data_format == "NHWC" else (0, 2, 3)
     want = x.astype(np.float64).sum(axes).astype(dtype)
     check_op(lambda a: apply_op("BiasAddGrad", [a], data_format=data_format).outputs[0], [x], lambda a: want,
@@ -134,7 +151,13 @@ def test_sparse_softmax_cross_entropy(dtype, label_dtype):
              lambda a, b: want, rtol=TOL[dtype] * 10, atol=TOL[dtype] * 10)  # fmt: skip
     onehot = np.eye(5)[labels]
     fn = lambda a, b: apply_op("SparseSoftmaxCrossEntropyWithLogits", [a, b]).outputs[1]
-    check_op(fn, [logits, labels], lambda a, b: (p - onehot).astype(dtype), rtol=TOL[dtype] * 10, atol=TOL[dtype] * 10)
+    check_op(
+        fn,
+        [logits, labels],
+        lambda a, b: (p - onehot).astype(dtype),
+        rtol=TOL[dtype] * 10,
+        atol=TOL[dtype] * 10,
+    )
 
 
 def test_sparse_softmax_cross_entropy_errors():
@@ -147,7 +170,9 @@ def test_sparse_softmax_cross_entropy_errors():
         with pytest.raises(tf.errors.InvalidArgumentError, match="outside the valid range"):
             sess.run(loss, {logits: np.zeros((2, 3)), labels: [-1, 0]})
     with pytest.raises(ValueError, match="Rank mismatch"):
-        tf.nn.sparse_softmax_cross_entropy_with_logits(labels=tf.zeros([2, 3], tf.int32), logits=tf.zeros([2, 3]))
+        tf.nn.sparse_softmax_cross_entropy_with_logits(
+            labels=tf.zeros([2, 3], tf.int32), logits=tf.zeros([2, 3])
+        )
     with pytest.raises(ValueError, match="named arguments"):
         tf.nn.sparse_softmax_cross_entropy_with_logits(tf.zeros([2], tf.int32), tf.zeros([2, 3]))
 
@@ -166,7 +191,13 @@ def _lrn_ref(x, r, bias, alpha, beta):
 def test_lrn(dtype):
     x = _rand((2, 3, 2, 7), dtype)
     want = _lrn_ref(x, 2, 1.5, 0.3, 0.75).astype(dtype)
-    check_op(lambda a: tf.nn.lrn(a, 2, 1.5, 0.3, 0.75), [x], lambda a: want, rtol=TOL[dtype] * 5, atol=TOL[dtype] * 5)
+    check_op(
+        lambda a: tf.nn.lrn(a, 2, 1.5, 0.3, 0.75),
+        [x],
+        lambda a: want,
+        rtol=TOL[dtype] * 5,
+        atol=TOL[dtype] * 5,
+    )
     check_op(lambda a: tf.nn.local_response_normalization(a), [x], lambda a: _lrn_ref(a, 5, 1, 1, 0.5).astype(dtype),
              rtol=TOL[dtype] * 5, atol=TOL[dtype] * 5)  # fmt: skip
 
@@ -181,7 +212,9 @@ def test_lrn_grad_kernel_matches_finite_differences():
         hi, lo = x64.copy(), x64.copy()
         hi[idx] += eps
         lo[idx] -= eps
-        want[idx] = np.sum(dy * (_lrn_ref(hi, 2, 1.0, 0.5, 0.75) - _lrn_ref(lo, 2, 1.0, 0.5, 0.75))) / (2 * eps)
+        want[idx] = np.sum(
+            dy * (_lrn_ref(hi, 2, 1.0, 0.5, 0.75) - _lrn_ref(lo, 2, 1.0, 0.5, 0.75))
+        ) / (2 * eps)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
 
 
@@ -195,18 +228,28 @@ def _bn_train_ref(x, scale, offset, eps):
 @pytest.mark.parametrize("data_format", ["NHWC", "NCHW"])
 @pytest.mark.parametrize("dtype", [np.float16, np.float32])
 def test_fused_batch_norm_training(data_format, dtype):
-    x, scale, offset = _rand((2, 3, 4, 5), dtype), _rand((5,), np.float32, 1), _rand((5,), np.float32, 2)
+    x, scale, offset = (
+        _rand((2, 3, 4, 5), dtype),
+        _rand((5,), np.float32, 1),
+        _rand((5,), np.float32, 2),
+    )
     y, mean, var = _bn_train_ref(x.astype(np.float64), scale, offset, 0.001)
     if data_format == "NCHW":
         x, y = x.transpose(0, 3, 1, 2).copy(), y.transpose(0, 3, 1, 2)
-    fn = lambda a, s, o: list(tf.nn.fused_batch_norm(a, s, o, epsilon=0.001, data_format=data_format))
+    fn = lambda a, s, o: list(
+        tf.nn.fused_batch_norm(a, s, o, epsilon=0.001, data_format=data_format)
+    )
     tol = 1e-2 if dtype == np.float16 else 1e-5
     check_op(fn, [x, scale, offset], lambda *_: [y.astype(dtype), mean.astype(np.float32), var.astype(np.float32)],
              rtol=tol, atol=tol)  # fmt: skip
 
 
 def test_fused_batch_norm_inference_and_running_average():
-    x, scale, offset = _rand((2, 3, 4, 5), np.float32), _rand((5,), np.float32, 1), _rand((5,), np.float32, 2)
+    x, scale, offset = (
+        _rand((2, 3, 4, 5), np.float32),
+        _rand((5,), np.float32, 1),
+        _rand((5,), np.float32, 2),
+    )
     mean, var = _rand((5,), np.float32, 3), _rand((5,), np.float32, 4, 0.5, 2)
     want = (x - mean) / np.sqrt(var + 0.01) * scale + offset
     fn = lambda *a: list(tf.nn.fused_batch_norm(*a, epsilon=0.01, is_training=False))
@@ -214,7 +257,13 @@ def test_fused_batch_norm_inference_and_running_average():
     _, batch_mean, batch_var = _bn_train_ref(x.astype(np.float64), scale, offset, 0.01)
     fn = lambda *a: list(tf.nn.fused_batch_norm(*a, epsilon=0.01, exponential_avg_factor=0.25))[1:]
     want = [0.75 * mean + 0.25 * batch_mean, 0.75 * var + 0.25 * batch_var]
-    check_op(fn, [x, scale, offset, mean, var], lambda *_: [w.astype(np.float32) for w in want], rtol=1e-5, atol=1e-5)
+    check_op(
+        fn,
+        [x, scale, offset, mean, var],
+        lambda *_: [w.astype(np.float32) for w in want],
+        rtol=1e-5,
+        atol=1e-5,
+    )
     with pytest.raises(ValueError, match="mean"):
         tf.nn.fused_batch_norm(tf.zeros([1, 2, 2, 5]), tf.ones([5]), is_training=False)
 
@@ -242,7 +291,9 @@ def test_top_k_shapes_and_errors():
 
 @pytest.mark.parametrize("dtype", [np.int32, np.int64])
 def test_in_top_k(dtype):
-    pred = np.array([[0.1, 0.9, 0.9, 0.3], [0.5, 0.2, 0.1, 0.0], [np.nan, 1, 2, 3], [1, 2, 3, 4]], np.float32)
+    pred = np.array(
+        [[0.1, 0.9, 0.9, 0.3], [0.5, 0.2, 0.1, 0.0], [np.nan, 1, 2, 3], [1, 2, 3, 4]], np.float32
+    )
     targets = np.array([2, 1, 3, 7], dtype)
     for k, want in [(1, [True, False, False, False]), (2, [True, True, False, False])]:
         got = run(lambda p, t, k=k: tf.nn.in_top_k(p, t, k), [pred, targets])

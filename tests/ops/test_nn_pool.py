@@ -24,7 +24,9 @@ def _windows(h, w, k, s, padding):
         oh, ow, top, left = (h - k[0]) // s[0] + 1, (w - k[1]) // s[1] + 1, 0, 0
     for y in range(oh):
         for z in range(ow):
-            cells = [(y * s[0] + i - top, z * s[1] + j - left) for i in range(k[0]) for j in range(k[1])]
+            cells = [
+                (y * s[0] + i - top, z * s[1] + j - left) for i in range(k[0]) for j in range(k[1])
+            ]
             yield y, z, [(r, c) for r, c in cells if 0 <= r < h and 0 <= c < w]
 
 
@@ -33,7 +35,9 @@ def ref_pool(x, k, s, padding, kind):
     outs = {}
     for y, z, cells in _windows(h, w, k, s, padding):
         vals = np.stack([x[:, r, col, :] for r, col in cells])
-        outs[y, z] = vals.max(0) if kind == "max" else vals.astype(np.float64).mean(0).astype(x.dtype)
+        outs[y, z] = (
+            vals.max(0) if kind == "max" else vals.astype(np.float64).mean(0).astype(x.dtype)
+        )
     oh, ow = max(k_[0] for k_ in outs) + 1, max(k_[1] for k_ in outs) + 1
     out = np.zeros((n, oh, ow, c), x.dtype)
     for (y, z), v in outs.items():
@@ -81,7 +85,11 @@ def test_pool_matches_loops(k, s, padding, kind, data_format):
 @pytest.mark.parametrize("dtype", [np.float16, np.float64, np.int32, np.uint8, np.int64])
 def test_max_pool_dtypes(dtype):
     x = np.random.RandomState(1).randint(0, 100, (1, 5, 5, 2)).astype(dtype)
-    check_op(lambda a: tf.nn.max_pool(a, 3, 2, "SAME"), [x], lambda a: ref_pool(a, (3, 3), (2, 2), "SAME", "max"))
+    check_op(
+        lambda a: tf.nn.max_pool(a, 3, 2, "SAME"),
+        [x],
+        lambda a: ref_pool(a, (3, 3), (2, 2), "SAME", "max"),
+    )
 
 
 @pytest.mark.parametrize("dtype", [np.float16, np.float64])
@@ -125,7 +133,9 @@ def test_pool_errors():
         tf.nn.avg_pool(x, 2, 2, "SAME", data_format="HWCN")
     with pytest.raises(tf.errors.InvalidArgumentError, match="batch and depth"):
         tf.nn.max_pool(x, [2, 2, 2, 1], [1, 1, 1, 1], "SAME")
-    assert tf.nn.max_pool(tf.placeholder(tf.float32, [None, 7, 7, 3]), 2, 2, "SAME").shape.as_list() == [None, 4, 4, 3]
+    assert tf.nn.max_pool(
+        tf.placeholder(tf.float32, [None, 7, 7, 3]), 2, 2, "SAME"
+    ).shape.as_list() == [None, 4, 4, 3]
 
 
 def test_cnn_inference_fixture_from_real_tensorflow():

@@ -27,7 +27,9 @@ def test_cross_device_edges_become_send_recv_pairs():
         md = tf.RunMetadata()
         opts = tf.RunOptions(output_partition_graphs=True)
         xv = np.array([[1, 2], [3, 4]], np.float32)
-        assert s.run(d, {x: xv}, options=opts, run_metadata=md) == pytest.approx(3 * (xv @ xv).sum())
+        assert s.run(d, {x: xv}, options=opts, run_metadata=md) == pytest.approx(
+            3 * (xv @ xv).sum()
+        )
     parts = {g.node[0].device: g for g in md.partition_graphs}
     assert set(parts) == {CPU0, CPU1}
     ops = {dev: [n.op for n in g.node] for dev, g in parts.items()}
@@ -45,7 +47,9 @@ def test_control_edge_across_devices_and_colocation():
     with tf.Session(config=_two_cpus()) as s:
         s.run(v.initializer)
         md = tf.RunMetadata()
-        assert s.run(out, options=tf.RunOptions(output_partition_graphs=True), run_metadata=md) == 10.0
+        assert (
+            s.run(out, options=tf.RunOptions(output_partition_graphs=True), run_metadata=md) == 10.0
+        )
         assert s.run(v) == 2.0
     devices = {n.name: n.device for g in md.partition_graphs for n in g.node}
     assert devices[inc.op.name] == devices[v.op.name]
@@ -63,7 +67,9 @@ def test_unknown_device_is_a_clear_error_and_soft_placement_recovers():
 
 def test_kernel_error_on_second_device_names_node_and_device():
     with tf.device("/cpu:1"):
-        bad = tf.matmul(tf.placeholder(tf.float32, [None, 3]), tf.placeholder(tf.float32, [None, 2]), name="bad")
+        bad = tf.matmul(
+            tf.placeholder(tf.float32, [None, 3]), tf.placeholder(tf.float32, [None, 2]), name="bad"
+        )
     with tf.Session(config=_two_cpus()) as s:
         a, b = bad.op.inputs
         with pytest.raises(tf.errors.InvalidArgumentError, match=r"bad.*CPU:1"):
@@ -87,8 +93,16 @@ def test_every_partition_of_a_plan_validates():
     for plan in plans:
         for nodes in plan.graphs.values():
             rt_graph.validate(nodes)
-            sends |= {n.attrs["tensor_name"] for n in nodes if n.op == "_Send" and not n.attrs["client_terminated"]}
-            recvs |= {n.attrs["tensor_name"] for n in nodes if n.op == "_Recv" and not n.attrs["client_terminated"]}
+            sends |= {
+                n.attrs["tensor_name"]
+                for n in nodes
+                if n.op == "_Send" and not n.attrs["client_terminated"]
+            }
+            recvs |= {
+                n.attrs["tensor_name"]
+                for n in nodes
+                if n.op == "_Recv" and not n.attrs["client_terminated"]
+            }
     assert sends and sends == recvs
 
 

@@ -20,13 +20,19 @@ _EMPTY = np.zeros((0,), np.float32)
 
 def _channels_last(x, data_format):
     if x.ndim != 4:
-        raise errors.InvalidArgumentError(None, None, f"input must be 4-dimensional, got shape {x.shape}")
-    return W.to_nhwc(x, data_format).astype(np.float32 if x.dtype == np.float16 else x.dtype, copy=False)
+        raise errors.InvalidArgumentError(
+            None, None, f"input must be 4-dimensional, got shape {x.shape}"
+        )
+    return W.to_nhwc(x, data_format).astype(
+        np.float32 if x.dtype == np.float16 else x.dtype, copy=False
+    )
 
 
 def _vector(v, c, what):
     if v.shape != (c,):
-        raise errors.InvalidArgumentError(None, None, f"{what} must have shape [{c}], got {list(v.shape)}")
+        raise errors.InvalidArgumentError(
+            None, None, f"{what} must have shape [{c}], got {list(v.shape)}"
+        )
     return v
 
 

@@ -63,22 +63,33 @@ def _expected_count(p: np.ndarray, num_tries: int, num_sampled: int, unique: boo
 def _rng(ctx) -> np.random.Generator:
     if ctx.state is None:
         seed, seed2 = ctx.attrs.get("seed", 0), ctx.attrs.get("seed2", 0)
-        ctx.state = np.random.default_rng([seed, seed2]) if seed or seed2 else np.random.default_rng()
+        ctx.state = (
+            np.random.default_rng([seed, seed2]) if seed or seed2 else np.random.default_rng()
+        )
     return ctx.state
 
 
 def _sampler_kernel(distribution):
     def kernel(ctx, true_classes):
         a = ctx.attrs
-        num_true, num_sampled, unique, range_max = a["num_true"], a["num_sampled"], a["unique"], a["range_max"]
+        num_true, num_sampled, unique, range_max = (
+            a["num_true"],
+            a["num_sampled"],
+            a["unique"],
+            a["range_max"],
+        )
         if true_classes.ndim != 2 or true_classes.shape[1] != num_true:
             raise errors.InvalidArgumentError(
-                None, None, f"true_classes must be a matrix with num_true={num_true} columns, "
-                f"got shape {true_classes.shape}"
+                None,
+                None,
+                f"true_classes must be a matrix with num_true={num_true} columns, "
+                f"got shape {true_classes.shape}",
             )
         if unique and num_sampled > range_max:
             raise errors.InvalidArgumentError(
-                None, None, f"Sampler's range ({range_max}) is too small to sample {num_sampled} unique ids"
+                None,
+                None,
+                f"Sampler's range ({range_max}) is too small to sample {num_sampled} unique ids",
             )
         sampler = distribution(range_max)
         rng = _rng(ctx)
@@ -105,10 +116,14 @@ def compute_accidental_hits(ctx, true_classes, sampled):
     num_true = ctx.attrs["num_true"]
     if true_classes.ndim != 2 or true_classes.shape[1] != num_true:
         raise errors.InvalidArgumentError(
-            None, None, f"true_classes must be a matrix with num_true={num_true} columns, got {true_classes.shape}"
+            None,
+            None,
+            f"true_classes must be a matrix with num_true={num_true} columns, got {true_classes.shape}",
         )
     if sampled.ndim != 1:
-        raise errors.InvalidArgumentError(None, None, f"sampled_candidates must be a vector, got {sampled.shape}")
+        raise errors.InvalidArgumentError(
+            None, None, f"sampled_candidates must be a vector, got {sampled.shape}"
+        )
     rows, _, positions = np.nonzero(true_classes[:, :, None] == sampled[None, None, :])
     weights = np.full(rows.shape, -np.finfo(np.float32).max, np.float32)
     return rows.astype(np.int32), positions.astype(np.int64), weights

@@ -26,7 +26,15 @@ def _forward(ctx, data):
     return data
 
 
-for _op in ("Enter", "RefEnter", "Exit", "RefExit", "NextIteration", "RefNextIteration", "LoopCond"):
+for _op in (
+    "Enter",
+    "RefEnter",
+    "Exit",
+    "RefExit",
+    "NextIteration",
+    "RefNextIteration",
+    "LoopCond",
+):
     register_kernel(_op)(_forward)
 
 
@@ -73,7 +81,9 @@ def stack_v2(ctx, max_size):
 def stack_push(ctx, stack: Stack, elem):
     with stack.lock:
         if stack.closed:
-            raise errors.InvalidArgumentError(None, None, f"Stack {stack.name} has already been closed.")
+            raise errors.InvalidArgumentError(
+                None, None, f"Stack {stack.name} has already been closed."
+            )
         if 0 < stack.max_size <= len(stack.items):
             raise errors.InvalidArgumentError(
                 None, None, f"Stack[{stack.name}] overflowed its max_size ({stack.max_size})"

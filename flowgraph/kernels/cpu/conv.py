@@ -31,7 +31,9 @@ def _check_depth(x_c: int, f_c: int):
 def conv2d(ctx, x, f):
     fmt = ctx.attrs["data_format"]
     if x.ndim != 4 or f.ndim != 4:
-        raise errors.InvalidArgumentError(None, None, f"input and filter must be 4-D, got {x.shape} and {f.shape}")
+        raise errors.InvalidArgumentError(
+            None, None, f"input and filter must be 4-D, got {x.shape} and {f.shape}"
+        )
     kh, kw, fc, oc = f.shape
     dt = W.compute_dtype(x.dtype)
     xn = W.to_nhwc(x, fmt)

@@ -20,7 +20,9 @@ def broadcast_reduction_axes(s0: np.ndarray, s1: np.ndarray) -> tuple[np.ndarray
     bad = (a != b) & (a != 1) & (b != 1)
     if bad.any():
         raise errors.InvalidArgumentError(
-            None, None, f"Incompatible shapes: [{','.join(map(str, s0))}] vs. [{','.join(map(str, s1))}]"
+            None,
+            None,
+            f"Incompatible shapes: [{','.join(map(str, s0))}] vs. [{','.join(map(str, s1))}]",
         )
     axes = np.arange(n)
     return axes[(a == 1) & ((b != 1) | (a == b))], axes[(b == 1) & ((a != 1) | (a == b))]
@@ -29,7 +31,9 @@ def broadcast_reduction_axes(s0: np.ndarray, s1: np.ndarray) -> tuple[np.ndarray
 @register_kernel("BroadcastGradientArgs")
 def broadcast_gradient_args(ctx, s0, s1):
     if s0.ndim != 1 or s1.ndim != 1:
-        raise errors.InvalidArgumentError(None, None, "BroadcastGradientArgs inputs must be vectors")
+        raise errors.InvalidArgumentError(
+            None, None, "BroadcastGradientArgs inputs must be vectors"
+        )
     r0, r1 = broadcast_reduction_axes(s0, s1)
     return r0.astype(s0.dtype), r1.astype(s0.dtype)
 
@@ -38,15 +42,21 @@ def broadcast_gradient_args(ctx, s0, s1):
 def unsorted_segment_sum(ctx, data, segment_ids, num_segments):
     n = int(num_segments)
     if np.ndim(num_segments) != 0:
-        raise errors.InvalidArgumentError(None, None, f"num_segments should be a scalar, not shape {np.shape(num_segments)}")
+        raise errors.InvalidArgumentError(
+            None, None, f"num_segments should be a scalar, not shape {np.shape(num_segments)}"
+        )
     if data.shape[: segment_ids.ndim] != segment_ids.shape:
         raise errors.InvalidArgumentError(
-            None, None, f"data.shape = {list(data.shape)} does not start with segment_ids.shape = {list(segment_ids.shape)}"
+            None,
+            None,
+            f"data.shape = {list(data.shape)} does not start with segment_ids.shape = {list(segment_ids.shape)}",
         )
     ids = segment_ids.reshape(-1)
     if ids.size and (ids.max() >= n):
         raise errors.InvalidArgumentError(
-            None, None, f"segment_ids[{int(np.argmax(ids >= n))}] = {int(ids[ids >= n][0])} is out of range [0, {n})"
+            None,
+            None,
+            f"segment_ids[{int(np.argmax(ids >= n))}] = {int(ids[ids >= n][0])} is out of range [0, {n})",
         )
     inner = data.shape[segment_ids.ndim :]
     out = np.zeros((n,) + inner, dtype=data.dtype)
@@ -63,7 +73,9 @@ def dynamic_stitch(ctx, *args):
     for ind, dat in zip(indices, data):
         if dat.shape[: ind.ndim] != ind.shape:
             raise errors.InvalidArgumentError(
-                None, None, f"data.shape {list(dat.shape)} does not start with indices.shape {list(ind.shape)}"
+                None,
+                None,
+                f"data.shape {list(dat.shape)} does not start with indices.shape {list(ind.shape)}",
             )
         inner = dat.shape[ind.ndim :] if inner is None else inner
     rows = max((int(i.max()) + 1 if i.size else 0) for i in indices)
@@ -76,9 +88,13 @@ def dynamic_stitch(ctx, *args):
 @register_kernel("InvertPermutation")
 def invert_permutation(ctx, x):
     if x.ndim != 1:
-        raise errors.InvalidArgumentError(None, None, f"invert_permutation expects a 1D vector, got shape {list(x.shape)}")
+        raise errors.InvalidArgumentError(
+            None, None, f"invert_permutation expects a 1D vector, got shape {list(x.shape)}"
+        )
     if not np.array_equal(np.sort(x), np.arange(x.size)):
-        raise errors.InvalidArgumentError(None, None, f"{x.tolist()} is not a permutation of 0..{x.size - 1}")
+        raise errors.InvalidArgumentError(
+            None, None, f"{x.tolist()} is not a permutation of 0..{x.size - 1}"
+        )
     out = np.empty_like(x)
     out[x] = np.arange(x.size, dtype=x.dtype)
     return out
@@ -87,6 +103,7 @@ def invert_permutation(ctx, x):
 @register_kernel("StridedSliceGrad")
 def strided_slice_grad(ctx, shape, begin, end, strides, dy):
     """Zeros of `shape` with dy written where StridedSlice(begin, end, strides) read."""
+
     def ints(v):
         return [int(i) for i in np.asarray(v).reshape(-1)]
 
@@ -101,7 +118,9 @@ def strided_slice_grad(ctx, shape, begin, end, strides, dy):
     region = out[ss.numpy_index(entries)]
     if region.shape != dy.shape:
         raise errors.InvalidArgumentError(
-            None, None, f"dy has shape {list(dy.shape)} but the slice has shape {list(region.shape)}"
+            None,
+            None,
+            f"dy has shape {list(dy.shape)} but the slice has shape {list(region.shape)}",
         )
     out[ss.numpy_index(entries)] = dy
     return out
@@ -117,7 +136,9 @@ def mirror_pad_grad(ctx, grad, paddings):
         n = g.shape[axis] - before - after
         if n < 0 or before > n - skip or after > n - skip:
             raise errors.InvalidArgumentError(
-                None, None, f"paddings {before}, {after} too large for dimension {axis} of the {ctx.attrs['mode']} pad"
+                None,
+                None,
+                f"paddings {before}, {after} too large for dimension {axis} of the {ctx.attrs['mode']} pad",
             )
         index = [slice(None)] * g.ndim
 
@@ -130,6 +151,8 @@ def mirror_pad_grad(ctx, grad, paddings):
         if before:
             core[part(skip, skip + before)] += np.flip(g[part(0, before)], axis)
         if after:
-            core[part(n - skip - after, n - skip)] += np.flip(g[part(before + n, before + n + after)], axis)
+            core[part(n - skip - after, n - skip)] += np.flip(
+                g[part(before + n, before + n + after)], axis
+            )
         g = core
     return g

@@ -193,7 +193,9 @@ def diag_part(ctx, x):
     x = np.asarray(x)
     k = x.ndim // 2
     if x.ndim == 0 or x.ndim % 2 or x.shape[:k] != x.shape[k:]:
-        raise _invalid(f"Invalid shape {_shape_str(x.shape)}: dimensions i and i + rank/2 must match")
+        raise _invalid(
+            f"Invalid shape {_shape_str(x.shape)}: dimensions i and i + rank/2 must match"
+        )
     n = int(np.prod(x.shape[:k], dtype=np.int64))
     return x.reshape(n, n).diagonal().reshape(x.shape[:k]).copy()
 
@@ -224,7 +226,9 @@ def matrix_set_diag(ctx, x, d):
     k = min(x.shape[-2:])
     want = x.shape[:-2] + (k,)
     if np.shape(d) != want:
-        raise _invalid(f"diagonal must have shape {_shape_str(want)}, got {_shape_str(np.shape(d))}")
+        raise _invalid(
+            f"diagonal must have shape {_shape_str(want)}, got {_shape_str(np.shape(d))}"
+        )
     out = np.array(x, copy=True)
     idx = np.arange(k)
     out[..., idx, idx] = d
@@ -239,9 +243,13 @@ def matrix_band_part(ctx, x, num_lower, num_upper):
     m, n = x.shape[-2:]
     lower, upper = int(num_lower), int(num_upper)
     if lower > m:
-        raise _invalid(f"num_lower must be negative or less or equal to number of rows ({m}) got: {lower}")
+        raise _invalid(
+            f"num_lower must be negative or less or equal to number of rows ({m}) got: {lower}"
+        )
     if upper > n:
-        raise _invalid(f"num_upper must be negative or less or equal to number of columns ({n}) got: {upper}")
+        raise _invalid(
+            f"num_upper must be negative or less or equal to number of columns ({n}) got: {upper}"
+        )
     offset = np.arange(m)[:, None] - np.arange(n)[None, :]  # i - j
     keep = np.ones((m, n), bool)
     if lower >= 0:

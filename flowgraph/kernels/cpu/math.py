@@ -339,11 +339,15 @@ def _reduce(fn):
 
 
 def _sum(x, axes, keep):
-    return np.sum(x, axis=axes, keepdims=keep, dtype=_accumulator(x.dtype)).astype(x.dtype, copy=False)
+    return np.sum(x, axis=axes, keepdims=keep, dtype=_accumulator(x.dtype)).astype(
+        x.dtype, copy=False
+    )
 
 
 def _prod(x, axes, keep):
-    return np.prod(x, axis=axes, keepdims=keep, dtype=_accumulator(x.dtype)).astype(x.dtype, copy=False)
+    return np.prod(x, axis=axes, keepdims=keep, dtype=_accumulator(x.dtype)).astype(
+        x.dtype, copy=False
+    )
 
 
 def _mean(x, axes, keep):

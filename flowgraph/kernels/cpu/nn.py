@@ -39,7 +39,10 @@ ACTIVATION_GRADS = {
     "ReluGrad": (lambda dy, x, a: np.multiply(dy, x > 0, dtype=dy.dtype), _REAL),
     "Relu6Grad": (lambda dy, x, a: np.multiply(dy, (x > 0) & (x < 6), dtype=dy.dtype), _REAL),
     "EluGrad": (lambda dy, y, a: np.where(y < 0, dy * (y + 1), dy), _FLOATS),
-    "SeluGrad": (lambda dy, y, a: np.where(y < 0, dy * (y + _SELU_SCALE * _SELU_ALPHA), dy * _SELU_SCALE), _FLOATS),
+    "SeluGrad": (
+        lambda dy, y, a: np.where(y < 0, dy * (y + _SELU_SCALE * _SELU_ALPHA), dy * _SELU_SCALE),
+        _FLOATS,
+    ),
     "SoftplusGrad": (lambda dy, x, a: dy * special.expit(x), _FLOATS),
     "SoftsignGrad": (lambda dy, x, a: dy / np.square(1 + np.abs(x)), _FLOATS),
     "LeakyReluGrad": (lambda dy, x, a: np.where(x > 0, dy, dy * a["alpha"]), _FLOATS),
@@ -57,7 +60,9 @@ def _binary(fn):
     def kernel(ctx, dy, x):
         if dy.shape != x.shape:
             raise errors.InvalidArgumentError(
-                None, None, f"gradients and inputs must have the same shape: {dy.shape} vs {x.shape}"
+                None,
+                None,
+                f"gradients and inputs must have the same shape: {dy.shape} vs {x.shape}",
             )
         return np.asarray(fn(dy, x, ctx.attrs), dy.dtype)
 
@@ -83,7 +88,9 @@ def _log_softmax(x):
 
 def _check_rank(x, rank, what):
     if x.ndim < rank:
-        raise errors.InvalidArgumentError(None, None, f"{what} must be at least {rank}-D, got shape {x.shape}")
+        raise errors.InvalidArgumentError(
+            None, None, f"{what} must be at least {rank}-D, got shape {x.shape}"
+        )
 
 
 @register_kernel("Softmax", dtypes_=_FLOATS)
@@ -112,8 +119,10 @@ def bias_add(ctx, value, bias):
     axis = _bias_axis(value, ctx.attrs.get("data_format", "NHWC"))
     if bias.ndim != 1 or bias.shape[0] != value.shape[axis]:
         raise errors.InvalidArgumentError(
-            None, None, f"Must provide as many biases as the channel dimension of the input tensor: "
-            f"{bias.shape} vs. {value.shape}"
+            None,
+            None,
+            f"Must provide as many biases as the channel dimension of the input tensor: "
+            f"{bias.shape} vs. {value.shape}",
         )
     return value + bias.reshape((-1,) + (1,) * (value.ndim - 1 - axis))
 
@@ -124,7 +133,7 @@ def bias_add_grad(ctx, dy):
     if dy.dtype in (np.float32, np.float64):
         # Sums as GEMVs with a ones vector: 5.7x faster than np.sum over the outer axes (0.70 ->
         # 0.12 ms on LeNet's conv1 gradient), which adds row by row, and no less accurate.
-        lead, trail = int(np.prod(dy.shape[:axis])), int(np.prod(dy.shape[axis + 1:]))
+        lead, trail = int(np.prod(dy.shape[:axis])), int(np.prod(dy.shape[axis + 1 :]))
         d3 = dy.reshape(lead, dy.shape[axis], trail)
         per_lead = d3[:, :, 0] if trail == 1 else np.matmul(d3, np.ones(trail, dy.dtype))
         return np.ones(lead, dy.dtype) @ per_lead
@@ -149,8 +158,10 @@ def softmax_cross_entropy(ctx, logits, labels):
         shape = np.broadcast_shapes(logits.shape, labels.shape)
     except ValueError:
         raise errors.InvalidArgumentError(
-            None, None, f"logits and labels must be broadcastable: logits_size={list(logits.shape)} "
-            f"labels_size={list(labels.shape)}"
+            None,
+            None,
+            f"logits and labels must be broadcastable: logits_size={list(logits.shape)} "
+            f"labels_size={list(labels.shape)}",
         ) from None
     log_p = _log_softmax(np.broadcast_to(_wide(logits), shape))
     lab = _wide(labels)
@@ -163,15 +174,19 @@ def softmax_cross_entropy(ctx, logits, labels):
 def sparse_softmax_cross_entropy(ctx, logits, labels):
     if logits.ndim != 2 or labels.ndim != 1 or labels.shape[0] != logits.shape[0]:
         raise errors.InvalidArgumentError(
-            None, None, f"logits must be 2-D and labels 1-D with the same first dimension: "
-            f"logits shape {logits.shape}, labels shape {labels.shape}"
+            None,
+            None,
+            f"logits must be 2-D and labels 1-D with the same first dimension: "
+            f"logits shape {logits.shape}, labels shape {labels.shape}",
         )
     classes = logits.shape[1]
     bad = (labels < 0) | (labels >= classes)
     if np.any(bad):
         raise errors.InvalidArgumentError(
-            None, None, f"Received a label value of {labels[bad][0]} which is outside the valid "
-            f"range of [0, {classes}).  Label values: {' '.join(str(v) for v in labels)}"
+            None,
+            None,
+            f"Received a label value of {labels[bad][0]} which is outside the valid "
+            f"range of [0, {classes}).  Label values: {' '.join(str(v) for v in labels)}",
         )
     log_p = _log_softmax(_wide(logits))
     rows = np.arange(labels.shape[0])
@@ -188,7 +203,7 @@ def _window_sum(x: np.ndarray, radius: int) -> np.ndarray:
     padded = np.pad(x, ((0, 0),) * 3 + ((radius, radius),))
     total = np.zeros_like(x)
     for shift in range(2 * radius + 1):
-        total += padded[..., shift: shift + depth]
+        total += padded[..., shift : shift + depth]
     return total
 
 
@@ -209,7 +224,9 @@ def lrn(ctx, x):
 def lrn_grad(ctx, dy, x, y):
     """dx_i = dy_i N_i^-beta - 2 alpha beta x_i sum_{j near i} dy_j y_j / N_j."""
     if not dy.shape == x.shape == y.shape or x.ndim != 4:
-        raise errors.InvalidArgumentError(None, None, "LRNGrad inputs must be 4-D with equal shapes")
+        raise errors.InvalidArgumentError(
+            None, None, "LRNGrad inputs must be 4-D with equal shapes"
+        )
     dyw, xw, yw = _wide(dy), _wide(x), _wide(y)
     norm = _lrn_norm(ctx, xw)
     a = ctx.attrs
@@ -250,8 +267,10 @@ def _in_top_k(predictions, targets, k):
     else true when fewer than k classes score strictly higher than the target."""
     if predictions.ndim != 2 or targets.shape != (predictions.shape[0],):
         raise errors.InvalidArgumentError(
-            None, None, f"predictions must be 2-D and targets 1-D of the same batch size: "
-            f"{predictions.shape} vs {targets.shape}"
+            None,
+            None,
+            f"predictions must be 2-D and targets 1-D of the same batch size: "
+            f"{predictions.shape} vs {targets.shape}",
         )
     batch, classes = predictions.shape
     in_range = (targets >= 0) & (targets < classes)

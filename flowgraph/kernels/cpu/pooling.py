@@ -77,7 +77,9 @@ def _masked_bits(values: np.ndarray, mask: np.ndarray, out=None) -> np.ndarray:
 def _check_4d(*arrays):
     for a in arrays:
         if a.ndim != 4:
-            raise errors.InvalidArgumentError(None, None, f"pooling input must be 4-D, got shape {a.shape}")
+            raise errors.InvalidArgumentError(
+                None, None, f"pooling input must be 4-D, got shape {a.shape}"
+            )
 
 
 @register_kernel("MaxPool", dtypes_=_REAL, expensive=True)
@@ -102,7 +104,9 @@ def max_pool_grad(ctx, x, y, dy):
     win = _geometry(ctx, xn.shape)
     dyn = W.to_nhwc(dy, fmt)
     if dyn.shape != (xn.shape[0], win.oh, win.ow, xn.shape[3]):
-        raise errors.InvalidArgumentError(None, None, f"grad has shape {dy.shape}, expected the pool output's")
+        raise errors.InvalidArgumentError(
+            None, None, f"grad has shape {dy.shape}, expected the pool output's"
+        )
     masks = _first_max_masks(W.pad(xn, win, _lowest(x.dtype)), win)
     dxp = W.padded_zeros(xn.shape, win, dy.dtype)
     disjoint = win.sh >= win.kh and win.sw >= win.kw  # no input cell is in two windows
@@ -123,7 +127,9 @@ def max_pool_grad_grad(ctx, x, y, ddx):
     xn = W.to_nhwc(x, fmt)
     win = _geometry(ctx, xn.shape)
     if ddx.shape != x.shape:
-        raise errors.InvalidArgumentError(None, None, f"grad has shape {ddx.shape}, expected the input's {x.shape}")
+        raise errors.InvalidArgumentError(
+            None, None, f"grad has shape {ddx.shape}, expected the input's {x.shape}"
+        )
     masks = _first_max_masks(W.pad(xn, win, _lowest(x.dtype)), win)
     ddxp = W.pad(W.to_nhwc(ddx, fmt), win)
     out = np.zeros(masks[0].shape, _UINT[ddx.dtype.itemsize])
@@ -167,7 +173,9 @@ def avg_pool_grad(ctx, orig_input_shape, dy):
     dt = W.compute_dtype(dy.dtype)
     dyn = W.to_nhwc(dy, fmt).astype(dt, copy=False)
     if dyn.shape != (nhwc_in[0], win.oh, win.ow, nhwc_in[3]):
-        raise errors.InvalidArgumentError(None, None, f"grad has shape {dy.shape}, expected the pool output's")
+        raise errors.InvalidArgumentError(
+            None, None, f"grad has shape {dy.shape}, expected the pool output's"
+        )
     share = dyn / _window_counts(win, nhwc_in[1], nhwc_in[2]).astype(dt)
     dxp = W.padded_zeros(nhwc_in, win, dt)
     for i, j in win.taps():

@@ -14,7 +14,11 @@ def _key(ctx, step) -> str:
     if key is None:
         a = ctx.attrs
         key = ctx.state = rendezvous_key(
-            a["send_device"], a["send_device_incarnation"], a["recv_device"], a["tensor_name"], (0, 0)
+            a["send_device"],
+            a["send_device_incarnation"],
+            a["recv_device"],
+            a["tensor_name"],
+            (0, 0),
         ).rpartition(";")[0]
     frame, it = step.frame_iter
     return f"{key};{frame}:{it}"

@@ -17,7 +17,9 @@ class TensorArrayState:
     """Elements by index. Guarded by `lock` (iterations may write concurrently). A gradient
     array sums repeated writes to one index instead of refusing them."""
 
-    def __init__(self, name, dtype, size, dynamic_size, clear_after_read, element_shape, accumulate=False):
+    def __init__(
+        self, name, dtype, size, dynamic_size, clear_after_read, element_shape, accumulate=False
+    ):
         self.name = name
         self.dtype = dtype
         self.items = [None] * size
@@ -37,38 +39,60 @@ class TensorArrayState:
         value = np.asarray(value)
         with self.lock:
             if index < 0:
-                raise self._err(f"Tried to write to index {index} but array size is: {len(self.items)}")
+                raise self._err(
+                    f"Tried to write to index {index} but array size is: {len(self.items)}"
+                )
             if index >= len(self.items):
                 if not self.dynamic_size:
-                    raise self._err(f"Tried to write to index {index} but array is not resizeable and size is: {len(self.items)}")
+                    raise self._err(
+                        f"Tried to write to index {index} but array is not resizeable and size is: {len(self.items)}"
+                    )
                 self.items.extend([None] * (index + 1 - len(self.items)))
                 self.read_once.extend([False] * (index + 1 - len(self.read_once)))
             if value.dtype != self.dtype.as_numpy_dtype and self.dtype.as_numpy_dtype is not object:
-                raise self._err(f"Could not write to TensorArray index {index} because the value dtype is {value.dtype} but TensorArray dtype is {self.dtype.name}.")
+                raise self._err(
+                    f"Could not write to TensorArray index {index} because the value dtype is {value.dtype} but TensorArray dtype is {self.dtype.name}."
+                )
             shape = self.element_shape
-            if shape is not None and shape.ndims is not None and not shape.is_compatible_with(value.shape):
-                raise self._err(f"Could not write to TensorArray index {index} because the value shape is {list(value.shape)} which is incompatible with the TensorArray's inferred element shape: {shape}")
+            if (
+                shape is not None
+                and shape.ndims is not None
+                and not shape.is_compatible_with(value.shape)
+            ):
+                raise self._err(
+                    f"Could not write to TensorArray index {index} because the value shape is {list(value.shape)} which is incompatible with the TensorArray's inferred element shape: {shape}"
+                )
             old = self.items[index]
             if old is not None:
                 if not self.accumulate:
-                    raise self._err(f"Could not write to TensorArray index {index} because it has already been written to.")
+                    raise self._err(
+                        f"Could not write to TensorArray index {index} because it has already been written to."
+                    )
                 if old.shape != value.shape:
-                    raise self._err(f"Could not aggregate to TensorArray index {index}: shapes {list(old.shape)} vs {list(value.shape)}")
+                    raise self._err(
+                        f"Could not aggregate to TensorArray index {index}: shapes {list(old.shape)} vs {list(value.shape)}"
+                    )
                 value = old + value
             self.items[index] = value
 
     def read(self, index):
         with self.lock:
             if not 0 <= index < len(self.items):
-                raise self._err(f"Tried to read from index {index} but array size is: {len(self.items)}")
+                raise self._err(
+                    f"Tried to read from index {index} but array size is: {len(self.items)}"
+                )
             value = self.items[index]
             if value is None:
                 if self.read_once[index]:
-                    raise self._err(f"Could not read index {index} twice because it was cleared after a previous read (perhaps try setting clear_after_read = false?)")
+                    raise self._err(
+                        f"Could not read index {index} twice because it was cleared after a previous read (perhaps try setting clear_after_read = false?)"
+                    )
                 shape = self.element_shape
                 if self.accumulate and shape is not None and shape.is_fully_defined():
                     return np.zeros(shape.as_list(), self.dtype.as_numpy_dtype)
-                raise self._err(f"Could not read from TensorArray index {index} because it has not yet been written to.")
+                raise self._err(
+                    f"Could not read from TensorArray index {index} because it has not yet been written to."
+                )
             if self.clear_after_read and not self.accumulate:
                 self.items[index] = None
                 self.read_once[index] = True
@@ -96,7 +120,11 @@ def ta_read(ctx, ta, index, flow):
 
 def _stacked(ta, values, element_shape, what):
     if not values:
-        shape = element_shape if element_shape is not None and element_shape.is_fully_defined() else ta.element_shape
+        shape = (
+            element_shape
+            if element_shape is not None and element_shape.is_fully_defined()
+            else ta.element_shape
+        )
         if shape is None or not shape.is_fully_defined():
             raise ta._err(f"{what} of an empty TensorArray needs a fully defined element_shape")
         return np.zeros([0] + shape.as_list(), ta.dtype.as_numpy_dtype)
@@ -137,7 +165,9 @@ def ta_concat(ctx, ta, flow):
 def ta_split(ctx, ta, value, lengths, flow):
     lengths = np.asarray(lengths).astype(np.int64)
     if lengths.sum() != np.shape(value)[0]:
-        raise ta._err(f"Split: lengths sum to {lengths.sum()} but value has {np.shape(value)[0]} rows")
+        raise ta._err(
+            f"Split: lengths sum to {lengths.sum()} but value has {np.shape(value)[0]} rows"
+        )
     for i, part in enumerate(np.split(value, np.cumsum(lengths)[:-1])):
         ta.write(i, part)
     return _FLOW

@@ -56,7 +56,9 @@ def nhwc_shape(shape, data_format: str) -> tuple:
     return (shape[0], shape[h], shape[w], shape[c])
 
 
-def window(attrs: dict, nhwc_in: tuple, kh: int, kw: int, strides_attr="strides", dilated=True) -> Window:
+def window(
+    attrs: dict, nhwc_in: tuple, kh: int, kw: int, strides_attr="strides", dilated=True
+) -> Window:
     """The geometry of one node; an invalid attr or a too-small input is InvalidArgumentError."""
     fmt = attrs["data_format"]
     h, w, c = spatial_axes(fmt)
@@ -66,17 +68,25 @@ def window(attrs: dict, nhwc_in: tuple, kh: int, kw: int, strides_attr="strides"
         raise errors.InvalidArgumentError(None, None, "strides and dilations must have 4 elements")
     if strides[0] != 1 or strides[c] != 1 or dilations[0] != 1 or dilations[c] != 1:
         raise errors.InvalidArgumentError(
-            None, None, "Current implementation does not yet support strides or dilations in the "
-            "batch and depth dimensions."
+            None,
+            None,
+            "Current implementation does not yet support strides or dilations in the "
+            "batch and depth dimensions.",
         )
     padding = attrs["padding"]
     explicit = list(attrs.get("explicit_paddings", []) or [0] * 8)
     try:
-        oh, *ph = window_geometry(nhwc_in[1], kh, strides[h], dilations[h], padding, explicit[2 * h: 2 * h + 2])
-        ow, *pw = window_geometry(nhwc_in[2], kw, strides[w], dilations[w], padding, explicit[2 * w: 2 * w + 2])
+        oh, *ph = window_geometry(
+            nhwc_in[1], kh, strides[h], dilations[h], padding, explicit[2 * h : 2 * h + 2]
+        )
+        ow, *pw = window_geometry(
+            nhwc_in[2], kw, strides[w], dilations[w], padding, explicit[2 * w : 2 * w + 2]
+        )
     except ValueError as e:
         raise errors.InvalidArgumentError(None, None, str(e)) from None
-    return Window(kh, kw, strides[h], strides[w], dilations[h], dilations[w], oh, ow, (tuple(ph), tuple(pw)))
+    return Window(
+        kh, kw, strides[h], strides[w], dilations[h], dilations[w], oh, ow, (tuple(ph), tuple(pw))
+    )
 
 
 def pad(x: np.ndarray, win: Window, value=0) -> np.ndarray:
@@ -90,7 +100,7 @@ def pad(x: np.ndarray, win: Window, value=0) -> np.ndarray:
 def unpad(xp: np.ndarray, win: Window, h: int, w: int) -> np.ndarray:
     """The inverse of `pad` for a gradient: the cells that correspond to the real input."""
     (t, _), (left, _) = win.pads
-    return xp[:, t: t + h, left: left + w, :]
+    return xp[:, t : t + h, left : left + w, :]
 
 
 def padded_zeros(nhwc_in: tuple, win: Window, dtype) -> np.ndarray:
@@ -126,12 +136,22 @@ def im2col_blocks(xp: np.ndarray, win: Window, dtype, budget: int = 2 << 20):
         step = oh_rows // max(win.oh, 1)
         spans = [(b, min(b + step, n), 0, win.oh) for b in range(0, n, step)]
     else:
-        spans = [(b, b + 1, r, min(r + oh_rows, win.oh)) for b in range(n) for r in range(0, win.oh, oh_rows)]
-    buf = np.empty(max(((b1 - b0) * (r1 - r0) * win.ow for b0, b1, r0, r1 in spans), default=0) * width, dtype)
+        spans = [
+            (b, b + 1, r, min(r + oh_rows, win.oh))
+            for b in range(n)
+            for r in range(0, win.oh, oh_rows)
+        ]
+    buf = np.empty(
+        max(((b1 - b0) * (r1 - r0) * win.ow for b0, b1, r0, r1 in spans), default=0) * width, dtype
+    )
     for b0, b1, r0, r1 in spans:
         rows = (b1 - b0) * (r1 - r0) * win.ow
         block = buf[: rows * width].reshape(rows, width)
-        np.copyto(block.reshape(b1 - b0, r1 - r0, win.ow, win.kh, win.kw, c), cols[b0:b1, r0:r1], casting="unsafe")
+        np.copyto(
+            block.reshape(b1 - b0, r1 - r0, win.ow, win.kh, win.kw, c),
+            cols[b0:b1, r0:r1],
+            casting="unsafe",
+        )
         first = (b0 * win.oh + r0) * win.ow
         yield first, first + rows, block
 
@@ -145,5 +165,7 @@ def shape_arg(value, what: str) -> tuple:
     """A 1-D int32 shape input (input_sizes, filter_sizes, orig_input_shape) as a 4-tuple."""
     value = np.asarray(value)
     if value.shape != (4,):
-        raise errors.InvalidArgumentError(None, None, f"{what} must be a 4-element vector, got shape {value.shape}")
+        raise errors.InvalidArgumentError(
+            None, None, f"{what} must be a 4-element vector, got shape {value.shape}"
+        )
     return tuple(int(v) for v in value)

@@ -25,7 +25,9 @@ def _identity(x, name):
 
 def _pick(new, old, new_name, old_name):
     if new is not None and old is not None:
-        raise TypeError(f"{new_name} and {old_name} arguments are mutually exclusive; use {new_name}")
+        raise TypeError(
+            f"{new_name} and {old_name} arguments are mutually exclusive; use {new_name}"
+        )
     return new if new is not None else old
 
 
@@ -66,7 +68,9 @@ def cond(pred, true_fn=None, false_fn=None, strict=False, name=None, fn1=None, f
     with graph.name_scope(name or "cond") as scope:
         pred = convert_to_tensor(pred, dtype=dtypes.bool_)
         if pred.shape.ndims not in (None, 0):
-            raise ValueError(f"cond '{scope[:-1]}' (created at {site}): pred must be a scalar, got shape {pred.shape}")
+            raise ValueError(
+                f"cond '{scope[:-1]}' (created at {site}): pred must be a scalar, got shape {pred.shape}"
+            )
         p_false, p_true = primitives.switch(pred, pred)
         pivot_t = _identity(p_true, "switch_t")
         pivot_f = _identity(p_false, "switch_f")
@@ -92,9 +96,16 @@ def cond(pred, true_fn=None, false_fn=None, strict=False, name=None, fn1=None, f
                 )
         merges = [primitives.merge([f, t])[0] for f, t in zip(flat_f, flat_t)]
         for m in merges:
-            m.op._cond_context = ctx_t  # its predicate routes the gradient (gradients/control_flow.py)
+            m.op._cond_context = (
+                ctx_t  # its predicate routes the gradient (gradients/control_flow.py)
+            )
     packed = nest.pack_sequence_as(res_t, merges)
-    if not strict and isinstance(packed, (list, tuple)) and len(packed) == 1 and not hasattr(packed, "_fields"):
+    if (
+        not strict
+        and isinstance(packed, (list, tuple))
+        and len(packed) == 1
+        and not hasattr(packed, "_fields")
+    ):
         return packed[0]
     return packed
 
@@ -124,10 +135,12 @@ def case(pred_fn_pairs, default=None, exclusive=False, strict=False, name="case"
             from flowgraph.ops import logging as logging_ops
 
             count = math_ops.reduce_sum(math_ops.cast(array_ops.stack(preds), dtypes.int32))
-            check = logging_ops.Assert(count <= 1, [f"More than one condition evaluated as True in {scope[:-1]}"])
+            check = logging_ops.Assert(
+                count <= 1, [f"More than one condition evaluated as True in {scope[:-1]}"]
+            )
             with graph.control_dependencies([check]):
                 preds = [array_ops.identity(p) for p in preds]
         fn = default
         for p, f in reversed(list(zip(preds, [f for _, f in pairs]))):
-            fn = (lambda p, f, rest: (lambda: cond(p, f, rest, strict=strict)))(p, f, fn)
+            fn = (lambda p, f, rest: lambda: cond(p, f, rest, strict=strict))(p, f, fn)
         return fn()

@@ -132,7 +132,9 @@ class CondContext(ControlFlowContext):
 class WhileContext(ControlFlowContext):
     """The body and condition of one while loop; its name is the frame name of its Enters."""
 
-    def __init__(self, graph, name: str, parallel_iterations: int, back_prop: bool, swap_memory: bool):
+    def __init__(
+        self, graph, name: str, parallel_iterations: int, back_prop: bool, swap_memory: bool
+    ):
         super().__init__(graph)
         self.name = name
         self.parallel_iterations = parallel_iterations
@@ -144,7 +146,9 @@ class WhileContext(ControlFlowContext):
         self.loop_enters = []
         self.loop_exits = []
         self.loop_vars: list[LoopVar] = []
-        self.grad_state = None  # set on the gradient loop of a forward loop (gradients/control_flow.py)
+        self.grad_state = (
+            None  # set on the gradient loop of a forward loop (gradients/control_flow.py)
+        )
 
     def pivot_op(self):
         pivot = self.pivot_for_body if self.pivot_for_body is not None else self.pivot_for_pred
@@ -154,11 +158,17 @@ class WhileContext(ControlFlowContext):
         super().add_op(op)
         # An op fed only by loop invariants would also run in the iteration where the loop
         # ends (nothing dead reaches it): tie it to the pivot, as TF does.
-        if op.inputs and not op.control_inputs and all(
-            x.op.type in ("Enter", "RefEnter") and x.op.get_attr("is_constant") for x in op.inputs
+        if (
+            op.inputs
+            and not op.control_inputs
+            and all(
+                x.op.type in ("Enter", "RefEnter") and x.op.get_attr("is_constant")
+                for x in op.inputs
+            )
         ):
             op._add_control_input(self.pivot_op())
 
     def _proxy(self, outer):
-        return primitives.enter(outer, self.name, is_constant=True, parallel_iterations=self.parallel_iterations)
-
+        return primitives.enter(
+            outer, self.name, is_constant=True, parallel_iterations=self.parallel_iterations
+        )

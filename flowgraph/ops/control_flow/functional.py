@@ -19,12 +19,17 @@ def _num_elems(elems_flat):
         raise ValueError("elems must be a 1+ dimensional Tensor, not a scalar")
     for e in elems_flat[1:]:
         if e.shape.ndims and static is not None and e.shape[0].value not in (None, static):
-            raise ValueError(f"All elems must have the same first dimension: {first.shape} vs {e.shape}")
+            raise ValueError(
+                f"All elems must have the same first dimension: {first.shape} vs {e.shape}"
+            )
     return (static if static is not None else array_ops.shape(first)[0]), static
 
 
 def _unstacked(elems_flat, n):
-    return [TensorArray(e.dtype, size=n, dynamic_size=False, infer_shape=True).unstack(e) for e in elems_flat]
+    return [
+        TensorArray(e.dtype, size=n, dynamic_size=False, infer_shape=True).unstack(e)
+        for e in elems_flat
+    ]
 
 
 def map_fn(fn, elems, dtype=None, parallel_iterations=None, back_prop=True, swap_memory=False,
@@ -43,13 +48,17 @@ def map_fn(fn, elems, dtype=None, parallel_iterations=None, back_prop=True, swap
         out_structure = dtype if dtype is not None else nest.map_structure(lambda e: e.dtype, elems)
         out_dtypes = [dtypes.as_dtype(d) for d in nest.flatten(out_structure)]
         elem_tas = _unstacked(elems_flat, n)
-        acc_tas = [TensorArray(d, size=n, dynamic_size=False, infer_shape=infer_shape) for d in out_dtypes]
+        acc_tas = [
+            TensorArray(d, size=n, dynamic_size=False, infer_shape=infer_shape) for d in out_dtypes
+        ]
 
         def body(i, *tas):
             x = nest.pack_sequence_as(elems, [ta.read(i) for ta in elem_tas])
             values = nest.flatten(fn(x))
             if len(values) != len(tas):
-                raise ValueError(f"fn returned {len(values)} values, but dtype describes {len(tas)}")
+                raise ValueError(
+                    f"fn returned {len(values)} values, but dtype describes {len(tas)}"
+                )
             return (i + 1,) + tuple(ta.write(i, v) for ta, v in zip(tas, values))
 
         out = while_loop(lambda i, *_: i < n, body, (convert_to_tensor(0, name="i"),) + tuple(acc_tas),
@@ -69,13 +78,29 @@ def scan(fn, elems, initializer=None, parallel_iterations=10, back_prop=True, sw
                  name or "scan", keep_all=True)  # fmt: skip
 
 
-def foldl(fn, elems, initializer=None, parallel_iterations=10, back_prop=True, swap_memory=False, name=None):
+def foldl(
+    fn,
+    elems,
+    initializer=None,
+    parallel_iterations=10,
+    back_prop=True,
+    swap_memory=False,
+    name=None,
+):
     """fn(...fn(fn(initializer, elems[0]), elems[1])..., elems[n-1])."""
     return _scan(fn, elems, initializer, parallel_iterations, back_prop, swap_memory, True, False,
                  name or "foldl", keep_all=False)  # fmt: skip
 
 
-def foldr(fn, elems, initializer=None, parallel_iterations=10, back_prop=True, swap_memory=False, name=None):
+def foldr(
+    fn,
+    elems,
+    initializer=None,
+    parallel_iterations=10,
+    back_prop=True,
+    swap_memory=False,
+    name=None,
+):
     """foldl over the elements in reverse order."""
     return _scan(fn, elems, initializer, parallel_iterations, back_prop, swap_memory, True, True,
                  name or "foldr", keep_all=False)  # fmt: skip
@@ -99,7 +124,10 @@ def _scan(fn, elems, initializer, parallel_iterations, back_prop, swap_memory, i
             a_structure = initializer
             a_flat = [convert_to_tensor(a) for a in nest.flatten(initializer)]
             start = 0
-        acc_tas = [TensorArray(a.dtype, size=n, dynamic_size=False, infer_shape=infer_shape) for a in a_flat]
+        acc_tas = [
+            TensorArray(a.dtype, size=n, dynamic_size=False, infer_shape=infer_shape)
+            for a in a_flat
+        ]
         if initializer is None and keep_all:
             acc_tas = [ta.write(last if reverse else 0, a) for ta, a in zip(acc_tas, a_flat)]
         k = len(a_flat)
@@ -115,12 +143,16 @@ def _scan(fn, elems, initializer, parallel_iterations, back_prop, swap_memory, i
                 tas = tuple(ta.write(idx, v) for ta, v in zip(tas, new))
             return (i + 1,) + tuple(new) + tuple(tas)
 
-        loop_vars = (convert_to_tensor(start, name="i"),) + tuple(a_flat) + (tuple(acc_tas) if keep_all else ())
+        loop_vars = (
+            (convert_to_tensor(start, name="i"),)
+            + tuple(a_flat)
+            + (tuple(acc_tas) if keep_all else ())
+        )
         out = while_loop(lambda i, *_: i < n, body, loop_vars, parallel_iterations=parallel_iterations,
                          back_prop=back_prop, swap_memory=swap_memory)  # fmt: skip
         if not keep_all:
-            return nest.pack_sequence_as(a_structure, list(out[1:1 + k]))
-        results = [ta.stack() for ta in out[1 + k:]]
+            return nest.pack_sequence_as(a_structure, list(out[1 : 1 + k]))
+        results = [ta.stack() for ta in out[1 + k :]]
         for r, a in zip(results, a_flat):
             if a.shape.ndims is not None:
                 r.set_shape([static_n] + a.shape.as_list())

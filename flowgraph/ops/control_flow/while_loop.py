@@ -52,10 +52,17 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
         if maximum_iterations is not None:
             return _with_maximum(cond, body, loop_vars, shape_invariants, parallel_iterations, back_prop,
                                  swap_memory, maximum_iterations, return_same_structure, graph)  # fmt: skip
-        ctx = WhileContext(graph, graph.unique_name("while_context"), parallel_iterations, back_prop, swap_memory)
+        ctx = WhileContext(
+            graph, graph.unique_name("while_context"), parallel_iterations, back_prop, swap_memory
+        )
         graph.add_to_collection("while_context", ctx)
         result = _build_loop(ctx, cond, body, loop_vars, shape_invariants, scope[:-1], site)
-    if not return_same_structure and isinstance(result, (list, tuple)) and len(result) == 1 and not hasattr(result, "_fields"):
+    if (
+        not return_same_structure
+        and isinstance(result, (list, tuple))
+        and len(result) == 1
+        and not hasattr(result, "_fields")
+    ):
         return result[0]
     return result
 
@@ -70,7 +77,9 @@ def _with_maximum(cond, body, loop_vars, shape_invariants, parallel_iterations, 
         raise ValueError(f"maximum_iterations must be a scalar, saw shape: {max_iter.shape}")
     counter = convert_to_tensor(0, dtype=max_iter.dtype, name="iteration_counter")
     invariants = None if shape_invariants is None else (as_shape([]), shape_invariants)
-    ctx = WhileContext(graph, graph.unique_name("while_context"), parallel_iterations, back_prop, swap_memory)
+    ctx = WhileContext(
+        graph, graph.unique_name("while_context"), parallel_iterations, back_prop, swap_memory
+    )
     graph.add_to_collection("while_context", ctx)
     site = "{}:{} in {}".format(*user_frame())
     out = _build_loop(
@@ -97,7 +106,9 @@ def _build_loop(ctx: WhileContext, cond, body, loop_vars, shape_invariants, loop
     flat = [_flow_or_tensor(v) for v in originals]
     if shape_invariants is not None:
         try:
-            nest.assert_same_structure(loop_vars, shape_invariants, "loop_vars and shape_invariants")
+            nest.assert_same_structure(
+                loop_vars, shape_invariants, "loop_vars and shape_invariants"
+            )
         except ValueError as e:
             raise ValueError(f"while_loop '{loop_name}' (created at {site}): {e}") from None
         invariants = [as_shape(s) for s in nest.flatten(shape_invariants)]
@@ -124,7 +135,9 @@ def _build_loop(ctx: WhileContext, cond, body, loop_vars, shape_invariants, loop
         for m, s in zip(merges, invariants):
             m._shape = s
         ctx.pivot_for_pred = merges[0]
-        c = convert_to_tensor(_call(cond, nest.pack_sequence_as(structure, _rewrap(originals, merges))))
+        c = convert_to_tensor(
+            _call(cond, nest.pack_sequence_as(structure, _rewrap(originals, merges)))
+        )
         if c.dtype.base_dtype != dtypes.bool_ or c.shape.ndims not in (None, 0):
             raise ValueError(
                 f"while_loop '{loop_name}' (created at {site}): cond must return a boolean scalar, "
@@ -137,7 +150,9 @@ def _build_loop(ctx: WhileContext, cond, body, loop_vars, shape_invariants, loop
         ctx.pivot_for_body = body_vars[0]
         result = _call(body, nest.pack_sequence_as(structure, _rewrap(originals, body_vars)))
         try:
-            nest.assert_same_structure(_top_list(structure), _top_list(result), "loop_vars and body results")
+            nest.assert_same_structure(
+                _top_list(structure), _top_list(result), "loop_vars and body results"
+            )
         except ValueError as e:
             raise ValueError(
                 f"while_loop '{loop_name}' (created at {site}): body must return the same structure as "
@@ -170,7 +185,10 @@ def _build_loop(ctx: WhileContext, cond, body, loop_vars, shape_invariants, loop
         x._shape = m.shape
         x.op._control_flow_context = ctx  # an Exit belongs to its loop (gradients find it so)
     ctx.loop_exits = exits
-    ctx.loop_vars = [LoopVar(*v) for v in zip(enters, merges, [s[0].op for s in switches], body_vars, next_vals, exits)]
+    ctx.loop_vars = [
+        LoopVar(*v)
+        for v in zip(enters, merges, [s[0].op for s in switches], body_vars, next_vals, exits)
+    ]
     return nest.pack_sequence_as(structure, _rewrap(originals, exits))
 
 
@@ -184,7 +202,9 @@ def _flow_or_tensor(v):
 def _rewrap(originals, tensors):
     from flowgraph.ops.tensor_array import TensorArray
 
-    return [o._with_flow(t) if isinstance(o, TensorArray) else t for o, t in zip(originals, tensors)]
+    return [
+        o._with_flow(t) if isinstance(o, TensorArray) else t for o, t in zip(originals, tensors)
+    ]
 
 
 def _as_sequence_like(loop_vars, result):
