@@ -16,3 +16,4 @@ from flowgraph.opdefs import logging  # noqa: F401
 from flowgraph.opdefs import tensor_array  # noqa: F401
 from flowgraph.opdefs import summary  # noqa: F401
 from flowgraph.opdefs import script_ops  # noqa: F401
+from flowgraph.opdefs import io  # noqa: F401

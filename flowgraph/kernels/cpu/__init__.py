@@ -10,3 +10,4 @@ from flowgraph.kernels.cpu import logging  # noqa: F401
 from flowgraph.kernels.cpu import tensor_array  # noqa: F401
 from flowgraph.kernels.cpu import summary  # noqa: F401
 from flowgraph.kernels.cpu import script_ops  # noqa: F401
+from flowgraph.kernels.cpu import io  # noqa: F401

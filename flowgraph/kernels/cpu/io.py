@@ -1,0 +1,126 @@
+"""CPU kernels of checkpoint I/O (whitepaper §3.3): SaveV2 writes a tensor bundle, RestoreV2
+reads tensors back, MergeV2Checkpoints joins per-device bundles into one (core/tensor_bundle.py
+owns the format). They run on the device that owns the variables, like any other kernel."""
+
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+
+from flowgraph.core import errors, tensor_bundle
+from flowgraph.core.dtypes import as_dtype
+from flowgraph.kernels.base import register_kernel
+
+
+def text(value) -> str:
+    """A scalar string tensor's value as str."""
+    v = np.asarray(value, dtype=object).reshape(-1)
+    if v.size != 1:
+        raise errors.InvalidArgumentError(None, None, f"expected a scalar string, got {v.size}")
+    v = v[0]
+    return v.decode() if isinstance(v, bytes) else str(v)
+
+
+def texts(value) -> list[str]:
+    return [v.decode() if isinstance(v, bytes) else str(v) for v in np.asarray(value).reshape(-1)]
+
+
+@contextlib.contextmanager
+def os_errors(what: str):
+    """Turns an OSError into TensorFlow's class for it, naming the file."""
+    try:
+        yield
+    except FileNotFoundError as e:
+        raise errors.NotFoundError(None, None, f"{what}: {e}") from None
+    except PermissionError as e:
+        raise errors.PermissionDeniedError(None, None, f"{what}: {e}") from None
+    except OSError as e:
+        raise errors.UnknownError(None, None, f"{what}: {e}") from None
+
+
+def _check_counts(names, specs, n):
+    if len(names) != n or len(specs) != n:
+        raise errors.InvalidArgumentError(
+            None, None, f"tensor_names ({len(names)}), shape_and_slices ({len(specs)}) and "
+            f"tensors ({n}) must have the same length"
+        )  # fmt: skip
+
+
+@register_kernel("SaveV2", expensive=True)
+def save_v2(ctx, prefix, tensor_names, shape_and_slices, *tensors):
+    prefix, names, specs = text(prefix), texts(tensor_names), texts(shape_and_slices)
+    _check_counts(names, specs, len(tensors))
+    kinds = ctx.attrs["dtypes"]
+    with os_errors(f"saving checkpoint {prefix}"):
+        writer = tensor_bundle.BundleWriter(prefix)
+        try:
+            for name, spec, value, dt in zip(names, specs, tensors, kinds):
+                arr = np.asarray(value, dtype=tensor_bundle.numpy_dtype(_enum(dt)))
+                parsed = tensor_bundle.parse_shape_and_slice(spec)
+                if parsed is None:
+                    writer.add(name, arr)
+                else:
+                    writer.add_slice(name, parsed[0], parsed[1], arr)
+            writer.finish()
+        except BaseException:
+            writer.abort()
+            raise
+
+
+def _enum(dt) -> int:
+    return as_dtype(dt).base_dtype.as_datatype_enum
+
+
+@register_kernel("RestoreV2", expensive=True)
+def restore_v2(ctx, prefix, tensor_names, shape_and_slices):
+    prefix, names, specs = text(prefix), texts(tensor_names), texts(shape_and_slices)
+    kinds = ctx.attrs["dtypes"]
+    _check_counts(names, specs, len(kinds))
+    out = []
+    with os_errors(f"restoring checkpoint {prefix}"), tensor_bundle.BundleReader(prefix) as r:
+        for name, spec, dt in zip(names, specs, kinds):
+            stored = r.dtype(name)
+            if stored != _enum(dt):
+                raise errors.InvalidArgumentError(
+                    None, None, f"tensor_name = {name}; expected dtype {as_dtype(dt).name} does "
+                    f"not equal restored dtype {as_dtype(stored).name} (checkpoint {prefix})"
+                )  # fmt: skip
+            parsed = tensor_bundle.parse_shape_and_slice(spec)
+            if parsed is None:
+                out.append(r.lookup(name))
+                continue
+            shape, sl = parsed
+            if tuple(shape) != r.shape(name):
+                raise errors.InvalidArgumentError(
+                    None, None, f"tensor_name = {name}; shape in shape_and_slice spec {shape} "
+                    f"does not match the shape stored in checkpoint: {list(r.shape(name))}"
+                )  # fmt: skip
+            out.append(r.lookup_slice(name, sl))
+    return tuple(out)
+
+
+@register_kernel("MergeV2Checkpoints", expensive=True)
+def merge_v2_checkpoints(ctx, checkpoint_prefixes, destination_prefix):
+    dest = text(destination_prefix)
+    with os_errors(f"merging checkpoints into {dest}"):
+        tensor_bundle.merge_bundles(
+            texts(checkpoint_prefixes),
+            dest,
+            delete_old_dirs=ctx.attrs["delete_old_dirs"],
+            allow_missing_files=ctx.attrs["allow_missing_files"],
+        )
+
+
+def _string(s: str) -> np.ndarray:
+    return np.array(s.encode(), dtype=object)
+
+
+@register_kernel("ShardedFilename")
+def sharded_filename(ctx, basename, shard, num_shards):
+    return _string(f"{text(basename)}-{int(shard):05d}-of-{int(num_shards):05d}")
+
+
+@register_kernel("ShardedFilespec")
+def sharded_filespec(ctx, basename, num_shards):
+    return _string(f"{text(basename)}-?????-of-{int(num_shards):05d}")

@@ -1,0 +1,44 @@
+"""Python wrappers of the checkpoint ops (TF1's gen_io_ops): the Saver builds its graph from
+these, so saving and restoring are ordinary nodes of the GraphDef (whitepaper §3.3)."""
+
+from __future__ import annotations
+
+from flowgraph.core import dtypes
+from flowgraph.framework.apply_op import apply_op
+
+__all__ = [
+    "merge_v2_checkpoints",
+    "restore_v2",
+    "save_v2",
+    "sharded_filename",
+    "sharded_filespec",
+]  # fmt: skip
+
+
+def save_v2(prefix, tensor_names, shape_and_slices, tensors, name=None):
+    """Writes `tensors` under `tensor_names` to the bundle `prefix` (the SaveV2 op)."""
+    return apply_op("SaveV2", [prefix, tensor_names, shape_and_slices, list(tensors)], name=name)
+
+
+def restore_v2(prefix, tensor_names, shape_and_slices, dtypes_, name=None):
+    """Reads the named tensors (or slices of them) from the bundle `prefix`."""
+    kinds = [dtypes.as_dtype(d).base_dtype for d in dtypes_]
+    op = apply_op("RestoreV2", [prefix, tensor_names, shape_and_slices], name=name, dtypes=kinds)
+    return list(op.outputs)
+
+
+def merge_v2_checkpoints(checkpoint_prefixes, destination_prefix, delete_old_dirs=True,
+                         allow_missing_files=False, name=None):  # fmt: skip
+    """Merges per-shard bundles into `destination_prefix` (sharded saves)."""
+    return apply_op("MergeV2Checkpoints", [checkpoint_prefixes, destination_prefix], name=name,
+                    delete_old_dirs=delete_old_dirs, allow_missing_files=allow_missing_files)  # fmt: skip
+
+
+def sharded_filename(basename, shard, num_shards, name=None):
+    """ "basename-00003-of-00008": the name of one shard."""
+    return apply_op("ShardedFilename", [basename, shard, num_shards], name=name).outputs[0]
+
+
+def sharded_filespec(basename, num_shards, name=None):
+    """ "basename-?????-of-00008": a glob of every shard."""
+    return apply_op("ShardedFilespec", [basename, num_shards], name=name).outputs[0]
