@@ -36,6 +36,7 @@ from flowgraph.ops.state import *  # noqa: F403
 from flowgraph.ops.variables import *  # noqa: F403
 from flowgraph.ops.variable_scope import *  # noqa: F403
 from flowgraph.ops.script_ops import *  # noqa: F403
+from flowgraph.ops.queues import *  # noqa: F403
 from flowgraph.gradients import *  # noqa: F403
 from flowgraph.session.default_session import get as get_default_session
 from flowgraph.session.session import InteractiveSession, Session

@@ -72,6 +72,7 @@ class DirectRuntime:
         self._closed = False
         self._partition_pool = None
         self._partial_runs: dict[str, _PartialRun] = {}  # guarded by _lock
+        self._running: set[Step] = set()  # steps in progress, cancelled by close(); _lock
 
     # -- Session.Extend ---------------------------------------------------------------------
     def extend(self, graph_def: GraphDef, replace: GraphDef | None = None):
@@ -130,10 +131,16 @@ class DirectRuntime:
         ) or self.config.operation_timeout_in_ms
         step = Step(next(self._step_ids), rendezvous, stats, timeout)
         parts = list(plan.partitions.values())
-        if len(parts) == 1:
-            execute(parts[0], step)
-        else:
-            self._run_partitions(parts, step)
+        with self._lock:
+            self._running.add(step)
+        try:
+            if len(parts) == 1:
+                execute(parts[0], step)
+            else:
+                self._run_partitions(parts, step)
+        finally:
+            with self._lock:
+                self._running.discard(step)
         out = []
         for key, name in zip(plan.fetch_keys, sig.fetches):
             got = rendezvous.try_take(key)
@@ -217,6 +224,9 @@ class DirectRuntime:
         self._closed = True
         with self._lock:
             pending, self._partial_runs = list(self._partial_runs.values()), {}
+            running = list(self._running)
+        for step in running:  # a step blocked in a kernel (a queue, a Recv) fails, not hangs
+            step.rendezvous.abort(errors.CancelledError(None, None, "Session has been closed."))
         for state in pending:
             state.step.rendezvous.abort(
                 errors.CancelledError(None, None, "Session was closed during a partial run")
