@@ -89,6 +89,8 @@ class Graph:
         self._attr_scope_map: dict = {}
         self.seed = None
         self._building_function = False
+        self._unfetchable_ops: set[int] = set()  # ids of ops marked by prevent_fetching
+        self._unfeedable_tensors: set[str] = set()  # names of tensors marked by prevent_feeding
 
     # -- identity -----------------------------------------------------------------------------
     def __repr__(self):
@@ -303,6 +305,26 @@ class Graph:
                 if id(t._op) not in gone and op in t._consumers:
                     t._consumers.remove(op)
         self._mutated_ops = [op for op in self._mutated_ops if id(op) not in gone]
+
+    # -- what a Session may feed and fetch ----------------------------------------------------
+    def prevent_fetching(self, op: Operation):
+        self._unfetchable_ops.add(id(op))
+
+    def prevent_feeding(self, tensor: Tensor):
+        self._unfeedable_tensors.add(tensor.name)
+
+    def is_fetchable(self, tensor_or_op) -> bool:
+        """False for ops marked by prevent_fetching and for values inside a while loop (they
+        exist once per iteration; only the loop's Exits leave it), as in TF."""
+        op = tensor_or_op.op if isinstance(tensor_or_op, Tensor) else tensor_or_op
+        ctx = getattr(op, "_control_flow_context", None)
+        return id(op) not in self._unfetchable_ops and (ctx is None or ctx.fetchable(op))
+
+    def is_feedable(self, tensor: Tensor) -> bool:
+        ctx = getattr(tensor.op, "_control_flow_context", None)
+        return tensor.name not in self._unfeedable_tensors and (
+            ctx is None or ctx.fetchable(tensor.op)
+        )
 
     # -- lookups ------------------------------------------------------------------------------
     def get_operations(self) -> list[Operation]:

@@ -67,7 +67,7 @@ class DirectRuntime:
         self.nodes: dict[str, rt_graph.Node] = {}
         self.placed: dict[str, rt_graph.Node] = {}  # the nodes with their stable device (§3.2.1)
         self._plans: dict[Signature, RunPlan] = {}
-        self._lock = threading.Lock()  # guards nodes and _plans
+        self._lock = threading.Lock()  # guards nodes, _plans and _partition_pool
         self._step_ids = itertools.count(1)
         self._closed = False
         self._partition_pool = None
@@ -138,6 +138,11 @@ class DirectRuntime:
                 execute(parts[0], step)
             else:
                 self._run_partitions(parts, step)
+        except BaseException as e:
+            if not isinstance(e, Exception):  # Ctrl-C while waiting: stop the step's other work
+                step.cancelled = True
+                rendezvous.abort(errors.CancelledError(None, None, "Step was interrupted"))
+            raise
         finally:
             with self._lock:
                 self._running.discard(step)
@@ -201,10 +206,11 @@ class DirectRuntime:
         return out
 
     def _run_partitions(self, parts, step):
-        if self._partition_pool is None:
-            self._partition_pool = ThreadPoolExecutor(
-                max(4, len(self.devices)), thread_name_prefix="partition"
-            )
+        with self._lock:
+            if self._partition_pool is None:
+                self._partition_pool = ThreadPoolExecutor(
+                    max(4, len(self.devices)), thread_name_prefix="partition"
+                )
         futures = [self._partition_pool.submit(execute, p, step) for p in parts]
         first_error = None
         for f in futures:

@@ -157,8 +157,13 @@ class Step:
             raise error from None
 
 
-def node_error(item: NodeItem, device_name: str, e: BaseException) -> errors.OpError:
-    """The TF error class for a kernel failure, naming the node, its op and its device."""
+def node_error(item: NodeItem, device_name: str, e: BaseException) -> BaseException:
+    """The TF error class for a kernel failure, naming the node, its op and its device.
+
+    KeyboardInterrupt and SystemExit (Ctrl-C or sys.exit inside a kernel) are not kernel
+    failures: they are returned unchanged, so the step is cancelled and the caller gets them."""
+    if not isinstance(e, Exception):
+        return e
     if isinstance(e, errors.OpError):
         cls, msg = type(e), e.message
     elif isinstance(

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
+
 from flowgraph.core import attr_value, errors
 from flowgraph.core.op_def import OpDef, get_op_def
 from flowgraph.core.protos import GraphDef, NodeDef
@@ -64,7 +66,7 @@ def from_node_def(nd: NodeDef) -> Node:
         op_def = get_op_def(nd.op)
     except errors.NotFoundError as e:
         raise errors.NotFoundError(None, None, f"{e.message} (node '{nd.name}')") from None
-    attrs = {k: attr_value.from_attr_value(v) for k, v in nd.attr.items()}
+    attrs = {k: _frozen(attr_value.from_attr_value(v)) for k, v in nd.attr.items()}
     for key, a in op_def.attrs.items():
         if key not in attrs:
             if not a.has_default:
@@ -94,6 +96,14 @@ def from_node_def(nd: NodeDef) -> Node:
     return Node(
         nd.name, nd.op, tuple(data), tuple(control), nd.device, attrs, op_def, in_types, out_types
     )
+
+
+def _frozen(value):
+    """Tensor attrs (a Const's value) are read by every step: make them read-only, so neither a
+    kernel nor a caller holding a fetched array can change them (fetches copy what is read-only)."""
+    if isinstance(value, np.ndarray):
+        value.flags.writeable = False
+    return value
 
 
 def to_graph_def(nodes) -> GraphDef:

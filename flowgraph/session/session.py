@@ -3,18 +3,24 @@ the runtime, Run names feeds, fetches and targets.
 
 Fetches may be any nesting of lists, tuples, namedtuples and dicts of Tensors, Operations and
 "name:port"/"name" strings; an Operation fetches as None. The structure is flattened to unique
-tensor names for the runtime and rebuilt around the results.
+tensor names for the runtime and rebuilt around the results. A feed key may be such a nesting
+too (an LSTMStateTuple fed back as the next initial state), with a value of the same structure.
+
+What leaves the Session never aliases state: every buffer a later step reads (constants,
+variables) is read-only in the runtime, so a fetched array that is read-only is copied, and a
+writable one is private to its step. Every method may be called from many threads at once.
 """
 
 from __future__ import annotations
 
 import collections
+import threading
 
 import numpy as np
 
 from flowgraph.core import dtypes, errors
 from flowgraph.core.protos import ConfigProto, GraphDef
-from flowgraph.framework import default_graph
+from flowgraph.framework import default_graph, nest
 from flowgraph.framework.indexed_slices import IndexedSlices, IndexedSlicesValue
 from flowgraph.framework.operation import Operation, Tensor
 from flowgraph.runtime.direct import DirectRuntime
@@ -73,13 +79,21 @@ def _fetch_element(graph, f):
     try:
         if hasattr(f, "_as_graph_element") and not isinstance(f, (Tensor, Operation)):
             f = f._as_graph_element()
-        return graph.as_graph_element(f, allow_tensor=True, allow_operation=True)
+        el = graph.as_graph_element(f, allow_tensor=True, allow_operation=True)
     except TypeError as e:
         raise TypeError(
             f"Fetch argument {f!r} has invalid type {type(f)}, must be a string or Tensor. ({e})"
         ) from None
     except (KeyError, ValueError) as e:
         raise ValueError(f"Fetch argument {f!r} cannot be interpreted as a Tensor. ({e})") from None
+    if not graph.is_fetchable(el):
+        op = el.op if isinstance(el, Tensor) else el
+        raise ValueError(
+            f"Operation {op.name!r} has been marked as not fetchable. Typically this happens "
+            f"when it is defined in another function or code block (a while_loop body). Use "
+            f"return values, explicit Python locals or TensorFlow collections to access it."
+        )
+    return el
 
 
 def _fetch_value(value):
@@ -109,6 +123,7 @@ class BaseSession:
         self._sent_mutations = 0
         self._closed = False
         self._default_ctx = None
+        self._lock = threading.Lock()  # guards _sent_ops, _sent_mutations and _closed
 
     def _make_runtime(self, target, config):
         if target in ("", "local", "direct://"):
@@ -135,9 +150,11 @@ class BaseSession:
 
     # -- lifecycle ----------------------------------------------------------------------------
     def close(self):
-        if not self._closed:
+        with self._lock:
+            if self._closed:
+                return
             self._closed = True
-            self._runtime.close()
+        self._runtime.close()
 
     def as_default(self):
         return default_session.push(self)
@@ -162,22 +179,31 @@ class BaseSession:
 
     # -- Extend and Run -----------------------------------------------------------------------
     def _extend(self):
+        """Sends the ops added (or changed) since the last Extend. Threads making their first
+        run at once must not send the same ops twice, hence the lock (the check before it is
+        only a fast path)."""
         g = self._graph
         if g.version == self._sent_ops and len(g._mutated_ops) == self._sent_mutations:
             return
-        new, changed, self._sent_mutations = g._nodes_for_extend(
-            self._sent_ops, self._sent_mutations
-        )
-        gd = GraphDef(node=new)
-        self._runtime.extend(gd, GraphDef(node=changed) if changed else None)
-        self._sent_ops = g.version
+        with self._lock:
+            if g.version == self._sent_ops and len(g._mutated_ops) == self._sent_mutations:
+                return
+            new, changed, sent_mutations = g._nodes_for_extend(self._sent_ops, self._sent_mutations)
+            gd = GraphDef(node=new)
+            self._runtime.extend(gd, GraphDef(node=changed) if changed else None)
+            self._sent_ops += len(new)  # not g.version: another thread may be adding ops
+            self._sent_mutations = sent_mutations
 
     def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
         """Runs the ops needed for `fetches`, feeding `feed_dict`; returns values in the same structure."""
         if self._closed:
             raise RuntimeError("Attempted to use a closed Session.")
         feed_names, feed_values = self._feeds(feed_dict)
-        if type(fetches) is Tensor and fetches.graph is self._graph:  # the common case, no mapper
+        if (
+            type(fetches) is Tensor
+            and fetches.graph is self._graph
+            and self._graph.is_fetchable(fetches)
+        ):  # the common case, no mapper
             values = self._do_run(feed_names, feed_values, (fetches,), (), options, run_metadata)
             return _fetch_value(values[0])
         mapper = _FetchMapper(self._graph, fetches)
@@ -209,19 +235,21 @@ class BaseSession:
         return err
 
     def _feeds(self, feed_dict):
+        """Feed names and arrays. A key may be a nested structure of tensors with a value of the
+        same structure; a tensor given twice (as `x` and as "x:0") takes the last value, as in TF."""
         if not feed_dict:
             return (), ()
-        names, values = [], []
-        for key, value in feed_dict.items():
+        feeds = {}
+        for key, value in _flatten_feeds(feed_dict):
             t = _feed_tensor(self._graph, key)
             if isinstance(value, (Tensor, Operation)):
                 raise TypeError(
                     f"The value of a feed cannot be a tf.Tensor object. Acceptable feed values include "
                     f"Python scalars, strings, lists, numpy ndarrays, or TensorHandles. (feed for {t.name})"
                 )
-            names.append(t.name)
-            values.append(_feed_array(t, value))
-        return names, values
+            feeds.pop(t.name, None)  # the last value wins, and its place in the order
+            feeds[t.name] = _feed_array(t, value)
+        return tuple(feeds), tuple(feeds.values())
 
     def partial_run_setup(self, fetches, feeds=None):
         """Starts a step that will be fed `feeds` and fetch `fetches` over several partial_run calls."""
@@ -266,6 +294,24 @@ class BaseSession:
         return call
 
 
+def _flatten_feeds(feed_dict):
+    """(key, value) pairs with structured keys flattened against their values (TF's
+    nest.flatten_dict_items): a tuple or namedtuple key pairs its leaves with the value's."""
+    if not isinstance(feed_dict, collections.abc.Mapping):
+        raise TypeError(f"feed_dict must be a dictionary, got {type(feed_dict).__name__}")
+    for key, value in feed_dict.items():
+        if not nest.is_sequence(key):
+            yield key, value
+            continue
+        keys, values = nest.flatten(key), nest.flatten(value)
+        if len(keys) != len(values):
+            raise ValueError(
+                f"Could not flatten dictionary. Key had {len(keys)} elements, but value had "
+                f"{len(values)} elements. Key: {keys}, value: {values}."
+            )
+        yield from zip(keys, values)
+
+
 def _feed_tensor(graph, key) -> Tensor:
     if hasattr(key, "_as_graph_element") and not isinstance(key, (Tensor, Operation)):
         key = key._as_graph_element()
@@ -273,32 +319,42 @@ def _feed_tensor(graph, key) -> Tensor:
         t = graph.as_graph_element(key, allow_tensor=True, allow_operation=False)
     except (KeyError, ValueError, TypeError) as e:
         raise TypeError(f"Cannot interpret feed_dict key as Tensor: {e}") from None
+    if not graph.is_feedable(t):
+        raise ValueError(f"Tensor {t.name} may not be fed.")
     return t
 
 
 def _feed_array(t: Tensor, value):
+    """`value` as an array of `t`'s dtype, with TF's errors: TypeError for a value NumPy cannot
+    convert (an object, a dict) or a Python int the dtype cannot hold, InvalidArgumentError (a
+    ValueError) for a malformed one. Casts are silent (NaN into an int), as TF's are."""
     dtype = t.dtype.base_dtype
     try:
-        if dtype == dtypes.string:
-            arr = np.asarray(value, dtype=object)
-            if arr.ndim == 0:
-                arr = np.asarray(value.encode() if isinstance(value, str) else value, dtype=object)
-            else:
-                arr = np.vectorize(
-                    lambda v: v.encode() if isinstance(v, str) else v, otypes=[object]
-                )(arr)
-        else:
-            arr = (
-                np.array(value, dtype=dtype.as_numpy_dtype)
-                if isinstance(value, np.ndarray)
-                else np.asarray(value, dtype=dtype.as_numpy_dtype)
-            )
-    except (TypeError, ValueError) as e:
+        with np.errstate(all="ignore"):
+            arr = _as_feed_dtype(value, dtype)
+    except (TypeError, OverflowError) as e:
+        hint = (
+            " Try a larger type for the feed tensor (e.g. int64)."
+            if isinstance(e, OverflowError)
+            else ""
+        )
+        raise TypeError(
+            f"Cannot feed value {_short(value)} of type {type(value).__name__} for Tensor "
+            f"'{t.name}' of dtype {dtype.name}: {e}.{hint}"
+        ) from None
+    except ValueError as e:
         raise errors.InvalidArgumentError(
             None,
             None,
-            f"Cannot feed value {value!r} for Tensor '{t.name}' of dtype {dtype.name}: {e}",
+            f"Cannot feed value {_short(value)} for Tensor '{t.name}' of dtype {dtype.name}: {e}",
         ) from None
+    python_int = isinstance(value, int) and not isinstance(value, bool)
+    if python_int and arr.dtype.kind in "iuf" and arr.item() != value:
+        raise TypeError(
+            f"Type of feed value {value} with type {type(value)} is not compatible with "
+            f"Tensor type {dtype.name} (feed for Tensor '{t.name}'). Try explicitly setting "
+            f"the type of the feed tensor to a larger type (e.g. int64)."
+        )
     if not t.shape.is_compatible_with(arr.shape):
         raise errors.InvalidArgumentError(
             None,
@@ -306,6 +362,30 @@ def _feed_array(t: Tensor, value):
             f"Cannot feed value of shape {arr.shape!r} for Tensor '{t.name}', which has shape '{t.shape}'",
         )
     return arr
+
+
+def _as_feed_dtype(value, dtype):
+    if dtype == dtypes.string:
+        arr = np.asarray(value, dtype=object)
+        if arr.ndim == 0:
+            return np.asarray(value.encode() if isinstance(value, str) else value, dtype=object)
+        return np.vectorize(lambda v: v.encode() if isinstance(v, str) else v, otypes=[object])(arr)
+    if isinstance(value, int) and not isinstance(value, bool) and dtype.is_integer:
+        # NumPy raises OverflowError for a Python int out of range: TF's TypeError follows.
+        return np.asarray(value if _fits(value, dtype) else 0, dtype=dtype.as_numpy_dtype)
+    if isinstance(value, np.ndarray):  # a copy: the caller may change its array later
+        return np.array(value, dtype=dtype.as_numpy_dtype)
+    return np.asarray(value, dtype=dtype.as_numpy_dtype)
+
+
+def _fits(value: int, dtype) -> bool:
+    info = np.iinfo(dtype.as_numpy_dtype)
+    return info.min <= value <= info.max
+
+
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 class _DeviceAttributes(collections.namedtuple("_DeviceAttributes", ["name", "device_type"])):

@@ -40,7 +40,7 @@ def test_strings_in_and_out():
 
 def test_multiple_outputs_and_list_of_one():
     x = tf.constant([1.0, 2.0])
-    a, b = tf.py_func(lambda v: (v + 1, np.int64(v.size)), [x], [tf.float32, tf.int32])
+    a, b = tf.py_func(lambda v: (v + 1, np.int32(v.size)), [x], [tf.float32, tf.int32])
     (c,) = tf.py_func(lambda v: [v * 3], [x], [tf.float32])
     op = tf.py_func(lambda v: None, [x], [])
     assert isinstance(op, tf.Operation) and op.type == "PyFunc" and op.outputs == []
@@ -53,16 +53,28 @@ def test_multiple_outputs_and_list_of_one():
     assert got[3] is None
 
 
-def test_results_are_converted_to_the_declared_dtypes():
+def test_results_must_have_the_declared_dtypes_exactly():
+    """Issue 7 defect 10: TF casts nothing; Python floats are float64 and ints int64."""
     x = tf.constant([1.0, 2.0], dtype=tf.float64)
-    to32 = tf.py_func(lambda v: v, [x], tf.float32)  # float64 array -> float32
-    py_float = tf.py_func(lambda v: 0.5, [x], tf.float16)  # Python float
-    ints = tf.py_func(lambda v: 7, [x], tf.uint8)  # Python int (a list would be 3 results)
-    int_as_float = tf.py_func(lambda v: np.arange(3), [x], tf.float32)  # int -> float is allowed
+    same = tf.py_func(lambda v: v, [x], tf.float64)
+    half = tf.py_func(lambda v: np.float16(0.5), [x], tf.float16)
+    py_int = tf.py_func(lambda v: 7, [x], tf.int64)  # a Python int is an int64
     with tf.Session() as sess:
-        a, b, c, d = sess.run([to32, py_float, ints, int_as_float])
-    assert a.dtype == np.float32 and b.dtype == np.float16 and c.dtype == np.uint8
-    np.testing.assert_array_equal(d, np.float32([0, 1, 2]))
+        a, b, c = sess.run([same, half, py_int])
+    assert a.dtype == np.float64 and b.dtype == np.float16 and c.dtype == np.int64
+    for result, tout, got in [
+        (lambda v: v, tf.float32, "float64"),  # float64 array -> float32: TF raises
+        (lambda v: 0.5, tf.float32, "float64"),  # a Python float is a float64
+        (lambda v: 7, tf.int32, "int64"),
+        (lambda v: np.arange(3), tf.float32, "int64"),
+        (lambda v: [np.float32(1), np.array([1, 2])], [tf.float32, tf.int32], "int64"),
+    ]:
+        y = tf.py_func(result, [x], tout)
+        want = tout[-1] if isinstance(tout, list) else tout
+        index = len(tout) - 1 if isinstance(tout, list) else 0
+        message = f"{index}-th value returned by pyfunc_\\d+ is {got}, but expects {want.name}"
+        with tf.Session() as sess, pytest.raises(tf.errors.InvalidArgumentError, match=message):
+            sess.run(y)
 
 
 @pytest.mark.parametrize(
@@ -70,7 +82,7 @@ def test_results_are_converted_to_the_declared_dtypes():
     [
         (lambda: np.float32(1.5), tf.int32, "0-th value returned by pyfunc_\\d+ is float32, but expects int32"),
         (lambda: "text", tf.float32, "is string, but expects float32"),
-        (lambda: np.array([1, 300]), tf.int8, "outside the range of int8"),
+        (lambda: np.array([1, 300]), tf.int8, "is int64, but expects int8"),
         (lambda: [1.0, 2.0], [tf.float32], "returns 2 values, but expects to see 1 values"),
         (lambda: ([[1], [2, 3]],), [tf.float32], "not a rectangular array"),
         (lambda: np.array([1, 2]), tf.string, "is int64, but expects string"),

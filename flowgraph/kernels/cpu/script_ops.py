@@ -5,15 +5,14 @@ runs (so this module needs nothing of the client side). Inputs reach it as NumPy
 modify (copies, since tensors are shared and read-only), and scalars as NumPy scalars (a string
 scalar as `bytes`), as in TF.
 
-Results are converted to the declared `Tout`. Python values (floats, ints, lists) take the
-declared dtype; NumPy arrays may change precision within their kind (float64 -> float32,
-int64 -> int32 or uint8 when every value fits), or go from integers to floats, but never from
-a higher kind to a lower one (a float result for an int32 output, or a
-string for a number, is an error naming the value's index, the callable's token, and both
-dtypes). TF is stricter (a float64 array for a float32 output fails); no TF program relies on
-that failure, and the conversion saves the usual `.astype(np.float32)`.
+Results are converted as TF's FuncRegistry converts them (`np.asarray`, text to bytes) and must
+then have exactly the declared `Tout` dtype: nothing is cast, as in TF. A Python float is a
+float64 and a Python int an int64, so a callable declared `tf.float32` returns
+`np.float32(...)` or `.astype(np.float32)`; a mismatch is an InvalidArgumentError naming the
+value's index, the callable's token and both dtypes.
 
-Exceptions raised by the callable become TF's classes (TF's py_func.cc): ValueError and
+Exceptions raised by the callable (but KeyboardInterrupt and SystemExit, which pass through)
+become TF's classes (TF's py_func.cc): ValueError and
 TypeError -> InvalidArgumentError, StopIteration -> OutOfRangeError, MemoryError ->
 ResourceExhaustedError, NotImplementedError -> UnimplementedError, an OpError keeps its class,
 anything else -> UnknownError; the message carries the Python traceback.
@@ -79,28 +78,18 @@ def _dtype_name(dtype: np.dtype) -> str:
 
 
 def _to_tensor(value, index: int, token: str, want: dtypes.DType) -> np.ndarray:
-    """`value` returned by the callable as an array of dtype `want` (see the module docstring)."""
+    """`value` returned by the callable as an array, which must be of dtype `want` (see the
+    module docstring)."""
     if want == dtypes.string:
         return _to_string_tensor(value, index, token, want)
-    target = np.dtype(want.as_numpy_dtype)
-    if isinstance(value, (np.ndarray, np.generic)):
+    try:
         arr = np.asarray(value)
-    else:
-        try:
-            arr = np.asarray(value)
-        except ValueError as e:  # ragged nested lists
-            raise _mismatch(index, token, f"not a rectangular array ({e})", want) from None
-    integers = target.kind in "iu" and arr.dtype.kind in "iu"
-    if arr.dtype.kind in "SUOV" or not (integers or np.can_cast(arr.dtype, target, "same_kind")):
-        raise _mismatch(index, token, _dtype_name(arr.dtype), want)
-    if integers and not np.can_cast(arr.dtype, target):
-        info = np.iinfo(target)
-        if arr.size and (arr.min() < info.min or arr.max() > info.max):
-            raise errors.InvalidArgumentError(
-                None, None,
-                f"{index}-th value returned by {token} has values outside the range of {want.name}",
-            )  # fmt: skip
-    return arr.astype(target, copy=False)
+    except ValueError as e:  # ragged nested lists
+        raise _mismatch(index, token, f"not a rectangular array ({e})", want) from None
+    if arr.dtype != np.dtype(want.as_numpy_dtype):
+        got = "string" if arr.dtype.kind in "SU" else _dtype_name(arr.dtype)
+        raise _mismatch(index, token, got, want)
+    return arr
 
 
 def _call(token: str, args: list):
@@ -110,7 +99,7 @@ def _call(token: str, args: list):
         raise errors.InvalidArgumentError(None, None, e.args[0]) from None
     try:
         return func(*args)
-    except errors.OpError:
+    except (errors.OpError, KeyboardInterrupt, SystemExit):
         raise
     except BaseException as e:
         cls = next(

@@ -1,8 +1,10 @@
 """CPU kernels for variables (§2 "Variables", §4.7 containers).
 
 A variable's storage is a VariableState in its device's resource container; the variable op
-outputs that object as its reference. Stored arrays are read-only: updates rebind the value,
-so nothing that read the old value sees it change."""
+outputs that object as its reference. Stored arrays are read-only. An update of a reference
+variable writes into its buffer, which every read of the variable aliases (TF's ref semantics);
+an update of a resource variable rebinds the value (copy on write), so nothing that read the old
+value sees it change (runtime/resources.py)."""
 
 from __future__ import annotations
 
@@ -16,16 +18,9 @@ from flowgraph.opdefs.array_index import check_batch_dims
 from flowgraph.runtime.resources import VariableState
 
 
-def frozen(value) -> np.ndarray:
-    """An immutable array to keep in long-lived state (copies a caller-writable array)."""
-    # NumPy scalars (what np.add of two 0-d arrays returns) have read-only flags: copy them too.
-    arr = (
-        np.array(value, copy=True)
-        if not isinstance(value, np.ndarray) or value.flags.writeable
-        else value
-    )
-    arr.flags.writeable = False
-    return arr
+def _in_place(ctx) -> bool:
+    """Whether this update writes through a reference (input 0 is a ref) or a resource handle."""
+    return ctx.input_types[0].is_ref_dtype
 
 
 def _variable_state(ctx) -> VariableState:
@@ -60,7 +55,7 @@ def assign(ctx, var: VariableState, value):
     if ctx.attrs["validate_shape"]:
         _check_shape(ctx, var, value)
     with var.lock:
-        var.value = frozen(np.asarray(value, dtype=var.dtype.as_numpy_dtype))
+        var.write(value, in_place=True)
     return var
 
 
@@ -76,7 +71,7 @@ def _update(fn):
                     f"Cannot update variable with shape {list(old.shape)} using a Tensor with shape "
                     f"{list(np.shape(value))}, shapes must be equal.",
                 )
-            var.value = frozen(new.astype(old.dtype, copy=False))
+            var.write(new, _in_place(ctx), owned=True)
         return var
 
     return kernel
@@ -141,7 +136,7 @@ def assign_variable(ctx, var: VariableState, value):
     if ctx.attrs.get("validate_shape") and var.value is not None:
         _check_shape(ctx, var, value)
     with var.lock:
-        var.value = frozen(np.asarray(value, dtype=var.dtype.as_numpy_dtype))
+        var.write(value, in_place=False)
 
 
 @register_kernel("AssignAddVariableOp")
@@ -161,7 +156,7 @@ def var_is_initialized(ctx, var: VariableState):
 
 @register_kernel("DestroyResourceOp")
 def destroy_resource(ctx, var: VariableState):
-    var.value = None
+    var.reset()
 
 
 # -- sparse updates: Scatter* (rows of a ref variable) and ScatterNd* (slices at index tuples) -----
@@ -238,7 +233,7 @@ def _scatter(ctx, var: VariableState, indices, updates):
         upd = np.broadcast_to(updates, want).reshape((flat.size,) + old.shape[1:])
         new = old.copy()
         _apply_at(new, flat, upd, ctx.op_type.removeprefix("Resource"))
-        var.value = frozen(new)
+        var.write(new, _in_place(ctx), owned=True)
     return var
 
 
@@ -281,7 +276,7 @@ def _scatter_nd(ctx, var: VariableState, indices, updates):
         upd = updates.reshape((flat.shape[0],) + old.shape[k:])
         new = old.copy()
         _apply_at(new, tuple(flat.T), upd, ctx.op_type.removeprefix("Resource"))
-        var.value = frozen(new)
+        var.write(new, _in_place(ctx), owned=True)
     return var
 
 
@@ -331,5 +326,6 @@ def count_up_to(ctx, var: VariableState):
         limit = ctx.attrs["limit"]
         if old >= limit:
             raise errors.OutOfRangeError(None, None, f"Reached limit of {limit}")
-        var.value = frozen(np.asarray(old + 1, dtype=old.dtype))
+        old = np.array(old)  # a copy: a ref variable's buffer changes in place below
+        var.write(np.asarray(old + 1, dtype=old.dtype), _in_place(ctx), owned=True)
     return old

@@ -9,8 +9,8 @@ results back; the `Resource*` forms run the same code on resource variables.
 Formulas are TensorFlow's (training_ops.cc), in TensorFlow's order of operations, so float32
 results agree with TF to rounding. Two deliberate choices:
 
-* Variables are updated by rebinding (see kernels/cpu/state.py): the new array replaces the old
-  one, so a value another op already read never changes under it. With `use_locking` the
+* A reference variable is updated in place and a resource variable by rebinding, as in TF
+  (runtime/resources.py: reads of a ref alias its buffer). With `use_locking` the
   references are locked (in a fixed order, so two updates cannot deadlock) for the whole
   read-compute-write; without it, concurrent updates may lose one another's writes, as in TF.
 * Duplicate indices in a sparse update are summed first and the rule is applied once per row
@@ -137,13 +137,9 @@ def _locked(ctx, states):
         yield
 
 
-def _publish(state, value):
-    """Rebinds the variable to its new value (a fresh array, frozen as state.py requires)."""
-    arr = np.asarray(value, dtype=state.value.dtype)
-    if arr.flags.writeable and arr.base is not None:
-        arr = arr.copy()
-    arr.flags.writeable = False
-    state.value = arr
+def _publish(state, value, resource: bool):
+    """Stores a new value computed by the rule (a fresh array): see the module docstring."""
+    state.write(value, in_place=not resource, owned=True)
 
 
 def _coefficients(names, args, dtype) -> dict:
@@ -211,7 +207,7 @@ def _make_kernel(op_type: str, rule, refs: list[str], sparse: bool, resource: bo
                         f"var and grad do not have the same shape{list(var.shape)} {list(grad.shape)}"
                     )
                 for name, value in rule(ctx.attrs, values, coefs, grad).items():
-                    _publish(args[name], value)
+                    _publish(args[name], value, resource)
             else:
                 rows, grad_rows = _sparse_rows(var, grad, np.asarray(args["indices"]))
                 if rows.size:
@@ -219,7 +215,7 @@ def _make_kernel(op_type: str, rule, refs: list[str], sparse: bool, resource: bo
                     for name, value in rule(ctx.attrs, gathered, coefs, grad_rows).items():
                         full = values[name].copy()
                         full[rows] = value
-                        _publish(args[name], full)
+                        _publish(args[name], full, resource)
         return None if resource else args["var"]
 
     kernel.__name__ = op_type

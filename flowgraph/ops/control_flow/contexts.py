@@ -103,6 +103,10 @@ class ControlFlowContext(abc.ABC):
         self.external_values[val.name] = proxy
         return proxy
 
+    def fetchable(self, op) -> bool:
+        """Whether a Session may fetch `op` (or feed its outputs): see WhileContext."""
+        return self.outer_context is None or self.outer_context.fetchable(op)
+
     @abc.abstractmethod
     def _proxy(self, outer):
         """Builds the stand-in of an outside value (in the outer context)."""
@@ -167,6 +171,11 @@ class WhileContext(ControlFlowContext):
             )
         ):
             op._add_control_input(self.pivot_op())
+
+    def fetchable(self, op) -> bool:
+        """Values inside a loop exist once per iteration: only the Exits of an outermost loop
+        may be fetched or fed (TF's WhileContext marks the rest with prevent_fetching)."""
+        return self.outer_context is None and op.type in ("Exit", "RefExit")
 
     def _proxy(self, outer):
         return primitives.enter(
