@@ -1,0 +1,441 @@
+"""The classic TF1 reading pipeline (whitepaper §4.5, §4.6): input producers that fill a queue with
+file names, indices or slices (optionally shuffled, for a limited number of epochs), and the
+batchers that gather single examples into batches through another queue. Every queue comes with
+a QueueRunner in the graph's QUEUE_RUNNERS collection; tf.train.start_queue_runners starts them.
+
+Example:
+    files = tf.train.string_input_producer(["a.tfrecord", "b.tfrecord"], num_epochs=2)
+    _, record = tf.TFRecordReader().read(files)
+    image, label = decode(record)
+    images, labels = tf.train.shuffle_batch([image, label], 128, capacity=2000,
+                                            min_after_dequeue=1000, num_threads=2)
+"""
+
+from __future__ import annotations
+
+from flowgraph.core import dtypes
+from flowgraph.core.shapes import as_shape
+from flowgraph.framework import convert, default_graph
+from flowgraph.framework.graph import GraphKeys
+from flowgraph.framework.operation import Tensor
+from flowgraph.ops import array as array_ops
+from flowgraph.ops import math as math_ops
+from flowgraph.ops import queues
+from flowgraph.ops.array_index import boolean_mask, gather
+from flowgraph.ops.logging import Assert
+from flowgraph.ops.random import random_shuffle
+from flowgraph.ops.variables import Variable
+from flowgraph.train.queue_runner import QueueRunner, add_queue_runner
+
+__all__ = [
+    "batch",
+    "batch_join",
+    "input_producer",
+    "limit_epochs",
+    "maybe_batch",
+    "maybe_batch_join",
+    "maybe_shuffle_batch",
+    "maybe_shuffle_batch_join",
+    "range_input_producer",
+    "shuffle_batch",
+    "shuffle_batch_join",
+    "slice_input_producer",
+    "string_input_producer",
+]
+
+
+def _scalar_summary(name, value):
+    from flowgraph.summary import summary_ops
+
+    summary_ops.scalar(name, value)
+
+
+def limit_epochs(tensor, num_epochs=None, name=None):
+    """`tensor`, but after `num_epochs` evaluations an OutOfRangeError (a local variable counts)."""
+    if num_epochs is None:
+        return tensor
+    if num_epochs <= 0:
+        raise ValueError(f"num_epochs must be > 0 not {num_epochs}.")
+    graph = default_graph.get()
+    with graph.name_scope(name or "limit_epochs") as scope:
+        zero64 = convert.constant(0, dtype=dtypes.int64)
+        epochs = Variable(
+            zero64, name="epochs", trainable=False, collections=[GraphKeys.LOCAL_VARIABLES]
+        )
+        counter = epochs.count_up_to(num_epochs)
+        with graph.control_dependencies([counter]):
+            return array_ops.identity(tensor, name=scope)
+
+
+def input_producer(input_tensor, element_shape=None, num_epochs=None, shuffle=True, seed=None,
+                   capacity=32, shared_name=None, summary_name=None, name=None,
+                   cancel_op=None):  # fmt: skip
+    """A FIFOQueue filled with the rows of `input_tensor` (shuffled each epoch if `shuffle`)
+    by a QueueRunner, for `num_epochs` epochs (forever if None)."""
+    graph = default_graph.get()
+    with graph.name_scope(name or "input_producer") as scope:
+        input_tensor = convert.convert_to_tensor(input_tensor, name="input_tensor")
+        element_shape = input_tensor.shape[1:].merge_with(as_shape(element_shape))
+        if not element_shape.is_fully_defined():
+            raise ValueError(
+                "Either `input_tensor` must have a fully defined shape or `element_shape` must be "
+                "specified"
+            )
+        if shuffle:
+            input_tensor = random_shuffle(input_tensor, seed=seed)
+        input_tensor = limit_epochs(input_tensor, num_epochs)
+        q = queues.FIFOQueue(
+            capacity=capacity,
+            dtypes=[input_tensor.dtype.base_dtype],
+            shapes=[element_shape],
+            shared_name=shared_name,
+            name=scope,
+        )
+        enq = q.enqueue_many([input_tensor])
+        add_queue_runner(QueueRunner(q, [enq], cancel_op=cancel_op))
+        if summary_name is not None:
+            _scalar_summary(
+                summary_name, math_ops.cast(q.size(), dtypes.float32) * (1.0 / capacity)
+            )
+        return q
+
+
+def string_input_producer(string_tensor, num_epochs=None, shuffle=True, seed=None, capacity=32,
+                          shared_name=None, name=None, cancel_op=None):  # fmt: skip
+    """A queue of the strings (file names) of `string_tensor`, for input readers."""
+    not_null_err = "string_input_producer requires a non-null input tensor"
+    if not isinstance(string_tensor, Tensor) and not len(string_tensor):
+        raise ValueError(not_null_err)
+    graph = default_graph.get()
+    with graph.name_scope(name or "input_producer") as scope:
+        string_tensor = convert.convert_to_tensor(string_tensor, dtype=dtypes.string)
+        check = Assert(math_ops.greater(array_ops.size(string_tensor), 0), [not_null_err])
+        with graph.control_dependencies([check]):
+            string_tensor = array_ops.identity(string_tensor)
+        return input_producer(
+            string_tensor, [], num_epochs, shuffle, seed, capacity, shared_name,
+            f"fraction_of_{capacity}_full", scope, cancel_op,
+        )  # fmt: skip
+
+
+def range_input_producer(limit, num_epochs=None, shuffle=True, seed=None, capacity=32,
+                         shared_name=None, name=None):  # fmt: skip
+    """A queue of the integers 0..limit-1."""
+    graph = default_graph.get()
+    with graph.name_scope(name or "input_producer") as scope:
+        range_tensor = array_ops.range_(limit)
+        return input_producer(
+            range_tensor, [], num_epochs, shuffle, seed, capacity, shared_name,
+            f"fraction_of_{capacity}_full", scope,
+        )  # fmt: skip
+
+
+def slice_input_producer(tensor_list, num_epochs=None, shuffle=True, seed=None, capacity=32,
+                         shared_name=None, name=None):  # fmt: skip
+    """One row of each tensor of `tensor_list` per evaluation (the same row index for all)."""
+    graph = default_graph.get()
+    with graph.name_scope(name or "input_producer"):
+        tensor_list = [convert.convert_to_tensor(t) for t in tensor_list]
+        if not tensor_list:
+            raise ValueError("Expected at least one tensor in slice_input_producer().")
+        range_size = array_ops.shape(tensor_list[0])[0]
+        queue = range_input_producer(
+            range_size, num_epochs=num_epochs, shuffle=shuffle, seed=seed, capacity=capacity,
+            shared_name=shared_name,
+        )  # fmt: skip
+        index = queue.dequeue()
+        return [gather(t, index) for t in tensor_list]
+
+
+# -- batching ------------------------------------------------------------------------------------
+def _as_tensor_list(tensors):
+    if isinstance(tensors, dict):
+        return [tensors[k] for k in sorted(tensors, key=str)]
+    return tensors
+
+
+def _as_tensor_list_list(tensors_list):
+    if not tensors_list:
+        raise ValueError("Expected at least one set of tensors")
+    if isinstance(tensors_list[0], dict):
+        keys = set(tensors_list[0].keys())
+        for tensors in tensors_list[1:]:
+            if set(tensors.keys()) != keys:
+                raise ValueError("All dictionaries in tensors_list must have the same keys")
+        return [_as_tensor_list(t) for t in tensors_list]
+    return tensors_list
+
+
+def _as_original_type(original_tensors, tensor_list):
+    if isinstance(original_tensors, dict):
+        if len(original_tensors) == 1:
+            tensor_list = [tensor_list]  # one queued tensor comes back bare
+        return {k: tensor_list[i] for i, k in enumerate(sorted(original_tensors, key=str))}
+    return tensor_list
+
+
+def _validate(tensor_list):
+    if not isinstance(tensor_list, (list, tuple)):
+        tensor_list = [tensor_list]
+    for t in tensor_list:
+        if type(t).__name__ == "SparseTensor":
+            raise NotImplementedError(
+                "tf.train.batch of a SparseTensor (TF1 stores it in a SparseTensorsMap) is not "
+                "supported yet: batch its dense parts"
+            )
+    tensor_list = [convert.convert_to_tensor(t) for t in tensor_list]
+    if not tensor_list:
+        raise ValueError("Expected at least one tensor in batch().")
+    return tensor_list
+
+
+def _validate_join(tensor_list_list):
+    tensor_list_list = [_validate(tl) for tl in tensor_list_list]
+    if not tensor_list_list:
+        raise ValueError("Expected at least one input in batch_join().")
+    return tensor_list_list
+
+
+def _validate_keep_input(keep_input, enqueue_many):
+    keep_input = convert.convert_to_tensor(keep_input, dtype=dtypes.bool_)
+    if keep_input.shape.ndims is None:
+        raise ValueError("`keep_input` dimensions must be known at graph construction.")
+    if not enqueue_many and keep_input.shape.ndims == 1:
+        raise ValueError("`keep_input` cannot be a vector when `enqueue_many=False`.")
+    if keep_input.shape.ndims > 1:
+        raise ValueError("`keep_input` must be 0 or 1 dimensions.")
+    return keep_input
+
+
+def _dtypes(tensor_list_list):
+    all_types = [[t.dtype.base_dtype for t in tl] for tl in tensor_list_list]
+    types = all_types[0]
+    for other in all_types[1:]:
+        if other != types:
+            raise TypeError(
+                f"Expected types to be consistent: {', '.join(x.name for x in types)} vs. "
+                f"{', '.join(x.name for x in other)}."
+            )
+    return types
+
+
+def _merge_shapes(shape_list, enqueue_many):
+    shape_list = [as_shape(s) for s in shape_list]
+    if enqueue_many:
+        shape_list = [s.with_rank_at_least(1)[1:] for s in shape_list]
+    merged = shape_list[0]
+    for s in shape_list[1:]:
+        merged = merged.merge_with(s)
+    return merged.as_list() if merged.ndims is not None else None
+
+
+def _shapes(tensor_list_list, shapes, enqueue_many):
+    if shapes is None:
+        n = len(tensor_list_list[0])
+        for tl in tensor_list_list:
+            for i in range(n, len(tl)):
+                raise ValueError(f"Unexpected extra tensor in the inputs: {tl[i]}")
+        shapes = [
+            _merge_shapes([tl[i].shape for tl in tensor_list_list], enqueue_many) for i in range(n)
+        ]
+        for i, s in enumerate(shapes):
+            if s is None:
+                raise ValueError(
+                    f"Cannot infer the shape of batched tensor {i} "
+                    f"({tensor_list_list[0][i].name}): its rank is unknown; pass `shapes`"
+                )
+    return shapes
+
+
+def _smart_enqueue(keep_input, enqueue_fn, tensors):
+    value = convert.constant_value(keep_input)
+    if value is not None:
+        return enqueue_fn(tensors) if bool(value) else array_ops.no_op()
+    from flowgraph.ops.control_flow import cond
+
+    return cond(keep_input, lambda: enqueue_fn(tensors), array_ops.no_op)
+
+
+def _enqueue_ops(queue, tensor_list_list, enqueue_many, keep_input):
+    enqueue_fn = queue.enqueue_many if enqueue_many else queue.enqueue
+    if keep_input.shape.ndims == 1:
+        return [enqueue_fn([boolean_mask(x, keep_input) for x in tl]) for tl in tensor_list_list]
+    return [_smart_enqueue(keep_input, enqueue_fn, tl) for tl in tensor_list_list]
+
+
+def _dequeue(queue, batch_size, allow_smaller_final_batch, name):
+    if allow_smaller_final_batch:
+        return queue.dequeue_up_to(batch_size, name=name)
+    return queue.dequeue_many(batch_size, name=name)
+
+
+def _batch(tensors, batch_size, keep_input, num_threads=1, capacity=32, enqueue_many=False,
+           shapes=None, dynamic_pad=False, allow_smaller_final_batch=False, shared_name=None,
+           name=None):  # fmt: skip
+    tensor_list = _as_tensor_list(tensors)
+    graph = default_graph.get()
+    with graph.name_scope(name or "batch") as scope:
+        tensor_list = _validate(tensor_list)
+        keep_input = _validate_keep_input(keep_input, enqueue_many)
+        types = _dtypes([tensor_list])
+        shapes = _shapes([tensor_list], shapes, enqueue_many)
+        queue_cls = queues.PaddingFIFOQueue if dynamic_pad else queues.FIFOQueue
+        queue = queue_cls(capacity=capacity, dtypes=types, shapes=shapes, shared_name=shared_name)
+        ops = _enqueue_ops(queue, [tensor_list], enqueue_many, keep_input) * num_threads
+        add_queue_runner(QueueRunner(queue, ops))
+        _scalar_summary(
+            f"fraction_of_{capacity}_full",
+            math_ops.cast(queue.size(), dtypes.float32) * (1.0 / capacity),
+        )
+        dequeued = _dequeue(queue, batch_size, allow_smaller_final_batch, scope)
+        return _as_original_type(tensors, dequeued)
+
+
+def _batch_join(tensors_list, batch_size, keep_input, capacity=32, enqueue_many=False,
+                shapes=None, dynamic_pad=False, allow_smaller_final_batch=False,
+                shared_name=None, name=None):  # fmt: skip
+    tensor_list_list = _as_tensor_list_list(tensors_list)
+    graph = default_graph.get()
+    with graph.name_scope(name or "batch_join") as scope:
+        tensor_list_list = _validate_join(tensor_list_list)
+        keep_input = _validate_keep_input(keep_input, enqueue_many)
+        types = _dtypes(tensor_list_list)
+        shapes = _shapes(tensor_list_list, shapes, enqueue_many)
+        queue_cls = queues.PaddingFIFOQueue if dynamic_pad else queues.FIFOQueue
+        queue = queue_cls(capacity=capacity, dtypes=types, shapes=shapes, shared_name=shared_name)
+        add_queue_runner(
+            QueueRunner(queue, _enqueue_ops(queue, tensor_list_list, enqueue_many, keep_input))
+        )
+        _scalar_summary(
+            f"fraction_of_{capacity}_full",
+            math_ops.cast(queue.size(), dtypes.float32) * (1.0 / capacity),
+        )
+        dequeued = _dequeue(queue, batch_size, allow_smaller_final_batch, scope)
+        return _as_original_type(tensors_list[0], dequeued)
+
+
+def _shuffle_queue(tensor_list_list, capacity, min_after_dequeue, seed, enqueue_many, shapes,
+                   shared_name):  # fmt: skip
+    if capacity <= min_after_dequeue:
+        raise ValueError(
+            f"capacity {capacity} must be bigger than min_after_dequeue {min_after_dequeue}."
+        )
+    types = _dtypes(tensor_list_list)
+    shapes = _shapes(tensor_list_list, shapes, enqueue_many)
+    queue = queues.RandomShuffleQueue(
+        capacity=capacity, min_after_dequeue=min_after_dequeue, seed=seed, dtypes=types,
+        shapes=shapes, shared_name=shared_name,
+    )  # fmt: skip
+    full = math_ops.cast(math_ops.maximum(0, queue.size() - min_after_dequeue), dtypes.float32) * (
+        1.0 / (capacity - min_after_dequeue)
+    )
+    _scalar_summary(
+        f"fraction_over_{min_after_dequeue}_of_{capacity - min_after_dequeue}_full", full
+    )
+    return queue
+
+
+def _shuffle_batch(tensors, batch_size, capacity, min_after_dequeue, keep_input, num_threads=1,
+                   seed=None, enqueue_many=False, shapes=None, allow_smaller_final_batch=False,
+                   shared_name=None, name=None):  # fmt: skip
+    tensor_list = _as_tensor_list(tensors)
+    graph = default_graph.get()
+    with graph.name_scope(name or "shuffle_batch") as scope:
+        tensor_list = _validate(tensor_list)
+        keep_input = _validate_keep_input(keep_input, enqueue_many)
+        queue = _shuffle_queue(
+            [tensor_list], capacity, min_after_dequeue, seed, enqueue_many, shapes, shared_name
+        )
+        ops = _enqueue_ops(queue, [tensor_list], enqueue_many, keep_input) * num_threads
+        add_queue_runner(QueueRunner(queue, ops))
+        dequeued = _dequeue(queue, batch_size, allow_smaller_final_batch, scope)
+        return _as_original_type(tensors, dequeued)
+
+
+def _shuffle_batch_join(tensors_list, batch_size, capacity, min_after_dequeue, keep_input,
+                        seed=None, enqueue_many=False, shapes=None,
+                        allow_smaller_final_batch=False, shared_name=None,
+                        name=None):  # fmt: skip
+    tensor_list_list = _as_tensor_list_list(tensors_list)
+    graph = default_graph.get()
+    with graph.name_scope(name or "shuffle_batch_join") as scope:
+        tensor_list_list = _validate_join(tensor_list_list)
+        keep_input = _validate_keep_input(keep_input, enqueue_many)
+        queue = _shuffle_queue(
+            tensor_list_list, capacity, min_after_dequeue, seed, enqueue_many, shapes, shared_name
+        )
+        add_queue_runner(
+            QueueRunner(queue, _enqueue_ops(queue, tensor_list_list, enqueue_many, keep_input))
+        )
+        dequeued = _dequeue(queue, batch_size, allow_smaller_final_batch, scope)
+        return _as_original_type(tensors_list[0], dequeued)
+
+
+def batch(tensors, batch_size, num_threads=1, capacity=32, enqueue_many=False, shapes=None,
+          dynamic_pad=False, allow_smaller_final_batch=False, shared_name=None,
+          name=None):  # fmt: skip
+    """Batches `tensors` (a list or dict) through a FIFOQueue filled by `num_threads` threads.
+
+    dynamic_pad: pad variable-sized inputs to the largest in the batch (a PaddingFIFOQueue).
+    allow_smaller_final_batch: once the input ends, the last batch may be short."""
+    return _batch(tensors, batch_size, True, num_threads, capacity, enqueue_many, shapes,
+                  dynamic_pad, allow_smaller_final_batch, shared_name, name)  # fmt: skip
+
+
+def maybe_batch(tensors, keep_input, batch_size, num_threads=1, capacity=32, enqueue_many=False,
+                shapes=None, dynamic_pad=False, allow_smaller_final_batch=False,
+                shared_name=None, name=None):  # fmt: skip
+    """Like batch, but only inputs whose `keep_input` is true are enqueued."""
+    return _batch(tensors, batch_size, keep_input, num_threads, capacity, enqueue_many, shapes,
+                  dynamic_pad, allow_smaller_final_batch, shared_name, name)  # fmt: skip
+
+
+def batch_join(tensors_list, batch_size, capacity=32, enqueue_many=False, shapes=None,
+               dynamic_pad=False, allow_smaller_final_batch=False, shared_name=None,
+               name=None):  # fmt: skip
+    """Batches from several input lists, one enqueuing thread per list."""
+    return _batch_join(tensors_list, batch_size, True, capacity, enqueue_many, shapes,
+                       dynamic_pad, allow_smaller_final_batch, shared_name, name)  # fmt: skip
+
+
+def maybe_batch_join(tensors_list, keep_input, batch_size, capacity=32, enqueue_many=False,
+                     shapes=None, dynamic_pad=False, allow_smaller_final_batch=False,
+                     shared_name=None, name=None):  # fmt: skip
+    return _batch_join(tensors_list, batch_size, keep_input, capacity, enqueue_many, shapes,
+                       dynamic_pad, allow_smaller_final_batch, shared_name, name)  # fmt: skip
+
+
+def shuffle_batch(tensors, batch_size, capacity, min_after_dequeue, num_threads=1, seed=None,
+                  enqueue_many=False, shapes=None, allow_smaller_final_batch=False,
+                  shared_name=None, name=None):  # fmt: skip
+    """Batches `tensors` in random order through a RandomShuffleQueue that keeps at least
+    `min_after_dequeue` elements buffered to mix from."""
+    return _shuffle_batch(tensors, batch_size, capacity, min_after_dequeue, True, num_threads,
+                          seed, enqueue_many, shapes, allow_smaller_final_batch, shared_name,
+                          name)  # fmt: skip
+
+
+def maybe_shuffle_batch(tensors, batch_size, capacity, min_after_dequeue, keep_input,
+                        num_threads=1, seed=None, enqueue_many=False, shapes=None,
+                        allow_smaller_final_batch=False, shared_name=None,
+                        name=None):  # fmt: skip
+    return _shuffle_batch(tensors, batch_size, capacity, min_after_dequeue, keep_input,
+                          num_threads, seed, enqueue_many, shapes, allow_smaller_final_batch,
+                          shared_name, name)  # fmt: skip
+
+
+def shuffle_batch_join(tensors_list, batch_size, capacity, min_after_dequeue, seed=None,
+                       enqueue_many=False, shapes=None, allow_smaller_final_batch=False,
+                       shared_name=None, name=None):  # fmt: skip
+    return _shuffle_batch_join(tensors_list, batch_size, capacity, min_after_dequeue, True,
+                               seed, enqueue_many, shapes, allow_smaller_final_batch,
+                               shared_name, name)  # fmt: skip
+
+
+def maybe_shuffle_batch_join(tensors_list, batch_size, capacity, min_after_dequeue, keep_input,
+                             seed=None, enqueue_many=False, shapes=None,
+                             allow_smaller_final_batch=False, shared_name=None,
+                             name=None):  # fmt: skip
+    return _shuffle_batch_join(tensors_list, batch_size, capacity, min_after_dequeue,
+                               keep_input, seed, enqueue_many, shapes,
+                               allow_smaller_final_batch, shared_name, name)  # fmt: skip
