@@ -15,17 +15,25 @@ Each name comes from the module that owns it:
     input.py                input producers and batch/shuffle_batch (§4.5)
 """
 
-from flowgraph.train import slot_creator, training_ops
-from flowgraph.train import queue_runner
+from flowgraph.train import queue_runner, slot_creator, training_ops
 from flowgraph.train.adam import AdamOptimizer
 from flowgraph.train.coordinator import Coordinator, LooperThread
-from flowgraph.train.input import (
-    batch, batch_join, input_producer, limit_epochs, maybe_batch, maybe_batch_join,
-    maybe_shuffle_batch, maybe_shuffle_batch_join, range_input_producer, shuffle_batch,
-    shuffle_batch_join, slice_input_producer, string_input_producer,
-)  # fmt: skip
-from flowgraph.train.queue_runner import QueueRunner, add_queue_runner, start_queue_runners
 from flowgraph.train.ftrl import FtrlOptimizer
+from flowgraph.train.input import (
+    batch,
+    batch_join,
+    input_producer,
+    limit_epochs,
+    maybe_batch,
+    maybe_batch_join,
+    maybe_shuffle_batch,
+    maybe_shuffle_batch_join,
+    range_input_producer,
+    shuffle_batch,
+    shuffle_batch_join,
+    slice_input_producer,
+    string_input_producer,
+)  # fmt: skip
 from flowgraph.train.learning_rate_decay import (
     cosine_decay,
     exponential_decay,
@@ -43,6 +51,7 @@ from flowgraph.train.optimizers import (
     MomentumOptimizer,
     RMSPropOptimizer,
 )  # fmt: skip
+from flowgraph.train.queue_runner import QueueRunner, add_queue_runner, start_queue_runners
 from flowgraph.train.training_util import (
     assert_global_step,
     create_global_step,
@@ -52,10 +61,6 @@ from flowgraph.train.training_util import (
 )  # fmt: skip
 
 __all__ = [
-    "Coordinator", "LooperThread", "QueueRunner", "add_queue_runner", "batch", "batch_join",
-    "input_producer", "limit_epochs", "maybe_batch", "maybe_batch_join", "maybe_shuffle_batch",
-    "maybe_shuffle_batch_join", "queue_runner", "range_input_producer", "shuffle_batch",
-    "shuffle_batch_join", "slice_input_producer", "start_queue_runners", "string_input_producer",
     "AdadeltaOptimizer",
     "AdagradOptimizer",
     "AdamOptimizer",
@@ -79,4 +84,10 @@ __all__ = [
     "polynomial_decay",
     "slot_creator",
     "training_ops",
+]  # fmt: skip
+__all__ += [
+    "Coordinator", "LooperThread", "QueueRunner", "add_queue_runner", "batch", "batch_join",
+    "input_producer", "limit_epochs", "maybe_batch", "maybe_batch_join", "maybe_shuffle_batch",
+    "maybe_shuffle_batch_join", "queue_runner", "range_input_producer", "shuffle_batch",
+    "shuffle_batch_join", "slice_input_producer", "start_queue_runners", "string_input_producer",
 ]  # fmt: skip
