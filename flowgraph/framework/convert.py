@@ -99,7 +99,8 @@ def to_numpy(value, dtype: dtypes.DType | None) -> np.ndarray:
         return out.reshape(arr.shape)
     if not dtype.is_numpy_compatible:
         raise TypeError(f"Cannot make a constant of dtype {dtype.name}: it has no NumPy type")
-    return np.asarray(value, dtype=dtype.as_numpy_dtype, order="C")
+    with np.errstate(all="ignore"):  # casts are silent (NaN to int), as in TF; no stderr noise
+        return np.asarray(value, dtype=dtype.as_numpy_dtype, order="C")
 
 
 def constant(value, dtype=None, shape=None, name="Const", verify_shape=False, graph=None) -> Tensor:

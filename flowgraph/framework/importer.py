@@ -10,6 +10,9 @@ Graph export is `Graph.as_graph_def()`; this module is its inverse. Import follo
   inputs ("^x") by Tensors/Operations of the target graph; the mapped nodes are still imported;
 * attrs are decoded into Python values, missing attrs take their OpDef defaults, and each op's
   shape function runs, so an imported graph is indistinguishable from a built one;
+* malformed NodeDefs are refused as TF refuses them (InvalidArgumentError, a ValueError, naming
+  the node): an attr value of the wrong kind (an int where a type is expected), a Const whose
+  `dtype` disagrees with its value, a control input before a data input;
 * devices are kept (merged under the current `tf.device` scope) and `_class` colocation attrs
   are re-prefixed; a colocated op takes the device of the op it is colocated with;
 * cycles are allowed only where TensorFlow makes them, a NextIteration feeding a Merge (while
@@ -22,7 +25,7 @@ from __future__ import annotations
 import heapq
 import logging
 
-from flowgraph.core import attr_value, errors, shapes
+from flowgraph.core import attr_value, dtypes, errors, shapes
 from flowgraph.core.op_def import get_op_def
 from flowgraph.core.protos import GraphDef
 from flowgraph.framework import apply_op, convert, default_graph
@@ -174,6 +177,7 @@ class _Importer:
             if nd.name in self.index:
                 raise ValueError(f"Node '{nd.name}' is not unique in the GraphDef.")
             self.index[nd.name] = i
+            _check_input_order(nd)
         self.ops: dict[str, Operation] = {}  # GraphDef name -> new Operation
         self.new_names: dict[str, str] = {}  # GraphDef name -> name in the graph
         self.back_edges: list[tuple[Operation, int, str]] = []  # (Merge, input index, input)
@@ -271,6 +275,8 @@ class _Importer:
         """Decoded attrs; an attr our OpDef lacks is an error unless it holds a known default."""
         attrs = {}
         for key, av in nd.attr.items():
+            if key in op_def.attrs:
+                _check_attr_kind(nd, key, av, op_def.attrs[key].type)
             value = attr_value.from_attr_value(av)
             if key not in op_def.attrs and not key.startswith("_"):
                 if self._known_default(nd.op, key, value):
@@ -285,6 +291,8 @@ class _Importer:
                 raise ValueError(
                     f"NodeDef '{nd.name}' ({nd.op}) is missing attr '{key}', which has no default."
                 )
+        if nd.op == "Const" and "value" in nd.attr and "dtype" in nd.attr:
+            _check_const_dtype(nd)
         return attrs
 
     def _known_default(self, op_type, key, value) -> bool:
@@ -391,6 +399,63 @@ class _Importer:
                 if target is not None and target is not op and target._device:
                     op._set_device(target._device)
                     break
+
+
+_ATTR_KINDS = {"s": "string", "i": "int", "f": "float", "b": "bool", "type": "type",
+               "shape": "shape", "tensor": "tensor", "func": "func"}  # fmt: skip
+
+
+def _attr_kind(av) -> str | None:
+    """The kind of value an AttrValue holds, in OpDef terms ('int', 'list(type)', ...); 'list'
+    for an empty list (which fits every list kind), None when there is nothing to check."""
+    which = av.WhichOneof("value")
+    if which != "list":
+        return _ATTR_KINDS.get(which)
+    kinds = [k for f, k in _ATTR_KINDS.items() if f != "func" and len(getattr(av.list, f))]
+    if len(av.list.func):
+        kinds.append("func")
+    if len(kinds) > 1:
+        return "list(" + "|".join(kinds) + ")"
+    return f"list({kinds[0]})" if kinds else "list"
+
+
+def _check_attr_kind(nd, key: str, av, want: str):
+    """TF's AttrValueHasType: an attr's value must be of the kind its OpDef declares."""
+    got = _attr_kind(av)
+    if got is None or got == want or (got == "list" and want.startswith("list(")):
+        return
+    raise errors.InvalidArgumentError(
+        None,
+        None,
+        f"AttrValue had value with type '{got}' when '{want}' expected\n\t for attr '{key}'\n\t"
+        f"; NodeDef: {{{{node {nd.name}}}}} (op {nd.op})",
+    )
+
+
+def _check_const_dtype(nd):
+    """A Const's value must have the type its `dtype` attr declares (TF's Const kernel)."""
+    value, dtype = nd.attr["value"].tensor.dtype, nd.attr["dtype"].type
+    if value != dtype:
+        names = [dtypes.as_dtype(d).name if d else "invalid" for d in (value, dtype)]
+        raise errors.InvalidArgumentError(
+            None,
+            None,
+            f"Type mismatch between value ({names[0]}) and dtype ({names[1]}) of Const node "
+            f"'{nd.name}'",
+        )
+
+
+def _check_input_order(nd):
+    seen_control = False
+    for text in nd.input:
+        if text.startswith("^"):
+            seen_control = True
+        elif seen_control:
+            raise errors.InvalidArgumentError(
+                None,
+                None,
+                f"Node '{nd.name}': Control dependencies must come after regular dependencies",
+            )
 
 
 def _topological(nodes, pending, consumers) -> list[int]:

@@ -228,6 +228,7 @@ def test_no_numpy_runtime_warnings_in_normal_runs():
     ys = [tf.log(x), x / x, tf.exp(x * 1e3), tf.cast(x, tf.int32), tf.sqrt(x - 1.0)]
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
+        tf.constant(np.array([np.nan, 1e300]), tf.int32)
         with tf.Session() as sess:
             sess.run(ys, {x: [0.0, 1.0, np.inf]})
             sess.run(i, {i: np.array([np.nan, np.inf])})  # cast as TF casts (np.asarray), silently
