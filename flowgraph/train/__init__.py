@@ -13,10 +13,31 @@ Each name comes from the module that owns it:
     coordinator.py          Coordinator, LooperThread (threads that stop together)
     queue_runner.py         QueueRunner, add_queue_runner, start_queue_runners (§4.6)
     input.py                input producers and batch/shuffle_batch (§4.5)
+    saver.py                Saver (checkpoints as SaveV2/RestoreV2 ops, whitepaper §3.3)
+    checkpoint_management.py, checkpoint_utils.py   the `checkpoint` file, readers
+    meta_graph.py           export_meta_graph / import_meta_graph
 """
 
+from flowgraph.core.protos import CheckpointState, SaverDef
 from flowgraph.train import queue_runner, slot_creator, training_ops
 from flowgraph.train.adam import AdamOptimizer
+from flowgraph.train.checkpoint_management import (
+    checkpoint_exists,
+    generate_checkpoint_state_proto,
+    get_checkpoint_mtimes,
+    get_checkpoint_state,
+    latest_checkpoint,
+    remove_checkpoint,
+    update_checkpoint_state,
+)  # fmt: skip
+from flowgraph.train.checkpoint_utils import (
+    CheckpointReader,
+    NewCheckpointReader,
+    init_from_checkpoint,
+    list_variables,
+    load_checkpoint,
+    load_variable,
+)  # fmt: skip
 from flowgraph.train.coordinator import Coordinator, LooperThread
 from flowgraph.train.ftrl import FtrlOptimizer
 from flowgraph.train.input import (
@@ -42,6 +63,7 @@ from flowgraph.train.learning_rate_decay import (
     piecewise_constant,
     polynomial_decay,
 )  # fmt: skip
+from flowgraph.train.meta_graph import export_meta_graph, import_meta_graph
 from flowgraph.train.moving_averages import ExponentialMovingAverage, assign_moving_average
 from flowgraph.train.optimizer import Optimizer
 from flowgraph.train.optimizers import (
@@ -52,6 +74,7 @@ from flowgraph.train.optimizers import (
     RMSPropOptimizer,
 )  # fmt: skip
 from flowgraph.train.queue_runner import QueueRunner, add_queue_runner, start_queue_runners
+from flowgraph.train.saver import Saver
 from flowgraph.train.training_util import (
     assert_global_step,
     create_global_step,
@@ -90,4 +113,11 @@ __all__ += [
     "input_producer", "limit_epochs", "maybe_batch", "maybe_batch_join", "maybe_shuffle_batch",
     "maybe_shuffle_batch_join", "queue_runner", "range_input_producer", "shuffle_batch",
     "shuffle_batch_join", "slice_input_producer", "start_queue_runners", "string_input_producer",
+]  # fmt: skip
+__all__ += [
+    "CheckpointReader", "CheckpointState", "NewCheckpointReader", "Saver", "SaverDef",
+    "checkpoint_exists", "export_meta_graph", "generate_checkpoint_state_proto",
+    "get_checkpoint_mtimes", "get_checkpoint_state", "import_meta_graph", "init_from_checkpoint",
+    "latest_checkpoint", "list_variables", "load_checkpoint", "load_variable", "remove_checkpoint",
+    "update_checkpoint_state",
 ]  # fmt: skip
