@@ -41,14 +41,14 @@ class CheckpointReader:
         return self._reader.contains(_name(tensor_str))
 
     def get_variable_to_shape_map(self) -> dict:
-        return {k: list(self._reader.shape(k)) for k in self._reader.keys()}
+        return {k: list(self._reader.shape(k)) for k in self._reader.keys()}  # noqa: SIM118 (a method)
 
     def get_variable_to_dtype_map(self) -> dict:
-        return {k: dtypes.as_dtype(self._reader.dtype(k)) for k in self._reader.keys()}
+        return {k: dtypes.as_dtype(self._reader.dtype(k)) for k in self._reader.keys()}  # noqa: SIM118 (a method)
 
     def debug_string(self) -> bytes:
         lines = []
-        for k in self._reader.keys():
+        for k in self._reader.keys():  # noqa: SIM118 (a method)
             dt = dtypes.as_dtype(self._reader.dtype(k)).name
             lines.append(f"{k} ({dt}) {list(self._reader.shape(k))}")
         return ("\n".join(lines) + "\n").encode()
@@ -61,7 +61,7 @@ def _name(tensor_str) -> str:
     return tensor_str.decode() if isinstance(tensor_str, bytes) else str(tensor_str)
 
 
-def NewCheckpointReader(filepattern) -> CheckpointReader:  # noqa: N802 (TF's name)
+def NewCheckpointReader(filepattern) -> CheckpointReader:
     """A CheckpointReader of the checkpoint with this prefix.
 
     Example: tf.train.NewCheckpointReader(path).get_tensor("dense/kernel")"""
@@ -88,8 +88,7 @@ def load_checkpoint(ckpt_dir_or_file) -> CheckpointReader:
 
 def load_variable(ckpt_dir_or_file, name) -> np.ndarray:
     """The value of variable `name` ("w" or "w:0") in a checkpoint."""
-    if name.endswith(":0"):
-        name = name[:-2]
+    name = name.removesuffix(":0")
     return load_checkpoint(ckpt_dir_or_file).get_tensor(name)
 
 

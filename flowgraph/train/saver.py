@@ -110,13 +110,15 @@ class BaseSaverBuilder:
                 name = io_ops.sharded_filename(tmp_prefix, shard, num_shards)
                 prefixes.append(name)
                 saves.append(self._add_save_ops(name, saveables))
-        with graph.control_dependencies([s.op for s in saves]):
-            with graph.device(_cpu_of(per_device[-1][0])):
-                merge = io_ops.merge_v2_checkpoints(
-                    array.stack(prefixes), checkpoint_prefix, delete_old_dirs=True
-                )
-                with graph.control_dependencies([merge]):
-                    return array.identity(checkpoint_prefix)
+        with (
+            graph.control_dependencies([s.op for s in saves]),
+            graph.device(_cpu_of(per_device[-1][0])),
+        ):
+            merge = io_ops.merge_v2_checkpoints(
+                array.stack(prefixes), checkpoint_prefix, delete_old_dirs=True
+            )
+            with graph.control_dependencies([merge]):
+                return array.identity(checkpoint_prefix)
 
     def _add_sharded_restore_ops(self, filename_tensor, per_device, restore_sequentially,
                                  reshape):  # fmt: skip
@@ -291,7 +293,7 @@ class Saver:
 
     def _check_saver_def(self):
         if not isinstance(self.saver_def, SaverDef):
-            raise ValueError(f"saver_def must be a saver_pb2.SaverDef: {self.saver_def}")
+            raise TypeError(f"saver_def must be a saver_pb2.SaverDef: {self.saver_def}")
         if not self.saver_def.save_tensor_name:
             raise ValueError(f"saver_def must specify the save_tensor_name: {self.saver_def}")
         if not self.saver_def.restore_op_name:
@@ -472,7 +474,7 @@ def _check_spec(reader, spec, save_path: str, reshape: bool):
     stored = reader.shape(spec.name)
     parsed = parse_shape_and_slice(spec.slice_spec)
     if parsed is not None:
-        full, sl = parsed
+        full, _ = parsed
         want_full = tuple(full)
         if want_full != stored:
             raise _restore_error(
