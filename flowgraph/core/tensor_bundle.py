@@ -333,7 +333,14 @@ class BundleWriter:
         self._add(encode_tensor_name_slice(name, sl), arr)
 
     def finish(self) -> None:
+        """Commits the bundle. An older bundle under the same prefix stops existing first (its
+        index is removed), so a crash between the renames leaves no bundle, never a new data
+        file under an old index."""
         self._file.close()
+        try:
+            os.remove(index_filename(self.prefix))
+        except FileNotFoundError:
+            pass
         fs.rename(self._tmp_data, self._data_path)
         header = BundleHeaderProto(num_shards=1)
         header.version.producer = VERSION
@@ -518,6 +525,10 @@ def merge_bundles(sources: list[str], destination: str, delete_old_dirs: bool = 
     merged: dict[bytes, BundleEntryProto] = {}
     base = 0
     _mkdirs(destination)
+    try:  # withdraw an older bundle under this prefix before renaming data files over it
+        os.remove(index_filename(destination))
+    except FileNotFoundError:
+        pass
     for r in readers:
         for key, entry in r._entries.items():
             _merge_entry(merged, key, entry, base, destination)

@@ -133,9 +133,7 @@ def op_list_to_dict(op_list, convert_variable_to_tensor=True) -> dict:
         elif _is_variable(var) and getattr(var, "_save_slice_info", None) is not None:
             names.setdefault(var._save_slice_info.full_name, [])
             if not isinstance(names[var._save_slice_info.full_name], list):
-                raise TypeError(
-                    f"Mixing slices and non-slices with the same name: {_var_key(var)}"
-                )
+                raise TypeError(f"Mixing slices and non-slices with the same name: {_var_key(var)}")
             names[var._save_slice_info.full_name].append(var)
         elif _is_variable(var) or (
             isinstance(var, Tensor)

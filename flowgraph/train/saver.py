@@ -317,8 +317,9 @@ class Saver:
 
     def recover_last_checkpoints(self, checkpoint_paths):
         """Takes over the checkpoints of an earlier run (their ages come from the files)."""
-        mtimes = cm.get_checkpoint_mtimes(checkpoint_paths)
-        self.set_last_checkpoints_with_time(list(zip(checkpoint_paths, mtimes)))
+        existing = [p for p in checkpoint_paths if cm.checkpoint_exists(p)]
+        mtimes = cm.get_checkpoint_mtimes(existing)
+        self.set_last_checkpoints_with_time(list(zip(existing, mtimes)))
 
     def _record_last_checkpoint(self, path: str):
         if not self.saver_def.max_to_keep:
@@ -449,11 +450,15 @@ class Saver:
                     _check_spec(reader, spec, save_path, self._reshape)
 
 
-def _restore_error(cls, detail: str):
+_MISSING = "a Variable name or other graph key that is missing"
+_MISMATCH = "a mismatch between the current graph and the graph"
+
+
+def _restore_error(cls, reason: str, original: str):
     return cls(
         None, None, "Restoring from checkpoint failed. This is most likely due to "
-        f"{detail} from the checkpoint. Please ensure that you have not altered the graph "
-        "expected based on the checkpoint."
+        f"{reason} from the checkpoint. Please ensure that you have not altered the graph "
+        f"expected based on the checkpoint. Original error:\n\n{original}"
     )  # fmt: skip
 
 
@@ -461,15 +466,16 @@ def _check_spec(reader, spec, save_path: str, reshape: bool):
     if not reader.contains(spec.name):
         raise _restore_error(
             errors.NotFoundError,
-            f"a Variable name or other graph key that is missing: Key {spec.name} not found in "
-            f"checkpoint {save_path}",
+            _MISSING,
+            f"Key {spec.name} not found in checkpoint {save_path}",
         )
     stored_dtype = reader.dtype(spec.name)
     if numpy_dtype(stored_dtype) != numpy_dtype(spec.dtype.as_datatype_enum):
         raise _restore_error(
             errors.InvalidArgumentError,
-            f"a mismatch between the current graph and the graph: variable {spec.name} has "
-            f"dtype {spec.dtype.name}, the checkpoint {numpy_dtype(stored_dtype)}",
+            _MISMATCH,
+            f"variable {spec.name} has dtype {spec.dtype.name}, the checkpoint "
+            f"{numpy_dtype(stored_dtype)}",
         )
     stored = reader.shape(spec.name)
     parsed = parse_shape_and_slice(spec.slice_spec)
@@ -479,8 +485,9 @@ def _check_spec(reader, spec, save_path: str, reshape: bool):
         if want_full != stored:
             raise _restore_error(
                 errors.InvalidArgumentError,
-                f"a mismatch between the current graph and the graph: variable {spec.name} has "
-                f"full shape {list(want_full)}, the checkpoint {list(stored)}",
+                _MISMATCH,
+                f"variable {spec.name} has full shape {list(want_full)}, the checkpoint "
+                f"{list(stored)}",
             )
         return
     shape = spec.shape
@@ -490,7 +497,7 @@ def _check_spec(reader, spec, save_path: str, reshape: bool):
     if want != stored and not (reshape and int(np.prod(want)) == int(np.prod(stored))):
         raise _restore_error(
             errors.InvalidArgumentError,
-            f"a mismatch between the current graph and the graph: Assign requires shapes of "
-            f"both tensors to match. variable {spec.name} has shape {list(want)}, the "
-            f"checkpoint {list(stored)}",
+            _MISMATCH,
+            f"Assign requires shapes of both tensors to match. variable {spec.name} has shape "
+            f"{list(want)}, the checkpoint {list(stored)}",
         )
