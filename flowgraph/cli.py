@@ -3,7 +3,9 @@ with `import tensorflow` (and `tensorflow.compat.v1`, and the paths in
 `flowgraph.compat.TENSORFLOW_MODULES`) resolving to flowgraph (DESIGN.md, decision 1).
 
 The script runs as `__main__` with `sys.argv == [SCRIPT, *ARGS]` and its directory first on
-`sys.path`, exactly as `python SCRIPT.py ARGS...` would run it.
+`sys.path`, exactly as `python SCRIPT.py ARGS...` would run it. `flowgraph run -m MODULE
+[ARGS...]` runs a module the way `python -m MODULE` does (the current directory first on
+`sys.path`): `flowgraph run -m pytest tests/` runs a user's TF1 test suite unchanged.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ def _parser() -> argparse.ArgumentParser:
     run = commands.add_parser(
         "run",
         help="run a TF1 script with `import tensorflow` resolving to flowgraph",
-        description="Runs SCRIPT as __main__ with sys.argv = [SCRIPT, *ARGS]; `tensorflow` and "
+        description="Runs SCRIPT as __main__ with sys.argv = [SCRIPT, *ARGS] (or, given as "
+        "`-m MODULE`, a module as `python -m MODULE` does); `tensorflow` and "
         "`tensorflow.compat.v1` resolve to flowgraph.",
     )
     run.add_argument("script", metavar="SCRIPT", help="path of the Python script to run")
@@ -49,6 +52,21 @@ def run_script(script: str, args: list[str]) -> None:
         sys.path[:] = saved_path
 
 
+def run_module(module: str, args: list[str]) -> None:
+    """Runs `module` as __main__ (like `python -m module ARGS`) with the tensorflow aliases."""
+    from flowgraph import compat
+
+    compat.install_tensorflow_aliases()
+    saved_argv, saved_path = sys.argv, list(sys.path)
+    sys.argv = [module, *args]  # runpy sets argv[0] to the module's file
+    sys.path.insert(0, os.getcwd())
+    try:
+        runpy.run_module(module, run_name="__main__", alter_sys=True)
+    finally:
+        sys.argv = saved_argv
+        sys.path[:] = saved_path
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `flowgraph` console script; returns the exit status."""
     parser = _parser()
@@ -56,6 +74,11 @@ def main(argv: list[str] | None = None) -> int:
     if not argv:
         parser.print_help(sys.stderr)
         return 2
+    if argv[0] == "run" and len(argv) > 1 and argv[1] == "-m":
+        if len(argv) < 3:
+            parser.exit(2, "flowgraph run: -m needs a module name\n")
+        run_module(argv[2], argv[3:])
+        return 0
     opts = parser.parse_args(argv)  # exits with status 2 and a usage line on a bad command
     if opts.command == "run":
         if not os.path.isfile(opts.script):

@@ -53,6 +53,10 @@ TENSORFLOW_MODULES: dict[str, str] = {
     "tensorflow.python.platform.flags": "flowgraph.platform.flags",
     "tensorflow.python.platform.gfile": "flowgraph.platform.gfile",
     "tensorflow.python.platform.tf_logging": "flowgraph.platform.tf_logging",
+    "tensorflow.python.platform.test": "flowgraph.testing.test_case",
+    "tensorflow.python.platform.googletest": "flowgraph.testing.test_case",
+    "tensorflow.python.framework.test_util": "flowgraph.testing.test_util",
+    "tensorflow.python.ops.gradient_checker": "flowgraph.testing.gradient_checker",
 }
 
 

@@ -44,6 +44,9 @@ test = _namespace(
     gpu_device_name=_test_case.gpu_device_name, compute_gradient=_gradient_checker.compute_gradient,
     compute_gradient_error=_gradient_checker.compute_gradient_error,
 )  # fmt: skip
+for _name in _test_case.__all__:  # the rest of tf.test (TestCase helpers, Benchmark, mock)
+    setattr(test, _name, getattr(_test_case, _name))
+del _name
 nest = _namespace(
     "nest", flatten=_nest.flatten, pack_sequence_as=_nest.pack_sequence_as, is_sequence=_nest.is_sequence,
     assert_same_structure=_nest.assert_same_structure, map_structure=_nest.map_structure,
