@@ -37,6 +37,7 @@ from flowgraph.ops.variables import *  # noqa: F403
 from flowgraph.ops.variable_scope import *  # noqa: F403
 from flowgraph.ops.script_ops import *  # noqa: F403
 from flowgraph.ops.queues import *  # noqa: F403
+from flowgraph.ops.io_ops import *  # noqa: F403
 from flowgraph.gradients import *  # noqa: F403
 from flowgraph.session.default_session import get as get_default_session
 from flowgraph.session.session import InteractiveSession, Session
@@ -46,6 +47,7 @@ from flowgraph.namespaces import (  # noqa: E402
     contrib, graph_util, initializers, linalg, losses, math, metrics, nest, nn, random, test,
 )  # fmt: skip
 from flowgraph.namespaces import app, flags, gfile, io, logging, version  # noqa: E402
+from flowgraph.namespaces import python_io  # noqa: E402
 from flowgraph.platform.version import COMPILER_VERSION, GIT_VERSION, VERSION, __version__  # noqa: E402
 from flowgraph import compat  # noqa: E402
 from flowgraph.compat import *  # noqa: F403,E402

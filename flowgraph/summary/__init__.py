@@ -1,8 +1,9 @@
 """tf.summary: summary ops and the FileWriter for TensorBoard event files (whitepaper §9.1).
 
-`records` owns the TFRecord framing, `writer` the event files, `summary_ops` the graph nodes;
-the ops' kernels (histogram bucketing, PNG) are in `flowgraph/kernels/cpu/summary.py`.
-`summary_iterator(path)` reads an event file back, checking every CRC.
+`records` re-exports the TFRecord framing (owned by core/records.py), `writer` the event files,
+`summary_ops` the graph nodes; the ops' kernels (histogram bucketing, PNG) are in
+`flowgraph/kernels/cpu/summary.py`. `summary_iterator(path)` reads an event file back, checking
+every CRC.
 """
 
 from flowgraph.core.protos import Event, SessionLog, Summary, SummaryMetadata, TaggedRunMetadata

@@ -58,6 +58,7 @@ from flowgraph.core.protos.meta_graph_pb2 import (
 from flowgraph.core.protos.node_def_pb2 import NodeDef
 from flowgraph.core.protos.op_def_pb2 import OpDef, OpDeprecation, OpList
 from flowgraph.core.protos.queue_runner_pb2 import QueueRunnerDef
+from flowgraph.core.protos.reader_base_pb2 import ReaderBaseState
 from flowgraph.core.protos.resource_handle_pb2 import ResourceHandleProto
 from flowgraph.core.protos.rewriter_config_pb2 import RewriterConfig
 from flowgraph.core.protos.saved_object_graph_pb2 import SavedObjectGraph
@@ -142,6 +143,7 @@ __all__ = [
     "OptimizerOptions",
     "QueueRunnerDef",
     "RPCOptions",
+    "ReaderBaseState",
     "ResourceHandleProto",
     "RewriterConfig",
     "RunMetadata",

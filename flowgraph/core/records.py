@@ -1,0 +1,283 @@
+"""Record files: the TFRecord framing of event files (§9.1; FORMATS.md §1.1) and input data
+(§4.5), their GZIP/ZLIB compression, and the text-line and fixed-length record formats. These are
+plain functions and classes over files, shared by the event writer, the reader ops, python_io and
+datasets.
+
+A record is, little-endian:
+
+    uint64 length | uint32 masked_crc32c(length bytes) | data[length] | uint32 masked_crc32c(data)
+
+The CRC is CRC-32C (Castagnoli) from `google_crc32c`. It is "masked" (rotated right by 15 bits
+plus 0xA282EAD8) because a CRC computed over data that itself embeds CRCs is weak; TensorFlow
+masks every CRC it stores. `encode_record` is the only writer of this framing and
+`RecordFile.read` (with `read_records` over it) its only reader.
+
+Compression ("", "ZLIB", "GZIP"; TFRecordOptions' names) applies to the whole file, so offsets
+here are positions in the uncompressed stream, as in TensorFlow.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import struct
+import zlib
+from collections.abc import Iterator
+from typing import BinaryIO
+
+import google_crc32c
+
+from flowgraph.core import errors
+
+_MASK_DELTA = 0xA282EAD8
+_M32 = 0xFFFFFFFF
+
+
+def masked_crc32c(data: bytes) -> int:
+    """TensorFlow's masked CRC-32C of `data`."""
+    crc = google_crc32c.value(data)
+    return (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & _M32
+
+
+def unmask_crc32c(masked: int) -> int:
+    """The CRC-32C that `masked_crc32c` masked."""
+    rot = (masked - _MASK_DELTA) & _M32
+    return ((rot >> 17) | (rot << 15)) & _M32
+
+
+def encode_record(data: bytes) -> bytes:
+    """One TFRecord: length, its masked CRC, the data, the data's masked CRC."""
+    length = struct.pack("<Q", len(data))
+    return (
+        length
+        + struct.pack("<I", masked_crc32c(length))
+        + data
+        + struct.pack("<I", masked_crc32c(data))
+    )
+
+
+COMPRESSION_TYPES = ("", "ZLIB", "GZIP")
+
+
+def check_compression(compression_type) -> str:
+    """The canonical name of a compression type (None and "NONE" mean none)."""
+    name = (compression_type or "").upper()
+    name = "" if name == "NONE" else name
+    if name not in COMPRESSION_TYPES:
+        raise errors.InvalidArgumentError(
+            None,
+            None,
+            f"Unsupported compression type {compression_type!r}: use '', 'ZLIB' or 'GZIP'",
+        )
+    return name
+
+
+class _ZlibReader(io.RawIOBase):
+    """A read-only stream of a zlib-compressed file (TF's ZLIB: header, deflate, adler32)."""
+
+    def __init__(self, raw: BinaryIO):
+        self._raw = raw
+        self._inflate = zlib.decompressobj()
+        self._buffer = b""
+
+    def readable(self):
+        return True
+
+    def readinto(self, b):
+        while not self._buffer and not self._inflate.eof:
+            chunk = self._raw.read(1 << 16)
+            if not chunk:
+                break
+            self._buffer = self._inflate.decompress(chunk)
+        n = min(len(b), len(self._buffer))
+        b[:n] = self._buffer[:n]
+        self._buffer = self._buffer[n:]
+        return n
+
+    def close(self):
+        self._raw.close()
+        super().close()
+
+
+def open_read(path: str, compression_type: str = "") -> BinaryIO:
+    """`path` opened for reading its uncompressed bytes."""
+    compression = check_compression(compression_type)
+    try:
+        raw = open(path, "rb")  # noqa: SIM115  (the caller closes the stream)
+    except FileNotFoundError:
+        raise errors.NotFoundError(None, None, f"{path}; No such file or directory") from None
+    except OSError as e:
+        raise errors.UnknownError(None, None, f"{path}: {e}") from None
+    if compression == "GZIP":
+        return gzip.GzipFile(fileobj=raw, mode="rb")
+    if compression == "ZLIB":
+        return io.BufferedReader(_ZlibReader(raw), 1 << 16)
+    return raw
+
+
+class _ZlibWriter:
+    def __init__(self, raw: BinaryIO, level: int):
+        self._raw = raw
+        self._deflate = zlib.compressobj(level)
+
+    def write(self, data: bytes):
+        self._raw.write(self._deflate.compress(data))
+
+    def flush(self):
+        self._raw.write(self._deflate.flush(zlib.Z_SYNC_FLUSH))
+        self._raw.flush()
+
+    def close(self):
+        self._raw.write(self._deflate.flush())
+        self._raw.close()
+
+
+def open_write(path: str, compression_type: str = "", level: int = -1, append: bool = False):
+    """`path` opened for writing, compressing with `compression_type` at zlib `level`."""
+    compression = check_compression(compression_type)
+    raw = open(path, "ab" if append else "wb")  # noqa: SIM115  (the caller closes the stream)
+    if compression == "GZIP":
+        return gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=9 if level < 0 else level)
+    if compression == "ZLIB":
+        return _ZlibWriter(raw, level)
+    return raw
+
+
+class RecordFile:
+    """Reads the TFRecords of one file in order; `offset` is where the next record starts."""
+
+    def __init__(self, path: str, compression_type: str = "", offset: int = 0):
+        self.path = path
+        self.offset = 0
+        self._stream = open_read(path, compression_type)
+        if offset:
+            self._skip(offset)
+
+    @classmethod
+    def over(cls, stream: BinaryIO, path: str = "<stream>") -> RecordFile:
+        """Records of an already open (uncompressed) stream."""
+        f = cls.__new__(cls)
+        f.path, f.offset, f._stream = path, 0, stream
+        return f
+
+    def _skip(self, offset: int):
+        while self.offset < offset:
+            chunk = self._stream.read(min(1 << 20, offset - self.offset))
+            if not chunk:
+                raise errors.OutOfRangeError(None, None, f"{self.path}: no offset {offset}")
+            self.offset += len(chunk)
+
+    def read(self) -> bytes | None:
+        """The next record's data, None at the end; DataLossError on a bad CRC or a cut."""
+        stream, offset = self._stream, self.offset
+        header = stream.read(12)
+        if not header:
+            return None
+        if len(header) < 12:
+            raise errors.DataLossError(
+                None, None, f"{self.path}: truncated record header at offset {offset}"
+            )
+        length_bytes, length_crc = header[:8], struct.unpack("<I", header[8:])[0]
+        if masked_crc32c(length_bytes) != length_crc:
+            raise errors.DataLossError(
+                None, None, f"{self.path}: corrupted record length at offset {offset}"
+            )
+        (length,) = struct.unpack("<Q", length_bytes)
+        body = stream.read(length + 4)
+        if len(body) < length + 4:
+            raise errors.DataLossError(
+                None, None, f"{self.path}: truncated record at offset {offset}"
+            )
+        data, data_crc = body[:length], struct.unpack("<I", body[length:])[0]
+        if masked_crc32c(data) != data_crc:
+            raise errors.DataLossError(
+                None, None, f"{self.path}: corrupted record data at offset {offset}"
+            )
+        self.offset = offset + 16 + length
+        return data
+
+    def close(self):
+        self._stream.close()
+
+
+class TextLineFile:
+    """Reads lines without their line ending ("\\n" or "\\r\\n"); `line_number` counts lines
+    read so far (1 is the first)."""
+
+    def __init__(self, path: str, compression_type: str = "", skip_header_lines: int = 0):
+        self.path = path
+        self.line_number = 0
+        self._stream = open_read(path, compression_type)
+        for _ in range(skip_header_lines):
+            if self.read() is None:
+                break
+
+    def read(self) -> bytes | None:
+        line = self._stream.readline()
+        if not line:
+            return None
+        self.line_number += 1
+        if line.endswith(b"\n"):
+            line = line[:-2] if line.endswith(b"\r\n") else line[:-1]
+        return line
+
+    def close(self):
+        self._stream.close()
+
+
+class FixedLengthFile:
+    """Records of `record_bytes` bytes between a header and a footer; with `hop_bytes` they start
+    every hop_bytes (and may overlap). `record_number` counts records read so far."""
+
+    def __init__(self, path: str, record_bytes: int, header_bytes: int = 0, footer_bytes: int = 0,
+                 hop_bytes: int = 0, compression_type: str = ""):  # fmt: skip
+        if record_bytes <= 0:
+            raise errors.InvalidArgumentError(
+                None, None, f"record_bytes must be > 0, got {record_bytes}"
+            )
+        self.path = path
+        self.record_number = 0
+        with open_read(path, compression_type) as stream:
+            data = stream.read()
+        end = len(data) - footer_bytes
+        self._data = memoryview(data)[header_bytes : max(header_bytes, end)]
+        self._record_bytes = record_bytes
+        self._hop = hop_bytes or record_bytes
+
+    def read_many(self, n: int) -> list:
+        """Up to `n` next records (fewer at the end of the file)."""
+        start = self.record_number * self._hop
+        last = (len(self._data) - self._record_bytes) // self._hop + 1 if self._data else 0
+        count = max(0, min(n, last - self.record_number))
+        hop, size = self._hop, self._record_bytes
+        out = [bytes(self._data[start + i * hop : start + i * hop + size]) for i in range(count)]
+        self.record_number += count
+        return out
+
+    def read(self) -> bytes | None:
+        got = self.read_many(1)
+        return got[0] if got else None
+
+    def close(self):
+        self._data = memoryview(b"")
+
+
+def tf_record_iterator(path: str, compression_type: str = ""):
+    """Yields the data of each TFRecord in `path`."""
+    f = RecordFile(path, compression_type)
+    try:
+        while (data := f.read()) is not None:
+            yield data
+    finally:
+        f.close()
+
+
+def read_records(stream: BinaryIO, path: str = "<stream>") -> Iterator[bytes]:
+    """Yields each record's data of an open stream, checking both CRCs.
+
+    Raises DataLossError naming `path` and the record's byte offset on a bad CRC or a record
+    cut short (a file still being written ends cleanly only at a record boundary).
+    """
+    f = RecordFile.over(stream, path)
+    while (data := f.read()) is not None:
+        yield data

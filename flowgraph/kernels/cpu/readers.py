@@ -1,0 +1,414 @@
+"""Readers (whitepaper §4.5): stateful ops that turn work items (file names) taken from a queue
+into records. A reader is a resource in its device's container; it keeps the current work item
+and its position, so successive ReaderRead steps continue where the last one stopped.
+
+ReaderRead is an async kernel (§5.3): when the current file is exhausted the reader asks the
+queue for the next work item with a continuation, so a reader waiting for file names parks no
+thread. Requests to one reader are served one at a time, in arrival order (`_requests`).
+The file formats themselves are in core/records.py.
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+
+import numpy as np
+
+from flowgraph.core import errors, records
+from flowgraph.core.protos import ReaderBaseState
+from flowgraph.kernels.base import register_kernel
+
+
+class _Request:
+    __slots__ = ("done", "keys", "n", "queue", "step", "up_to", "values")
+
+    def __init__(self, step, queue, n, up_to, done):
+        self.step, self.queue, self.n, self.up_to, self.done = step, queue, n, up_to, done
+        self.keys: list = []
+        self.values: list = []
+
+
+class ReaderBase:
+    """The work-item machinery; subclasses open a work item and read its records.
+
+    `lock` guards the counters, `_requests`, `_running` (a thread is serving requests),
+    `_waiting` (a dequeue for work is outstanding) and `_arrived` (its result)."""
+
+    kind = "Reader"
+
+    def __init__(self, name: str):
+        self.name = name
+        self.lock = threading.Lock()
+        self.work: bytes | None = None
+        self.work_started = 0
+        self.work_finished = 0
+        self.records_produced = 0
+        self._requests: collections.deque = collections.deque()
+        self._running = False
+        self._waiting = False
+        self._arrived = None
+
+    # -- per format -----------------------------------------------------------------------------
+    def _start(self, work: bytes, position: int = 0) -> None:
+        """Opens `work` at `position`."""
+
+    def _read(self, n: int) -> tuple[list, list]:
+        """Up to `n` (keys, values) from the current work item; none once it is exhausted."""
+        raise NotImplementedError
+
+    def _finish(self) -> None:
+        """Closes the current work item."""
+
+    def _position(self) -> int:
+        return 0
+
+    # -- requests -------------------------------------------------------------------------------
+    def read(self, step, queue, n: int, up_to: bool, done) -> None:
+        with self.lock:
+            self._requests.append(_Request(step, queue, n, up_to, done))
+            if self._running or self._waiting:
+                return
+            self._running = True
+        self._serve()
+
+    def _serve(self) -> None:
+        """Serves requests until none is left or one waits for work (lock not held)."""
+        while True:
+            with self.lock:
+                if not self._requests:
+                    self._running = False
+                    return
+                req = self._requests[0]
+                arrived, self._arrived = self._arrived, None
+            try:
+                if arrived is not None:
+                    elements, error = arrived
+                    if error is not None:
+                        raise error
+                    self._begin(elements[0][0])
+                finished = self._fill(req)
+            except errors.OpError as e:
+                self._complete(req, error=e)
+                continue
+            except (OSError, ValueError) as e:
+                self._complete(req, error=errors.InvalidArgumentError(None, None, str(e)))
+                continue
+            if finished:
+                self._complete(req)
+                continue
+            with self.lock:
+                self._waiting = True
+            req.queue.dequeue(req.step, 1, self._on_work, batched=False)
+            with self.lock:
+                if self._arrived is None:  # the work comes later, to _on_work's thread
+                    self._running = False
+                    return
+
+    def _on_work(self, elements=None, error=None) -> None:
+        with self.lock:
+            self._arrived = (elements, error)
+            self._waiting = False
+            if self._running:
+                return
+            self._running = True
+        self._serve()
+
+    def _begin(self, work) -> None:
+        work = work if isinstance(work, bytes) else str(work).encode()
+        self._start(work)
+        with self.lock:
+            self.work = work
+            self.work_started += 1
+
+    def _fill(self, req: _Request) -> bool:
+        """Adds records to `req`; True when it is complete, False when work must be dequeued."""
+        while len(req.keys) < req.n:
+            if self.work is None:
+                return bool(req.keys)  # read_up_to returns what one work item gave
+            keys, values = self._read(req.n - len(req.keys))
+            if keys:
+                req.keys.extend(keys)
+                req.values.extend(values)
+                continue
+            self._finish()
+            with self.lock:
+                self.work = None
+                self.work_finished += 1
+            if req.keys and req.up_to:
+                return True
+        return True
+
+    def _complete(self, req: _Request, error=None) -> None:
+        with self.lock:
+            self._requests.popleft()
+            if error is None:
+                self.records_produced += len(req.keys)
+        if error is not None:
+            req.done(None, error)
+        elif req.up_to:
+            req.done((np.array(req.keys, dtype=object), np.array(req.values, dtype=object)))
+        else:
+            req.done((np.array(req.keys[0], dtype=object), np.array(req.values[0], dtype=object)))
+
+    # -- state ----------------------------------------------------------------------------------
+    def reset(self) -> None:
+        with self.lock:
+            if self.work is not None:
+                self._finish()
+            self.work = None
+            self.work_started = self.work_finished = self.records_produced = 0
+
+    def serialize(self) -> bytes:
+        with self.lock:
+            return ReaderBaseState(
+                work_started=self.work_started,
+                work_finished=self.work_finished,
+                num_records_produced=self.records_produced,
+                current_work=self.work or b"",
+                position=self._position() if self.work is not None else 0,
+            ).SerializeToString()
+
+    def restore(self, data: bytes) -> None:
+        state = ReaderBaseState()
+        try:
+            state.ParseFromString(data)
+        except Exception:  # noqa: BLE001  (protobuf's DecodeError has no common base we import)
+            raise errors.InvalidArgumentError(
+                None, None, f"Could not parse state for {self.kind} '{self.name}'"
+            ) from None
+        if state.work_started < state.work_finished or state.num_records_produced < 0:
+            raise errors.InvalidArgumentError(
+                None, None, f"Unexpected state for {self.kind} '{self.name}': {state}"
+            )
+        with self.lock:
+            if self.work is not None:
+                self._finish()
+            self.work = None
+            if state.current_work:
+                self._start(state.current_work, state.position)
+                self.work = state.current_work
+            self.work_started = state.work_started
+            self.work_finished = state.work_finished
+            self.records_produced = state.num_records_produced
+
+
+class TFRecordReader(ReaderBase):
+    """Records of TFRecord files; the key is "file:offset"."""
+
+    kind = "TFRecordReader"
+
+    def __init__(self, name, compression_type):
+        super().__init__(name)
+        self.compression = records.check_compression(compression_type)
+        self._file = None
+
+    def _start(self, work, position=0):
+        self._file = records.RecordFile(work.decode(), self.compression, position)
+
+    def _read(self, n):
+        keys, values = [], []
+        f, prefix = self._file, self.work + b":"
+        for _ in range(n):
+            offset = f.offset
+            data = f.read()
+            if data is None:
+                break
+            keys.append(prefix + str(offset).encode())
+            values.append(data)
+        return keys, values
+
+    def _finish(self):
+        self._file.close()
+
+    def _position(self):
+        return self._file.offset
+
+
+class TextLineReader(ReaderBase):
+    """Lines of text files (after `skip_header_lines`); the key is "file:line_number"."""
+
+    kind = "TextLineReader"
+
+    def __init__(self, name, skip_header_lines):
+        super().__init__(name)
+        self.skip_header_lines = skip_header_lines
+        self._file = None
+
+    def _start(self, work, position=0):
+        self._file = records.TextLineFile(work.decode(), "", self.skip_header_lines)
+        while self._file.line_number < position and self._file.read() is not None:
+            pass
+
+    def _read(self, n):
+        keys, values = [], []
+        f, prefix = self._file, self.work + b":"
+        for _ in range(n):
+            line = f.read()
+            if line is None:
+                break
+            keys.append(prefix + str(f.line_number).encode())
+            values.append(line)
+        return keys, values
+
+    def _finish(self):
+        self._file.close()
+
+    def _position(self):
+        return self._file.line_number
+
+
+class FixedLengthRecordReader(ReaderBase):
+    """Fixed-size records between a header and a footer; the key is "file:record_number"."""
+
+    kind = "FixedLengthRecordReader"
+
+    def __init__(self, name, record_bytes, header_bytes, footer_bytes, hop_bytes, encoding):
+        super().__init__(name)
+        if record_bytes <= 0 or min(header_bytes, footer_bytes, hop_bytes) < 0:
+            raise errors.InvalidArgumentError(
+                None,
+                None,
+                f"FixedLengthRecordReader: record_bytes must be > 0 and header_bytes, "
+                f"footer_bytes, hop_bytes >= 0 (got {record_bytes}, {header_bytes}, "
+                f"{footer_bytes}, {hop_bytes})",
+            )
+        self.args = (record_bytes, header_bytes, footer_bytes, hop_bytes)
+        self.encoding = records.check_compression(encoding)
+        self._file = None
+
+    def _start(self, work, position=0):
+        record, header, footer, hop = self.args
+        self._file = records.FixedLengthFile(
+            work.decode(), record, header, footer, hop, self.encoding
+        )
+        self._file.record_number = position
+
+    def _read(self, n):
+        first = self._file.record_number
+        values = self._file.read_many(n)
+        prefix = self.work + b":"
+        return [prefix + str(first + i).encode() for i in range(len(values))], values
+
+    def _finish(self):
+        self._file.close()
+
+    def _position(self):
+        return self._file.record_number
+
+
+class WholeFileReader(ReaderBase):
+    """One record per file: the key is the file name, the value its contents."""
+
+    kind = "WholeFileReader"
+
+    def _start(self, work, position=0):
+        self._done = position > 0
+
+    def _read(self, n):
+        if self._done:
+            return [], []
+        self._done = True
+        with records.open_read(self.work.decode()) as f:
+            return [self.work], [f.read()]
+
+    def _position(self):
+        return int(self._done)
+
+
+class IdentityReader(ReaderBase):
+    """One record per work item: key and value are the work item itself."""
+
+    kind = "IdentityReader"
+
+    def _start(self, work, position=0):
+        self._done = position > 0
+
+    def _read(self, n):
+        if self._done:
+            return [], []
+        self._done = True
+        return [self.work], [self.work]
+
+    def _position(self):
+        return int(self._done)
+
+
+def _reader_kernel(make):
+    def kernel(ctx):
+        name = ctx.attrs.get("shared_name") or ctx.name
+        return ctx.resources.lookup_or_create(
+            ctx.attrs.get("container", ""), name, lambda: make(name, ctx.attrs)
+        )
+
+    return kernel
+
+
+_READERS = {
+    "TFRecordReader": lambda name, a: TFRecordReader(name, a["compression_type"]),
+    "TextLineReader": lambda name, a: TextLineReader(name, a["skip_header_lines"]),
+    "FixedLengthRecordReader": lambda name, a: FixedLengthRecordReader(
+        name,
+        a["record_bytes"],
+        a["header_bytes"],
+        a["footer_bytes"],
+        a["hop_bytes"],
+        a["encoding"],
+    ),
+    "WholeFileReader": lambda name, a: WholeFileReader(name),
+    "IdentityReader": lambda name, a: IdentityReader(name),
+}
+for _op, _make in _READERS.items():
+    register_kernel(_op + "V2")(_reader_kernel(_make))
+
+
+def _handle(value):
+    """The object behind a handle (a 0-d object array when it came through Pack/Gather)."""
+    return value.item() if isinstance(value, np.ndarray) else value
+
+
+@register_kernel("ReaderReadV2", async_=True)
+def reader_read(ctx, step, done, reader, queue):
+    _handle(reader).read(step, _handle(queue), 1, False, done)
+
+
+@register_kernel("ReaderReadUpToV2", async_=True)
+def reader_read_up_to(ctx, step, done, reader, queue, num_records):
+    n = int(num_records)
+    if n <= 0:
+        raise errors.InvalidArgumentError(None, None, f"num_records must be positive, got {n}")
+    _handle(reader).read(step, _handle(queue), n, True, done)
+
+
+register_kernel("ReaderNumRecordsProducedV2")(lambda ctx, r: np.int64(_handle(r).records_produced))
+register_kernel("ReaderNumWorkUnitsCompletedV2")(lambda ctx, r: np.int64(_handle(r).work_finished))
+register_kernel("ReaderSerializeStateV2")(
+    lambda ctx, r: np.array(_handle(r).serialize(), dtype=object)
+)
+
+
+@register_kernel("ReaderRestoreStateV2")
+def reader_restore_state(ctx, reader, state):
+    _handle(reader).restore(state.item() if isinstance(state, np.ndarray) else state)
+
+
+@register_kernel("ReaderResetV2")
+def reader_reset(ctx, reader):
+    _handle(reader).reset()
+
+
+@register_kernel("ReadFile")
+def read_file(ctx, filename):
+    with records.open_read(_text(filename)) as f:
+        return np.array(f.read(), dtype=object)
+
+
+@register_kernel("WriteFile")
+def write_file(ctx, filename, contents):
+    with records.open_write(_text(filename)) as f:
+        f.write(contents.item() if isinstance(contents, np.ndarray) else contents)
+
+
+def _text(value) -> str:
+    value = value.item() if isinstance(value, np.ndarray) else value
+    return value.decode() if isinstance(value, bytes) else str(value)
