@@ -38,6 +38,7 @@ from flowgraph.ops.variable_scope import *  # noqa: F403
 from flowgraph.ops.script_ops import *  # noqa: F403
 from flowgraph.ops.queues import *  # noqa: F403
 from flowgraph.ops.io_ops import *  # noqa: F403
+from flowgraph.ops.parsing_ops import *  # noqa: F403
 from flowgraph.gradients import *  # noqa: F403
 from flowgraph.session.default_session import get as get_default_session
 from flowgraph.session.session import InteractiveSession, Session

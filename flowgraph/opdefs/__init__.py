@@ -19,3 +19,4 @@ from flowgraph.opdefs import script_ops  # noqa: F401
 from flowgraph.opdefs import io  # noqa: F401
 from flowgraph.opdefs import data_flow  # noqa: F401
 from flowgraph.opdefs import io  # noqa: F401
+from flowgraph.opdefs import parsing  # noqa: F401

@@ -18,6 +18,10 @@ Each name comes from the module that owns it:
     meta_graph.py           export_meta_graph / import_meta_graph
 """
 
+from flowgraph.core.protos import (
+    BytesList, Example, Feature, FeatureList, FeatureLists, Features, FloatList, Int64List,
+    SequenceExample,
+)  # fmt: skip
 from flowgraph.core.protos import CheckpointState, SaverDef
 from flowgraph.train import queue_runner, slot_creator, training_ops
 from flowgraph.train.adam import AdamOptimizer
@@ -113,6 +117,8 @@ __all__ += [
     "input_producer", "limit_epochs", "maybe_batch", "maybe_batch_join", "maybe_shuffle_batch",
     "maybe_shuffle_batch_join", "queue_runner", "range_input_producer", "shuffle_batch",
     "shuffle_batch_join", "slice_input_producer", "start_queue_runners", "string_input_producer",
+    "BytesList", "Example", "Feature", "FeatureList", "FeatureLists", "Features", "FloatList",
+    "Int64List", "SequenceExample",
 ]  # fmt: skip
 __all__ += [
     "CheckpointReader", "CheckpointState", "NewCheckpointReader", "Saver", "SaverDef",

@@ -115,6 +115,7 @@ class ReaderBase:
         self._serve()
 
     def _begin(self, work) -> None:
+        work = work.item() if isinstance(work, np.ndarray) else work
         work = work if isinstance(work, bytes) else str(work).encode()
         self._start(work)
         with self.lock:

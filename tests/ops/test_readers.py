@@ -1,0 +1,183 @@
+"""Readers (§4.5) against Python references: TFRecord (plain/GZIP/ZLIB), text lines, fixed-length
+records, whole files, identity; read/read_up_to, counters, reset, serialize/restore; a reader
+waiting for work from an empty queue parks no thread and is released by closing the queue."""
+
+import gzip
+import threading
+import zlib
+
+import numpy as np
+import pytest
+
+import flowgraph as tf
+
+
+def _run_reader(reader, paths, fetch_fn, steps=None):
+    queue = tf.FIFOQueue(10, [tf.string], shapes=[[]])
+    fetch = fetch_fn(reader, queue)
+    out = []
+    with tf.Session() as sess:
+        sess.run(queue.enqueue_many([paths]))
+        sess.run(queue.close())
+        try:
+            while steps is None or len(out) < steps:
+                out.append(sess.run(fetch))
+        except tf.errors.OutOfRangeError:
+            pass
+    return out
+
+
+@pytest.mark.parametrize("compression", ["", "GZIP", "ZLIB"])
+def test_tfrecord_reader_reads_every_record_with_offsets(tmp_path, compression):
+    paths = []
+    for i in range(2):
+        path = str(tmp_path / f"f{i}.tfrecord")
+        with tf.python_io.TFRecordWriter(path, tf.python_io.TFRecordOptions(compression)) as w:
+            for j in range(3):
+                w.write(b"r%d%d" % (i, j) * (j + 1))
+        paths.append(path)
+    got = _run_reader(tf.TFRecordReader(options=compression or None), paths, lambda r, q: r.read(q))
+    assert [v for _, v in got] == [b"r%d%d" % (i, j) * (j + 1) for i in range(2) for j in range(3)]
+    offsets = [int(k.rsplit(b":", 1)[1]) for k, _ in got[:3]]
+    assert offsets == [0, 19, 41]  # 16 bytes of framing + the data
+    assert got[0][0] == paths[0].encode() + b":0"
+
+
+def test_read_up_to_stops_at_the_end_of_a_work_item(tmp_path):
+    paths = []
+    for i, n in enumerate([5, 2]):
+        path = str(tmp_path / f"f{i}.tfrecord")
+        with tf.python_io.TFRecordWriter(path) as w:
+            for j in range(n):
+                w.write(b"%d" % j)
+        paths.append(path)
+    got = _run_reader(tf.TFRecordReader(), paths, lambda r, q: r.read_up_to(q, 3)[1])
+    assert [list(v) for v in got] == [[b"0", b"1", b"2"], [b"3", b"4"], [b"0", b"1"]]
+
+
+def test_text_line_reader_skips_headers_and_strips_endings(tmp_path):
+    path = tmp_path / "a.csv"
+    path.write_bytes(b"header\nl1\r\nl2\n\nl4")
+    got = _run_reader(tf.TextLineReader(skip_header_lines=1), [str(path)], lambda r, q: r.read(q))
+    assert [v for _, v in got] == [b"l1", b"l2", b"", b"l4"]
+    assert [k.rsplit(b":", 1)[1] for k, _ in got] == [b"2", b"3", b"4", b"5"]
+
+
+@pytest.mark.parametrize("encoding", ["", "GZIP", "ZLIB"])
+def test_fixed_length_reader_with_header_footer_and_hop(tmp_path, encoding):
+    data = bytes(range(3)) + bytes(range(100, 120)) + b"FOOT"
+    packed = {"": data, "GZIP": gzip.compress(data), "ZLIB": zlib.compress(data)}[encoding]
+    path = tmp_path / "fixed.bin"
+    path.write_bytes(packed)
+    reader = tf.FixedLengthRecordReader(4, header_bytes=3, footer_bytes=4, encoding=encoding)
+    got = _run_reader(reader, [str(path)], lambda r, q: r.read(q))
+    body = bytes(range(100, 120))
+    assert [v for _, v in got] == [body[i : i + 4] for i in range(0, 20, 4)]
+    assert got[1][0].endswith(b":1")
+    hop = tf.FixedLengthRecordReader(4, header_bytes=3, footer_bytes=4, hop_bytes=6,
+                                     encoding=encoding)  # fmt: skip
+    got = _run_reader(hop, [str(path)], lambda r, q: r.read(q))
+    assert [v for _, v in got] == [body[i : i + 4] for i in (0, 6, 12)]
+
+
+def test_whole_file_and_identity_readers(tmp_path):
+    (tmp_path / "a").write_bytes(b"AAA")
+    (tmp_path / "b").write_bytes(b"")
+    paths = [str(tmp_path / "a"), str(tmp_path / "b")]
+    got = _run_reader(tf.WholeFileReader(), paths, lambda r, q: r.read(q))
+    assert got == [(p.encode(), c) for p, c in zip(paths, [b"AAA", b""])]
+    got = _run_reader(tf.IdentityReader(), ["x", "y"], lambda r, q: r.read(q))
+    assert got == [(b"x", b"x"), (b"y", b"y")]
+
+
+def test_counters_reset_and_state_round_trip(tmp_path):
+    path = str(tmp_path / "f.tfrecord")
+    with tf.python_io.TFRecordWriter(path) as w:
+        for j in range(4):
+            w.write(b"%d" % j)
+    queue = tf.FIFOQueue(10, [tf.string], shapes=[[]])
+    reader = tf.TFRecordReader()
+    _, value = reader.read(queue)
+    with tf.Session() as sess:
+        sess.run(queue.enqueue_many([[path, path]]))
+        assert sess.run(value) == b"0"
+        state = sess.run(reader.serialize_state())
+        assert sess.run(value) == b"1"
+        assert sess.run(reader.num_records_produced()) == 2
+        sess.run(reader.restore_state(state))
+        assert sess.run(value) == b"1"  # back to just after record 0
+        assert sess.run(reader.num_records_produced()) == 2
+        for want in (b"2", b"3", b"0"):
+            assert sess.run(value) == want
+        assert sess.run(reader.num_work_units_completed()) == 1
+        sess.run(reader.reset())
+        assert sess.run(reader.num_records_produced()) == 0
+        with pytest.raises(tf.errors.InvalidArgumentError):
+            sess.run(reader.restore_state(b"\xff\xff"))
+
+
+def test_reader_of_missing_file_fails_with_not_found(tmp_path):
+    queue = tf.FIFOQueue(10, [tf.string], shapes=[[]])
+    _, value = tf.TFRecordReader().read(queue)
+    with tf.Session() as sess:
+        sess.run(queue.enqueue(str(tmp_path / "absent")))
+        with pytest.raises(tf.errors.NotFoundError):
+            sess.run(value)
+
+
+def test_corrupt_record_is_data_loss(tmp_path):
+    path = tmp_path / "bad.tfrecord"
+    with tf.python_io.TFRecordWriter(str(path)) as w:
+        w.write(b"hello")
+    raw = bytearray(path.read_bytes())
+    raw[13] ^= 0xFF
+    path.write_bytes(bytes(raw))
+    with pytest.raises(tf.errors.DataLossError, match="corrupted record data"):
+        list(tf.python_io.tf_record_iterator(str(path)))
+
+
+def test_reader_waiting_for_work_is_released_by_close():
+    queue = tf.FIFOQueue(10, [tf.string], shapes=[[]])
+    _, value = tf.IdentityReader().read(queue)
+    box = {}
+    with tf.Session() as sess:
+
+        def target():
+            try:
+                box["v"] = sess.run(value)
+            except tf.errors.OutOfRangeError as e:
+                box["e"] = e
+
+        t = threading.Thread(target=target)
+        t.start()
+        sess.run(queue.enqueue("w"))  # served whether or not the read already waits
+        t.join(10)
+        assert box == {"v": b"w"}
+        t = threading.Thread(target=target)
+        t.start()
+        sess.run(queue.close())
+        t.join(10)
+        assert isinstance(box["e"], tf.errors.OutOfRangeError)
+
+
+def test_read_file_and_write_file(tmp_path):
+    path = str(tmp_path / "x.bin")
+    with tf.Session() as sess:
+        sess.run(tf.write_file(path, b"\x00abc"))
+        assert sess.run(tf.read_file(path)) == b"\x00abc"
+
+
+def test_record_options_reject_unsupported_arguments():
+    with pytest.raises(NotImplementedError, match="window_bits"):
+        tf.python_io.TFRecordOptions("ZLIB", window_bits=10)
+    with pytest.raises(tf.errors.InvalidArgumentError):
+        tf.python_io.TFRecordOptions.get_compression_type_string("BZIP2")
+    assert (
+        tf.python_io.TFRecordOptions.get_compression_type_string(
+            tf.python_io.TFRecordCompressionType.GZIP
+        )
+        == "GZIP"
+    )
+    np.testing.assert_equal(tf.LMDBReader is not None, True)
+    with pytest.raises(NotImplementedError):
+        tf.LMDBReader()
