@@ -37,7 +37,7 @@ from flowgraph.ops.variables import *  # noqa: F403
 from flowgraph.ops.variable_scope import *  # noqa: F403
 from flowgraph.ops.script_ops import *  # noqa: F403
 from flowgraph.ops.queues import *  # noqa: F403
-from flowgraph.ops.io_ops import *  # noqa: F403
+from flowgraph.ops.readers import *  # noqa: F403
 from flowgraph.ops.parsing_ops import *  # noqa: F403
 from flowgraph.gradients import *  # noqa: F403
 from flowgraph.session.default_session import get as get_default_session

@@ -68,11 +68,11 @@ io = _namespace("io", gfile=_namespace("io.gfile", **_gfile.IO_GFILE))
 version = _namespace("version", _version)
 
 # tf.python_io, and the input-pipeline names of tf.io (readers, records, parsing).
-from flowgraph.ops import io_ops as _io_ops  # noqa: E402
+from flowgraph.ops import readers as _readers  # noqa: E402
 from flowgraph.ops import parsing_ops as _parsing_ops  # noqa: E402
 from flowgraph.ops import tf_record as _tf_record  # noqa: E402
 
 python_io = _namespace("python_io", _tf_record)
-for _module in (_tf_record, _io_ops, _parsing_ops):
+for _module in (_tf_record, _readers, _parsing_ops):
     for _key in _module.__all__:
         setattr(io, _key, getattr(_module, _key))

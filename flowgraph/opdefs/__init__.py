@@ -18,5 +18,5 @@ from flowgraph.opdefs import summary  # noqa: F401
 from flowgraph.opdefs import script_ops  # noqa: F401
 from flowgraph.opdefs import io  # noqa: F401
 from flowgraph.opdefs import data_flow  # noqa: F401
-from flowgraph.opdefs import io  # noqa: F401
+from flowgraph.opdefs import readers  # noqa: F401
 from flowgraph.opdefs import parsing  # noqa: F401

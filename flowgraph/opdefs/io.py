@@ -1,70 +1,90 @@
-"""OpDefs of readers (whitepaper §4.5: input operation nodes that read files) and of ReadFile /
-WriteFile. TF1's readers create the V2 ops (a resource handle)."""
+"""OpDefs of checkpoint I/O (whitepaper §3.3: "Save" and "Restore" nodes write variables to and
+read them from persistent storage), TensorFlow's io_ops.cc.
+
+SaveV2/RestoreV2/MergeV2Checkpoints use the V2 tensor bundle (core/tensor_bundle.py). The ops
+that touch files are stateful, so no pass may fold or merge them.
+"""
 
 from __future__ import annotations
 
 from flowgraph.core.op_def import OpDef, register_op
-from flowgraph.core.shapes import TensorShape
+from flowgraph.core.shapes import TensorShape, unknown_shape
 from flowgraph.opdefs.shape_fns import no_outputs, scalar
 
-_COMMON = ["container: string = ''", "shared_name: string = ''"]
-_READERS = {
-    "TFRecordReaderV2": ["compression_type: string = ''"],
-    "TextLineReaderV2": ["skip_header_lines: int = 0"],
-    "FixedLengthRecordReaderV2": [
-        "header_bytes: int = 0",
-        "record_bytes: int",
-        "footer_bytes: int = 0",
-        "hop_bytes: int = 0",
-        "encoding: string = ''",
-    ],
-    "WholeFileReaderV2": [],
-    "IdentityReaderV2": [],
-}
-for _op, _attrs in _READERS.items():
-    register_op(
-        OpDef(_op, outputs=["reader_handle: resource"], attrs=_attrs + _COMMON, shape_fn=scalar,
-              is_stateful=True)
-    )  # fmt: skip
+
+def _restore_v2_shapes(ctx):
+    specs = ctx.input_constant(2)
+    if specs is None:
+        return [unknown_shape()] * ctx.num_outputs
+    out = []
+    for spec in specs.reshape(-1):
+        spec = spec.decode() if isinstance(spec, bytes) else str(spec)
+        out.append(_slice_shape(spec))
+    return out
+
+
+def _slice_shape(spec: str):
+    """The shape of what one `shape_and_slice` entry restores ("" is unknown: whole tensor)."""
+    if not spec:
+        return unknown_shape()
+    parts = spec.split(" ")
+    full = [int(x) for x in parts[:-1]]
+    dims = []
+    for n, ext in zip(full, parts[-1].split(":")):
+        dims.append(n if ext == "-" else int(ext.split(",")[1]))
+    return TensorShape(dims)
+
+
+def _restore_slice_shape(ctx):
+    spec = ctx.input_constant(2)
+    if spec is None:
+        return unknown_shape()
+    spec = spec.reshape(-1)[0]
+    return _slice_shape(spec.decode() if isinstance(spec, bytes) else str(spec))
+
 
 register_op(
     OpDef(
-        "ReaderReadV2",
-        inputs=["reader_handle: resource", "queue_handle: resource"],
-        outputs=["key: string", "value: string"],
-        shape_fn=lambda ctx: [TensorShape([]), TensorShape([])],
+        "SaveV2",
+        inputs=["prefix: string", "tensor_names: string", "shape_and_slices: string",
+                "tensors: dtypes"],
+        attrs=["dtypes: list(type)"],
+        shape_fn=no_outputs,
+        is_stateful=True,
+    )
+)  # fmt: skip
+register_op(
+    OpDef(
+        "RestoreV2",
+        inputs=["prefix: string", "tensor_names: string", "shape_and_slices: string"],
+        outputs=["tensors: dtypes"],
+        attrs=["dtypes: list(type)"],
+        shape_fn=_restore_v2_shapes,
         is_stateful=True,
     )
 )
 register_op(
     OpDef(
-        "ReaderReadUpToV2",
-        inputs=["reader_handle: resource", "queue_handle: resource", "num_records: int64"],
-        outputs=["keys: string", "values: string"],
-        shape_fn=lambda ctx: [TensorShape([None]), TensorShape([None])],
+        "MergeV2Checkpoints",
+        inputs=["checkpoint_prefixes: string", "destination_prefix: string"],
+        attrs=["delete_old_dirs: bool = true", "allow_missing_files: bool = false"],
+        shape_fn=no_outputs,
         is_stateful=True,
     )
 )
-for _op, _out in (
-    ("ReaderNumRecordsProducedV2", "records_produced: int64"),
-    ("ReaderNumWorkUnitsCompletedV2", "units_completed: int64"),
-    ("ReaderSerializeStateV2", "state: string"),
-):
-    register_op(
-        OpDef(_op, inputs=["reader_handle: resource"], outputs=[_out], shape_fn=scalar,
-              is_stateful=True)
-    )  # fmt: skip
 register_op(
-    OpDef("ReaderRestoreStateV2", inputs=["reader_handle: resource", "state: string"],
-          shape_fn=no_outputs, is_stateful=True)
-)  # fmt: skip
+    OpDef(
+        "ShardedFilename",
+        inputs=["basename: string", "shard: int32", "num_shards: int32"],
+        outputs=["filename: string"],
+        shape_fn=scalar,
+    )
+)
 register_op(
-    OpDef("ReaderResetV2", inputs=["reader_handle: resource"], shape_fn=no_outputs,
-          is_stateful=True)
-)  # fmt: skip
-register_op(OpDef("ReadFile", inputs=["filename: string"], outputs=["contents: string"],
-                  shape_fn=scalar))  # fmt: skip
-register_op(
-    OpDef("WriteFile", inputs=["filename: string", "contents: string"], shape_fn=no_outputs,
-          is_stateful=True)
-)  # fmt: skip
+    OpDef(
+        "ShardedFilespec",
+        inputs=["basename: string", "num_shards: int32"],
+        outputs=["filename: string"],
+        shape_fn=scalar,
+    )
+)
