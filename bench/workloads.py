@@ -328,4 +328,8 @@ WORKLOADS = [
     Workload("W6a", "while_loop 10k x (i+1)", "us/iter", W6A_ITERS, at_most_us(10), build_w6a, 9),
     Workload("W6b", "while_loop 100 x tanh(x@W)", "ms/run", 1, vs_tf(1.2), build_w6b, 15, 2),
 ]
+# issue 11's input workloads (I1, I2); that module imports this one, so it comes last.
+from input_workloads import INPUT_WORKLOADS
+
+WORKLOADS += INPUT_WORKLOADS
 BY_KEY = {w.key: w for w in WORKLOADS}

@@ -14,47 +14,59 @@ from flowgraph.kernels.cpu import queue_base
 
 def _queue_kernel(kind: str):
     def make(ctx):
-        a = ctx.attrs
-        types = list(a["component_types"])
-        shapes = [TensorShape(s) for s in a["shapes"]]
-        if kind == "PriorityQueue":
-            if len(shapes) != len(types):
-                raise errors.InvalidArgumentError(
-                    None, None, "PriorityQueue requires one shape per component type"
-                )
-            types, shapes = [dtypes.int64] + types, [TensorShape([])] + shapes
-        elif shapes and len(shapes) != len(types):
-            raise errors.InvalidArgumentError(
-                None,
-                None,
-                f"shapes must have the same length as component_types: {len(shapes)} vs "
-                f"{len(types)}",
-            )
-        if kind == "PaddingFIFOQueue" and not shapes:
-            raise errors.InvalidArgumentError(
-                None, None, "PaddingFIFOQueue requires one shape per component (may be partial)"
-            )
-        if kind != "PaddingFIFOQueue":
-            for s in shapes:
-                if not s.is_fully_defined():
-                    raise errors.InvalidArgumentError(
-                        None, None, f"{kind} shapes must be fully defined, got {s}"
-                    )
-        capacity = a["capacity"]
-        name = a["shared_name"] or ctx.name
-
-        def factory():
-            if kind == "RandomShuffleQueue":
-                return queue_base.RandomShuffleQueue(
-                    name, types, shapes, capacity, a["min_after_dequeue"], a["seed"], a["seed2"]
-                )
-            return getattr(queue_base, kind)(name, types, shapes, capacity)
-
-        q = ctx.resources.lookup_or_create(a["container"], name, factory)
-        q.matches(kind, types, shapes, capacity)
+        cached = ctx.state  # (container, name, queue): the checks below ran once for it
+        if cached is not None:
+            try:
+                if ctx.resources.lookup(cached[0], cached[1]) is cached[2]:
+                    return cached[2]
+            except errors.NotFoundError:  # the container was reset: make the queue again
+                pass
+        q = _find_or_create(ctx, kind)
+        ctx.state = (ctx.attrs["container"], q.name, q)
         return q
 
     return make
+
+
+def _find_or_create(ctx, kind: str):
+    a = ctx.attrs
+    types = list(a["component_types"])
+    shapes = [TensorShape(s) for s in a["shapes"]]
+    if kind == "PriorityQueue":
+        if len(shapes) != len(types):
+            raise errors.InvalidArgumentError(
+                None, None, "PriorityQueue requires one shape per component type"
+            )
+        types, shapes = [dtypes.int64] + types, [TensorShape([])] + shapes
+    elif shapes and len(shapes) != len(types):
+        raise errors.InvalidArgumentError(
+            None,
+            None,
+            f"shapes must have the same length as component_types: {len(shapes)} vs {len(types)}",
+        )
+    if kind == "PaddingFIFOQueue" and not shapes:
+        raise errors.InvalidArgumentError(
+            None, None, "PaddingFIFOQueue requires one shape per component (may be partial)"
+        )
+    if kind != "PaddingFIFOQueue":
+        for s in shapes:
+            if not s.is_fully_defined():
+                raise errors.InvalidArgumentError(
+                    None, None, f"{kind} shapes must be fully defined, got {s}"
+                )
+    capacity = a["capacity"]
+    name = a["shared_name"] or ctx.name
+
+    def factory():
+        if kind == "RandomShuffleQueue":
+            return queue_base.RandomShuffleQueue(
+                name, types, shapes, capacity, a["min_after_dequeue"], a["seed"], a["seed2"]
+            )
+        return getattr(queue_base, kind)(name, types, shapes, capacity)
+
+    q = ctx.resources.lookup_or_create(a["container"], name, factory)
+    q.matches(kind, types, shapes, capacity)
+    return q
 
 
 for _kind in ("FIFOQueue", "PaddingFIFOQueue", "RandomShuffleQueue", "PriorityQueue"):

@@ -6,6 +6,7 @@ DecodeCompressed (zlib)."""
 from __future__ import annotations
 
 import csv
+import functools
 import gzip
 import itertools
 import zlib
@@ -68,15 +69,23 @@ def _names(names, n: int) -> list:
     return [v.decode() if isinstance(v, bytes) else str(v) for v in flat] if flat.size else [""] * n
 
 
+@functools.lru_cache(maxsize=256)
+def _layout(dims: tuple) -> tuple[bool, list, int]:
+    """(variable, inner dims, values per row) of a dense feature's shape."""
+    variable = bool(dims) and dims[0] is None
+    inner = list(dims[1:] if variable else dims)
+    size = 1
+    for d in inner:
+        size = size * d if d is not None else -1
+    return variable, inner, size
+
+
 def dense_feature(maps: list, key: str, dtype, shape, default: np.ndarray, names=None):
     """[batch, *shape] from one feature of each example; a first dim of None (a
     FixedLenSequenceFeature) takes whole rows and pads to the longest with the default."""
-    dims = shape.as_list()
-    variable = bool(dims) and dims[0] is None
-    inner = dims[1:] if variable else dims
-    if any(d is None for d in inner):
+    variable, inner, size = _layout(tuple(shape.as_list()))
+    if size < 0:
         raise _invalid(f"Key: {key}: dense shape {shape} may have an unknown first dimension only")
-    size = int(np.prod(inner, dtype=np.int64))
     np_dtype = dtype.as_numpy_dtype
     rows = []
     for i, feats in enumerate(maps):
@@ -110,6 +119,8 @@ def dense_feature(maps: list, key: str, dtype, shape, default: np.ndarray, names
         else:
             rows.append(v.reshape(inner))
     if not variable:
+        if len(rows) == 1:
+            return rows[0][np.newaxis]
         return np.stack(rows) if rows else np.zeros([0, *inner], dtype=np_dtype)
     longest = max((len(r) for r in rows), default=0)
     fill = default.reshape(-1)[0] if default.size else (b"" if np_dtype is object else 0)

@@ -54,6 +54,8 @@ class QueueBase:
         self.name = name
         self.dtypes = list(dtypes)
         self.shapes = list(shapes)  # TensorShapes; empty when the queue has no shapes
+        # The fully defined shapes as tuples (None where partial): the fast check of elements.
+        self._exact = [tuple(s.as_list()) if s.is_fully_defined() else None for s in shapes]
         self.capacity = capacity  # < 0: unbounded
         self.lock = threading.Lock()
         self.closed = False  # guarded by lock
@@ -122,6 +124,9 @@ class QueueBase:
 
     def _check_shape(self, i: int, shape: tuple, batched: bool) -> None:
         if not self.shapes:
+            return
+        exact = self._exact[i]
+        if exact is not None and exact == (shape[1:] if batched else shape):
             return
         want = self.shapes[i]
         if batched:
