@@ -162,7 +162,12 @@ def range_size(start, limit, delta, is_int: bool) -> int:
         raise ValueError(f"Requires start >= limit when delta < 0: {start}/{limit}")
     if is_int:
         return int((abs(int(limit) - int(start)) + abs(int(delta)) - 1) // abs(int(delta)))
-    return int(np.ceil(abs((float(limit) - float(start)) / float(delta))))
+    # In T, as TF computes it: float32 (0.3 - 0) / 0.1 rounds to 3.0, so range(0., .3, .1) has 3
+    # elements (in float64 the same float32 values give 3.0000000119 and a 4th element).
+    dtype = np.result_type(np.asarray(start), np.asarray(limit), np.asarray(delta))
+    start, limit, delta = (np.asarray(v, dtype=dtype) for v in (start, limit, delta))
+    with np.errstate(over="ignore"):
+        return int(np.ceil(np.abs((limit - start) / delta)))
 
 
 def _range_shape(ctx):

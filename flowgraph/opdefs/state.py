@@ -38,7 +38,7 @@ for _op in ("AssignAdd", "AssignSub"):
             inputs=["ref: Ref(T)", "value: T"],
             outputs=["output_ref: Ref(T)"],
             attrs=["T: numeric", "use_locking: bool = false"],
-            shape_fn=unchanged,
+            shape_fn=lambda ctx: ctx.input_shapes[0].merge_with(ctx.input_shapes[1]),
         )
     )
 register_op(

@@ -32,7 +32,7 @@ def tol(dtype):
 
 def np_mean(x, axis, keepdims):
     if x.dtype.kind in "iu":
-        s = np.sum(x, axis=axis, keepdims=keepdims, dtype=x.dtype).astype(np.int64)
+        s = np.sum(x, axis=axis, keepdims=keepdims, dtype=np.int64)
         n = np.prod([x.shape[a] for a in np.atleast_1d(axis)]) if axis is not None else x.size
         return np.trunc(s / n).astype(x.dtype)
     return np.mean(
@@ -87,8 +87,14 @@ def test_bool_reductions(fn, ref):
 def test_integer_mean_truncates_toward_zero():
     assert run(lambda t: tf.reduce_mean(t), [np.array([-1, -2, -4], np.int32)]) == -2
     assert run(lambda t: tf.reduce_mean(t), [np.array([1, 2, 4], np.int32)]) == 2
-    # The sum wraps in the input's dtype first, as TF's Eigen reducer does: 300 -> 44, 44 / 3 -> 14.
-    assert run(lambda t: tf.reduce_mean(t), [np.array([100, 100, 100], np.int8)]) == 14
+    # The sum is taken in a wider type, as TF does (issue 7, defect 6): no wrap-around.
+    assert run(lambda t: tf.reduce_mean(t), [np.array([100, 100, 100], np.int8)]) == 100
+    assert run(lambda t: tf.reduce_mean(t), [np.array([255, 255, 1], np.uint8)]) == 170
+    big = np.array([[2**31 - 1, 2**31 - 1]], np.int32)
+    assert run(lambda t: tf.reduce_mean(t, 1), [big]).tolist() == [2**31 - 1]
+    assert run(lambda t: tf.reduce_mean(t), [np.array([-128, -128, 127], np.int8)]) == -43
+    u64 = np.array([2**63, 2**62], np.uint64)
+    assert run(lambda t: tf.reduce_mean(t), [u64]) == 2**62 + 2**61
 
 
 def test_reduction_argument_aliases_and_errors():

@@ -355,15 +355,17 @@ def _mean(x, axes, keep):
         with np.errstate(invalid="ignore", divide="ignore"):  # empty -> NaN, as in TF
             out = np.mean(x, axis=axes, keepdims=keep, dtype=_accumulator(x.dtype))
         return out.astype(x.dtype, copy=False)
-    total = np.sum(x, axis=axes, keepdims=keep, dtype=x.dtype)
+    # TF sums in a wider type: uint8 [255, 255, 1] has mean 170, int32 [2**31-1] * 2 keeps it.
+    wide = np.uint64 if x.dtype == np.uint64 else np.int64
+    total = np.sum(x, axis=axes, keepdims=keep, dtype=wide)
     count = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
     if count == 0:
-        return np.zeros_like(total)
+        return np.zeros(np.shape(total), dtype=x.dtype)
     # Integer mean truncates toward zero, as C++ division does ([-1, -2, -4] -> -2).
-    total = np.asarray(total).astype(np.int64)  # the sum wraps in x's dtype first, as in TF
-    quotient = np.floor_divide(total, count)
-    quotient += (quotient * count != total) & (quotient < 0)
-    return quotient.astype(x.dtype)
+    quotient = np.floor_divide(total, wide(count))
+    if wide is np.int64:
+        quotient += (quotient * count != total) & (quotient < 0)
+    return np.asarray(quotient).astype(x.dtype)
 
 
 def _extremum(fn, identity):
@@ -411,20 +413,25 @@ def _scalar_axis(x, axis, what: str) -> int:
     return axis % rank
 
 
-def _arg_reduce(fn):
+def _arg_reduce(fn, worst: float):
     def kernel(ctx, x, dimension):
         axis = _scalar_axis(x, dimension, "dimension")
         if np.shape(x)[axis] == 0:
             raise errors.InvalidArgumentError(
                 None, None, f"Reduction axis {axis} is empty in shape {_shape_str(np.shape(x))}"
             )
+        x = np.asarray(x)
+        if x.dtype.kind == "f" or x.dtype.name == "bfloat16":
+            # TF's reducer only moves to a strictly better value, so NaN never wins (an all-NaN
+            # row gives index 0); NumPy would return the first NaN.
+            x = np.where(np.isnan(x), worst, x)
         return fn(x, axis=axis).astype(ctx.attrs["output_type"].as_numpy_dtype, copy=False)
 
     return kernel
 
 
-register_kernel("ArgMax")(_arg_reduce(np.argmax))  # ties: the first index, as in TF
-register_kernel("ArgMin")(_arg_reduce(np.argmin))
+register_kernel("ArgMax")(_arg_reduce(np.argmax, -np.inf))  # ties: the first index, as in TF
+register_kernel("ArgMin")(_arg_reduce(np.argmin, np.inf))
 
 
 def _scan(fn, identity: int):

@@ -245,10 +245,15 @@ def _top_k(x: np.ndarray, k: int):
         raise errors.InvalidArgumentError(
             None, None, f"input must have at least k columns. Had {n}, needed {k}"
         )
-    # A stable ascending sort of the reversed row, read backwards, is descending with ties
-    # broken by the lower original index; it needs no negation (unsigned ints, -0.0).
-    order = np.argsort(x[..., ::-1], axis=-1, kind="stable")[..., ::-1][..., :k]
-    indices = (n - 1 - order).astype(np.int32)
+    if x.dtype.kind == "f" and np.isnan(x).any():
+        # TF's own order of NaNs is undefined (a sort with a comparator NaN breaks); NaN ranks
+        # last here, so top_k(x, 1) agrees with argmax, which never picks a NaN.
+        indices = np.lexsort((-x, np.isnan(x)), axis=-1)[..., :k].astype(np.int32)
+    else:
+        # A stable ascending sort of the reversed row, read backwards, is descending with ties
+        # broken by the lower original index; it needs no negation (unsigned ints, -0.0).
+        order = np.argsort(x[..., ::-1], axis=-1, kind="stable")[..., ::-1][..., :k]
+        indices = (n - 1 - order).astype(np.int32)
     return np.take_along_axis(x, indices, axis=-1), indices
 
 

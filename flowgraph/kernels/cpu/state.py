@@ -63,14 +63,15 @@ def _update(fn):
     def kernel(ctx, var: VariableState, value):
         with var.lock:
             old = var.read()
-            new = fn(old, value)
-            if new.shape != old.shape:
+            # Checked before the update: NumPy would broadcast a [1] value into a [3] variable.
+            if np.shape(value) != old.shape:
                 raise errors.InvalidArgumentError(
                     None,
                     None,
                     f"Cannot update variable with shape {list(old.shape)} using a Tensor with shape "
                     f"{list(np.shape(value))}, shapes must be equal.",
                 )
+            new = fn(old, value)
             var.write(new, _in_place(ctx), owned=True)
         return var
 

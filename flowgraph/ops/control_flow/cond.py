@@ -110,6 +110,11 @@ def cond(pred, true_fn=None, false_fn=None, strict=False, name=None, fn1=None, f
     return packed
 
 
+def _chained(pred, true_fn, false_fn, strict):
+    """One link of case's chain: cond(pred, true_fn, false_fn), built when called."""
+    return lambda: cond(pred, true_fn, false_fn, strict=strict)
+
+
 def case(pred_fn_pairs, default=None, exclusive=False, strict=False, name="case"):
     """The first pair whose predicate holds decides (a chain of conds); `default` otherwise.
 
@@ -122,19 +127,20 @@ def case(pred_fn_pairs, default=None, exclusive=False, strict=False, name="case"
     pairs = list(pred_fn_pairs)
     for p, f in pairs:
         if not callable(f):
-            raise TypeError("fn for pred %s must be callable." % getattr(p, "name", p))
+            raise TypeError(f"fn for pred {getattr(p, 'name', p)} must be callable.")
     if default is None:
         if not pairs:
             raise ValueError("case needs at least one predicate/function pair or a default")
-        *pairs, (last_pred, default) = pairs
+        *pairs, (_last_pred, default) = pairs
     graph = default_graph.get()
     with graph.name_scope(name) as scope:
         preds = [convert_to_tensor(p, dtype=dtypes.bool_) for p, _ in pairs]
         if exclusive and len(preds) > 1:
             from flowgraph.ops import array as array_ops
             from flowgraph.ops import logging as logging_ops
+            from flowgraph.ops import reduction
 
-            count = math_ops.reduce_sum(math_ops.cast(array_ops.stack(preds), dtypes.int32))
+            count = reduction.reduce_sum(math_ops.cast(array_ops.stack(preds), dtypes.int32))
             check = logging_ops.Assert(
                 count <= 1, [f"More than one condition evaluated as True in {scope[:-1]}"]
             )
@@ -142,5 +148,5 @@ def case(pred_fn_pairs, default=None, exclusive=False, strict=False, name="case"
                 preds = [array_ops.identity(p) for p in preds]
         fn = default
         for p, f in reversed(list(zip(preds, [f for _, f in pairs]))):
-            fn = (lambda p, f, rest: lambda: cond(p, f, rest, strict=strict))(p, f, fn)
+            fn = _chained(p, f, fn, strict)
         return fn()
