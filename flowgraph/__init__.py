@@ -44,6 +44,7 @@ from flowgraph.session.default_session import get as get_default_session
 from flowgraph.session.session import InteractiveSession, Session
 from flowgraph import layers, train  # noqa: E402
 from flowgraph import summary  # noqa: E402
+from flowgraph import saved_model  # noqa: E402
 from flowgraph.namespaces import (  # noqa: E402
     contrib, graph_util, initializers, linalg, losses, math, metrics, nest, nn, random, test,
 )  # fmt: skip

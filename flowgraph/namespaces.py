@@ -38,7 +38,9 @@ losses = _namespace("losses", _losses)
 metrics = _namespace("metrics", _metrics)
 random = _namespace("random", _random, **_random.RANDOM_NAMESPACE)
 initializers = _namespace("initializers", _init_ops, **_init_ops.INITIALIZERS)
-graph_util = _namespace("graph_util", _importer)
+from flowgraph.framework import graph_util as _graph_util  # noqa: E402
+
+graph_util = _namespace("graph_util", _importer, _graph_util)
 test = _namespace(
     "test", TestCase=_test_case.TestCase, main=_test_case.main, is_gpu_available=_test_case.is_gpu_available,
     gpu_device_name=_test_case.gpu_device_name, compute_gradient=_gradient_checker.compute_gradient,
@@ -64,7 +66,11 @@ flags = _namespace("flags", _flags)
 app = _namespace("app", run=_app.run, flags=flags)
 logging = _namespace("logging", _tf_logging)
 gfile = _namespace("gfile", _gfile)
-io = _namespace("io", gfile=_namespace("io.gfile", **_gfile.IO_GFILE))
+from flowgraph.train import graph_io as _graph_io  # noqa: E402
+
+io = _namespace(
+    "io", gfile=_namespace("io.gfile", **_gfile.IO_GFILE), write_graph=_graph_io.write_graph
+)
 version = _namespace("version", _version)
 
 # tf.python_io, and the input-pipeline names of tf.io (readers, records, parsing).

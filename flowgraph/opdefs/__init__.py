@@ -20,3 +20,4 @@ from flowgraph.opdefs import io  # noqa: F401
 from flowgraph.opdefs import data_flow  # noqa: F401
 from flowgraph.opdefs import readers  # noqa: F401
 from flowgraph.opdefs import parsing  # noqa: F401
+from flowgraph.opdefs import string_ops  # noqa: F401

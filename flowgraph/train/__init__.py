@@ -44,6 +44,7 @@ from flowgraph.train.checkpoint_utils import (
 )  # fmt: skip
 from flowgraph.train.coordinator import Coordinator, LooperThread
 from flowgraph.train.ftrl import FtrlOptimizer
+from flowgraph.train.graph_io import write_graph
 from flowgraph.train.input import (
     batch,
     batch_join,
@@ -125,5 +126,5 @@ __all__ += [
     "checkpoint_exists", "export_meta_graph", "generate_checkpoint_state_proto",
     "get_checkpoint_mtimes", "get_checkpoint_state", "import_meta_graph", "init_from_checkpoint",
     "latest_checkpoint", "list_variables", "load_checkpoint", "load_variable", "remove_checkpoint",
-    "update_checkpoint_state",
+    "update_checkpoint_state", "write_graph",
 ]  # fmt: skip

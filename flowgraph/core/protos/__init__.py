@@ -62,6 +62,7 @@ from flowgraph.core.protos.reader_base_pb2 import ReaderBaseState
 from flowgraph.core.protos.resource_handle_pb2 import ResourceHandleProto
 from flowgraph.core.protos.rewriter_config_pb2 import RewriterConfig
 from flowgraph.core.protos.saved_object_graph_pb2 import SavedObjectGraph
+from flowgraph.core.protos.saved_model_pb2 import SavedModel
 from flowgraph.core.protos.saver_pb2 import CheckpointState, SaverDef
 from flowgraph.core.protos.step_stats_pb2 import (
     AllocationRecord,
@@ -149,6 +150,7 @@ __all__ = [
     "RunMetadata",
     "RunOptions",
     "SaveSliceInfoDef",
+    "SavedModel",
     "SavedObjectGraph",
     "SaverDef",
     "SequenceExample",
