@@ -35,6 +35,7 @@ from flowgraph.ops.random import *  # noqa: F403
 from flowgraph.ops.state import *  # noqa: F403
 from flowgraph.ops.variables import *  # noqa: F403
 from flowgraph.ops.variable_scope import *  # noqa: F403
+from flowgraph.ops.partitioned_variables import *  # noqa: F403
 from flowgraph.ops.script_ops import *  # noqa: F403
 from flowgraph.ops.queues import *  # noqa: F403
 from flowgraph.ops.readers import *  # noqa: F403

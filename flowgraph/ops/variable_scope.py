@@ -62,6 +62,7 @@ class _VariableStore:
 
     def __init__(self):
         self.vars: dict[str, object] = {}
+        self.partitioned_vars: dict[str, object] = {}  # name -> PartitionedVariable
 
     def get_variable(self, name, shape=None, dtype=dtypes.float32, initializer=None,
                      regularizer=None, reuse=None, trainable=None, collections=None,
@@ -89,22 +90,22 @@ class _VariableStore:
         if unused:
             raise TypeError(f"get_variable() got unexpected arguments {sorted(unused)}")
         is_scalar = isinstance(shape, Sequence) and not isinstance(shape, str) and len(shape) == 0
-        if partitioner is not None and not is_scalar:
-            raise errors.UnimplementedError(
-                None,
-                None,
-                f"get_variable('{name}'): partitioner={partitioner!r} is not supported: "
-                "flowgraph has no PartitionedVariable; create the variable without a partitioner.",
-            )
         if reuse is None:
             reuse = False
+        if partitioner is not None and not is_scalar:
+            from flowgraph.ops.partitioned_variables import get_partitioned_variable
+
+            return get_partitioned_variable(self, name, partitioner, shape, dtype, initializer,
+                                            regularizer, reuse, trainable, collections,
+                                            caching_device, validate_shape, use_resource,
+                                            constraint)  # fmt: skip
         return self._get_single_variable(name, shape, dtype, initializer, regularizer, reuse,
                                          trainable, collections, caching_device, validate_shape,
                                          use_resource, constraint)  # fmt: skip
 
     def _get_single_variable(self, name, shape, dtype, initializer, regularizer, reuse, trainable,
                              collections, caching_device, validate_shape, use_resource,
-                             constraint):  # fmt: skip
+                             constraint, partition_info=None):  # fmt: skip
         from_value = initializer is not None and not callable(initializer)
         if shape is not None and from_value:
             raise ValueError("If initializer is a constant, do not specify shape.")
@@ -128,7 +129,7 @@ class _VariableStore:
                 dims = shape.as_list()
 
                 def init_val():
-                    return initializer(dims, dtype=dtype, partition_info=None)
+                    return initializer(dims, dtype=dtype, partition_info=partition_info)
 
                 variable_dtype = dtype.base_dtype
             elif _takes_no_required_args(initializer):

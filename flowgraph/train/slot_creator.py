@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 
+from flowgraph.core.protos import SaveSliceInfoDef
 from flowgraph.framework.convert import convert_to_tensor
 from flowgraph.framework.operation import Tensor
 from flowgraph.ops import array as array_ops
@@ -39,12 +40,27 @@ def _create_slot_var(primary, val, shape, dtype, validate_shape):
     partitioner = scope.partitioner
     scope.set_partitioner(None)  # slots mirror an unpartitioned primary
     try:
-        return variable_scope.get_variable(
+        slot = variable_scope.get_variable(
             "", initializer=val, trainable=False, use_resource=_slot_kind(primary),
             shape=shape if callable(val) else None, dtype=dtype, validate_shape=validate_shape,
         )  # fmt: skip
     finally:
         scope.set_partitioner(partitioner)
+    _mirror_slice_info(primary, slot)
+    return slot
+
+
+def _mirror_slice_info(primary, slot):
+    """A slot of a partition is a partition of the full slot ("emb/Momentum"), so checkpoints
+    hold the slot as one tensor, as TensorFlow's do."""
+    info = getattr(primary, "_save_slice_info", None)
+    if info is None:
+        return
+    suffix = slot.op.name[len(primary.op.name) + 1 :]
+    slot._save_slice_info = SaveSliceInfoDef(
+        full_name=f"{info.full_name}/{suffix}", full_shape=info.full_shape,
+        var_offset=info.var_offset, var_shape=info.var_shape,
+    )  # fmt: skip
 
 
 @contextlib.contextmanager

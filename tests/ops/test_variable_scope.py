@@ -165,9 +165,11 @@ def test_custom_getters_nest():
         tf.variable_scope("c", custom_getter=3)
 
 
-def test_partitioner_is_refused_clearly():
-    with pytest.raises(errors.UnimplementedError, match="partitioner"):
-        tf.get_variable("p", [10, 2], partitioner=lambda shape, dtype: [2, 1])
+def test_partitioner_makes_a_partitioned_variable():
+    p = tf.get_variable("p", [10, 2], partitioner=lambda shape, dtype: [2, 1])
+    assert [v.op.name for v in p] == ["p/part_0", "p/part_1"]
+    with pytest.raises(ValueError, match="one dimension"):
+        tf.get_variable("q", [10, 2], partitioner=lambda shape, dtype: [2, 2])
 
 
 def test_store_is_per_graph_and_local_variables():
