@@ -8,6 +8,9 @@ come from `workloads` so that the floor computes what the graphs compute.
 from __future__ import annotations
 
 import itertools
+import os
+import shutil
+import tempfile
 import time
 
 import numpy as np
@@ -226,6 +229,33 @@ def floor_w6b() -> Case:
     return _timed(loop)
 
 
+def _checkpoint_floor(restore: bool) -> Case:
+    """np.save (C1) or np.load (C2) of the same 64 arrays, one .npy file each."""
+    arrays = [np.full(wl.CKPT_SHAPE, float(i), np.float32) for i in range(wl.CKPT_TENSORS)]
+    directory = tempfile.mkdtemp(prefix="flowgraph_bench_npy_")
+    paths = [os.path.join(directory, f"v{i}.npy") for i in range(len(arrays))]
+
+    def save():
+        for path, a in zip(paths, arrays):
+            np.save(path, a)
+
+    def load():
+        return [np.load(path) for path in paths]
+
+    if restore:
+        save()
+    case = _timed(load if restore else save)
+    return Case(case.step, lambda: shutil.rmtree(directory, ignore_errors=True))
+
+
+def floor_c1() -> Case:
+    return _checkpoint_floor(restore=False)
+
+
+def floor_c2() -> Case:
+    return _checkpoint_floor(restore=True)
+
+
 FLOORS = {
     "W1": floor_w1,
     "W2": floor_w2,
@@ -235,4 +265,6 @@ FLOORS = {
     "W5": floor_w5,
     "W6a": floor_w6a,
     "W6b": floor_w6b,
+    "C1": floor_c1,
+    "C2": floor_c2,
 }

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import itertools
 import os
+import shutil
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -305,6 +307,53 @@ def build_w6b(tf) -> Case:
     return timed_runs(initialized_session(tf, g), x)
 
 
+# -- C1, C2: checkpoints (issue 10) ------------------------------------------------------------
+CKPT_TENSORS = 64
+CKPT_SHAPE = (1024, 1024)  # 4 MiB of float32 each: 256 MiB in all
+CKPT_MIB = CKPT_TENSORS * 4
+
+
+def _checkpoint_case(tf, restore: bool) -> Case:
+    """A Saver over 64 float32 variables of 4 MiB; a step is one save (C1) or restore (C2) of
+    the whole 256 MiB, without the MetaGraph and the state file (untimed parts of a real save)."""
+    g = tf.Graph()
+    with g.as_default():
+        variables = [
+            tf.Variable(tf.fill(list(CKPT_SHAPE), float(i)), name=f"v{i}")
+            for i in range(CKPT_TENSORS)
+        ]
+        saver = tf.train.Saver(variables)
+    sess = initialized_session(tf, g)
+    directory = tempfile.mkdtemp(prefix="flowgraph_bench_ckpt_")
+    prefix = os.path.join(directory, "model")
+
+    def save():
+        saver.save(sess, prefix, write_meta_graph=False, write_state=False)
+
+    if restore:
+        save()
+    run = (lambda: saver.restore(sess, prefix)) if restore else save
+
+    def step() -> float:
+        t0 = time.perf_counter()
+        run()
+        return time.perf_counter() - t0
+
+    def close():
+        sess.close()
+        shutil.rmtree(directory, ignore_errors=True)
+
+    return Case(step, close)
+
+
+def build_c1(tf) -> Case:
+    return _checkpoint_case(tf, restore=False)
+
+
+def build_c2(tf) -> Case:
+    return _checkpoint_case(tf, restore=True)
+
+
 def vs_tf(ratio: float) -> Target:
     return Target(ratio=ratio)
 
@@ -327,6 +376,9 @@ WORKLOADS = [
     Workload("W8c", "build GD.minimize(MLP)", "ms", 1, vs_tf(1.0), build_w8c, 25, 2),
     Workload("W6a", "while_loop 10k x (i+1)", "us/iter", W6A_ITERS, at_most_us(10), build_w6a, 9),
     Workload("W6b", "while_loop 100 x tanh(x@W)", "ms/run", 1, vs_tf(1.2), build_w6b, 15, 2),
+    # >= 0.8x TF's MB/s is <= 1.25x TF's time; the NumPy floor is np.save / np.load per array
+    Workload("C1", "save 256 MiB, 64 tensors", "ms/save", 1, vs_tf(1.25), build_c1, 7, 1),
+    Workload("C2", "restore 256 MiB, 64 tensors", "ms/restore", 1, vs_tf(1.25), build_c2, 7, 1),
 ]
 # issue 11's input workloads (I1, I2); that module imports this one, so it comes last.
 from input_workloads import INPUT_WORKLOADS
