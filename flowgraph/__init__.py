@@ -50,7 +50,7 @@ from flowgraph.namespaces import (  # noqa: E402
     contrib, graph_util, initializers, linalg, losses, math, metrics, nest, nn, random, test,
 )  # fmt: skip
 from flowgraph.namespaces import app, flags, gfile, io, logging, version  # noqa: E402
-from flowgraph.namespaces import python_io  # noqa: E402
+from flowgraph.namespaces import image, python_io  # noqa: E402
 from flowgraph.platform.version import COMPILER_VERSION, GIT_VERSION, VERSION, __version__  # noqa: E402
 from flowgraph import compat  # noqa: E402
 from flowgraph.compat import *  # noqa: F403,E402

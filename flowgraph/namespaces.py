@@ -82,3 +82,7 @@ python_io = _namespace("python_io", _tf_record)
 for _module in (_tf_record, _readers, _parsing_ops):
     for _key in _module.__all__:
         setattr(io, _key, getattr(_module, _key))
+
+from flowgraph.ops import image_ops as _image_ops  # noqa: E402
+
+image = _namespace("image", _image_ops)

@@ -21,3 +21,4 @@ from flowgraph.opdefs import data_flow  # noqa: F401
 from flowgraph.opdefs import readers  # noqa: F401
 from flowgraph.opdefs import parsing  # noqa: F401
 from flowgraph.opdefs import string_ops  # noqa: F401
+from flowgraph.opdefs import image  # noqa: F401

@@ -15,3 +15,4 @@ from flowgraph.kernels.cpu import data_flow  # noqa: F401
 from flowgraph.kernels.cpu import readers  # noqa: F401
 from flowgraph.kernels.cpu import parsing  # noqa: F401
 from flowgraph.kernels.cpu import string_ops  # noqa: F401
+from flowgraph.kernels.cpu import image  # noqa: F401
