@@ -22,3 +22,4 @@ from flowgraph.opdefs import readers  # noqa: F401
 from flowgraph.opdefs import parsing  # noqa: F401
 from flowgraph.opdefs import string_ops  # noqa: F401
 from flowgraph.opdefs import image  # noqa: F401
+from flowgraph.opdefs import sparse  # noqa: F401

@@ -20,7 +20,7 @@ import numpy as np
 
 from flowgraph.core import dtypes, errors
 from flowgraph.core.protos import ConfigProto, GraphDef
-from flowgraph.framework import default_graph, nest
+from flowgraph.framework import default_graph, nest, sparse_tensor
 from flowgraph.framework.indexed_slices import IndexedSlices, IndexedSlicesValue
 from flowgraph.framework.operation import Operation, Tensor
 from flowgraph.runtime.direct import DirectRuntime
@@ -60,6 +60,9 @@ class _FetchMapper:
                 else (lambda vals: None)
             )
             return lambda vals: IndexedSlicesValue(parts[0](vals), parts[1](vals), shape(vals))
+        if isinstance(f, sparse_tensor.SparseTensor):  # fetched as its three parts
+            parts = [self._map(graph, t) for t in sparse_tensor.fetch_parts(f)]
+            return lambda vals: sparse_tensor.SparseTensorValue(*(p(vals) for p in parts))
         el = _fetch_element(graph, f)
         if isinstance(el, Operation):
             if el not in self.targets:
@@ -240,7 +243,7 @@ class BaseSession:
         if not feed_dict:
             return (), ()
         feeds = {}
-        for key, value in _flatten_feeds(feed_dict):
+        for key, value in _expand_sparse_feeds(_flatten_feeds(feed_dict)):
             t = _feed_tensor(self._graph, key)
             if isinstance(value, (Tensor, Operation)):
                 raise TypeError(
@@ -310,6 +313,15 @@ def _flatten_feeds(feed_dict):
                 f"{len(values)} elements. Key: {keys}, value: {values}."
             )
         yield from zip(keys, values)
+
+
+def _expand_sparse_feeds(items):
+    """(key, value) pairs with each SparseTensor key replaced by its three component feeds."""
+    for key, value in items:
+        if isinstance(key, sparse_tensor.SparseTensor):
+            yield from sparse_tensor.expand_feed(key, value)
+        else:
+            yield key, value
 
 
 def _feed_tensor(graph, key) -> Tensor:

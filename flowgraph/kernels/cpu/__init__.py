@@ -16,3 +16,4 @@ from flowgraph.kernels.cpu import readers  # noqa: F401
 from flowgraph.kernels.cpu import parsing  # noqa: F401
 from flowgraph.kernels.cpu import string_ops  # noqa: F401
 from flowgraph.kernels.cpu import image  # noqa: F401
+from flowgraph.kernels.cpu import sparse  # noqa: F401
