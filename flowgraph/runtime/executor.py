@@ -278,6 +278,12 @@ def _execute(plan: ExecutorPlan, step: Step) -> None:
                 out = item.compute(*args)
             except BaseException as e:
                 error = node_error(item, plan.device.name, e)
+                step.cancelled = True  # now: an async kernel in flight (a dequeue) must not
+                step.rendezvous.abort(  # keep the step waiting for it
+                    errors.CancelledError(
+                        None, None, "Step was cancelled by an error in another node"
+                    )
+                )
                 break
             finish(item, out)
             if stats is not None:

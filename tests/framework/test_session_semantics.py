@@ -170,6 +170,38 @@ def test_sigint_during_a_step_raises_keyboard_interrupt():
         sess.run(y)
 
 
+def test_keyboard_interrupt_cancels_a_blocked_dequeue_of_the_step():
+    """The interrupted step's dequeue is withdrawn: a later enqueue reaches the next dequeue."""
+    q = tf.FIFOQueue(10, tf.float32, shapes=[[]])
+    deq = q.dequeue()  # built first: it waits in the queue before the py_func runs
+
+    def interrupt():
+        raise KeyboardInterrupt
+
+    stop = tf.py_func(interrupt, [], tf.float32)
+    with tf.Session() as sess:
+        with pytest.raises(KeyboardInterrupt):
+            sess.run([deq, stop])
+        sess.run(q.enqueue([5.0]))
+        assert sess.run(deq, options=tf.RunOptions(timeout_in_ms=10000)) == 5.0
+
+
+def test_a_kernel_error_cancels_a_blocked_dequeue_of_the_step():
+    """An error in a kernel run inline used to leave the step waiting for the dequeue."""
+    q = tf.FIFOQueue(10, tf.float32, shapes=[[]])
+    deq = q.dequeue()
+
+    def bad():
+        raise ValueError("bad value")
+
+    fail = tf.py_func(bad, [], tf.float32)
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.InvalidArgumentError, match="bad value"):
+            sess.run([deq, fail], options=tf.RunOptions(timeout_in_ms=20000))
+        sess.run(q.enqueue([5.0]))
+        assert sess.run(deq, options=tf.RunOptions(timeout_in_ms=10000)) == 5.0
+
+
 # -- defect 11: duplicate feeds; tensors inside a loop --------------------------------------------
 def test_one_tensor_fed_by_object_and_by_name_takes_the_last_value():
     x = tf.placeholder(tf.float32, [], name="x")
