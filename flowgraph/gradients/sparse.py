@@ -47,10 +47,12 @@ def _sparse_tensor_dense_matmul_grad(op, grad):
     parts_a = build("GatherV2", grad, cols if adj_a else rows, 0)
     b_rows = build("Transpose", b, [1, 0]) if adj_b else b
     parts_b = build("GatherV2", b_rows, rows if adj_a else cols, 0)
-    if b.dtype.is_complex:
+    if (
+        b.dtype.is_complex
+    ):  # TF's conjugations: a's part when A is adjoint, b's when both or neither
         if adj_a:
             parts_a = build("Conj", parts_a)
-        if not adj_b or adj_a:
+        if adj_a == adj_b:
             parts_b = build("Conj", parts_b)
     return None, reduce_sum(build("Mul", parts_a, parts_b), [1]), None, b_grad
 

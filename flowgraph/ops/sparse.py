@@ -289,19 +289,26 @@ def sparse_to_indicator(sp_input, vocab_size, name=None) -> Tensor:
 
 
 # -- SparseTensor (op) dense: element-wise, the dense side broadcast to the sparse shape -------
-def _cwise(op_type: str, stem: str):
+def _cwise(op_type: str, stem: str, true_div: bool = False):
     def method(self, other):
+        from flowgraph.ops.math import cast
+
         with name_scope(None, stem, [self.values, other]) as scope:
             other = convert_to_tensor(other, self.dtype.base_dtype, name="y")
-            out = apply_op(op_type, [self.indices, self.values, self.dense_shape, other],
-                           name=scope)  # fmt: skip
+            values = self.values
+            if true_div and (values.dtype.is_integer or values.dtype == dtypes.bool_):
+                # Python 3 `/` of integers is a float division, as for dense tensors in TF.
+                wide = self.dtype.size >= 4
+                values = cast(values, dtypes.float64 if wide else dtypes.float32)
+                other = cast(other, values.dtype)
+            out = apply_op(op_type, [self.indices, values, self.dense_shape, other], name=scope)
             return SparseTensor(self.indices, out.outputs[0], self.dense_shape)
 
     return method
 
 
 SparseTensor.__mul__ = _cwise("SparseDenseCwiseMul", "mul")
-SparseTensor.__truediv__ = _cwise("SparseDenseCwiseDiv", "truediv")
+SparseTensor.__truediv__ = _cwise("SparseDenseCwiseDiv", "truediv", true_div=True)
 SparseTensor.__div__ = _cwise("SparseDenseCwiseDiv", "div")
 
 SPARSE_NAMESPACE = {  # tf.sparse.<name> (TF 1.15)

@@ -114,6 +114,8 @@ def sparse_tensor_dense_add(ctx, a_indices, a_values, a_shape, b):
 
 
 def _reduce(ctx, indices, values, shape, axes, ufunc, identity):
+    """Reduces the entries present per output position; a position without entries is 0 (TF
+    zero-fills the output before reducing each group)."""
     shape = np.asarray(shape, np.int64).reshape(-1)
     rank = shape.size
     axes = np.asarray(axes, np.int64).reshape(-1)
@@ -127,6 +129,9 @@ def _reduce(ctx, indices, values, shape, axes, ufunc, identity):
     out = np.full(int(np.prod(kept)), identity, values.dtype)
     pos = linear_index(idx[:, ~reduced], kept) if idx.size else np.zeros(0, np.int64)
     ufunc.at(out, pos, values)
+    empty = np.ones(out.size, bool)
+    empty[pos] = False
+    out[empty] = 0
     if ctx.attrs["keep_dims"]:
         return out.reshape(np.where(reduced, 1, shape))
     return out.reshape(kept)
@@ -212,21 +217,23 @@ def sparse_softmax(ctx, sp_indices, sp_values, sp_shape):
 
 @register_kernel("SparseAdd")
 def sparse_add(ctx, a_indices, a_values, a_shape, b_indices, b_values, b_shape, thresh):
+    """TF's merge of two canonically ordered operands: an index present in both gets the sum,
+    kept only if its magnitude is at least `thresh`; an index present in one is copied."""
     a_shape, b_shape = (np.asarray(s, np.int64).reshape(-1) for s in (a_shape, b_shape))
     if a_shape.shape != b_shape.shape or (a_shape != b_shape).any():
         raise _invalid(
             f"Operands do not have the same ranks; got shapes: {_fmt(a_shape)} and {_fmt(b_shape)}"
         )
-    lin = np.concatenate(
-        [
-            linear_index(a_indices, a_shape, "a_indices"),
-            linear_index(b_indices, b_shape, "b_indices"),
-        ]
+    lin_a = linear_index(a_indices, a_shape, "a_indices")
+    lin_b = linear_index(b_indices, b_shape, "b_indices")
+    lin = np.concatenate([lin_a, lin_b])
+    pos, first, inverse, count = np.unique(
+        lin, return_index=True, return_inverse=True, return_counts=True
     )
-    pos, first, inverse = np.unique(lin, return_index=True, return_inverse=True)[:3]
     sums = np.zeros(len(pos), a_values.dtype)
     np.add.at(sums, inverse.reshape(-1), np.concatenate([a_values, b_values]))
-    keep = np.abs(sums) >= thresh
+    in_both = np.isin(pos, lin_a) & np.isin(pos, lin_b)
+    keep = ~in_both | (np.abs(sums) >= thresh)
     all_indices = np.concatenate([np.asarray(a_indices, np.int64), np.asarray(b_indices, np.int64)])
     return all_indices[first[keep]].reshape(-1, a_shape.size), sums[keep], a_shape
 
