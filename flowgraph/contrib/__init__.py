@@ -1,6 +1,6 @@
 """tf.contrib: the few contrib APIs TF1 programs commonly use (layers initializers and
 regularizers, rnn aliases). Everything here forwards to the core implementation."""
 
-from flowgraph.contrib import layers, rnn
+from flowgraph.contrib import layers, rnn, staging
 
-__all__ = ["layers", "rnn"]
+__all__ = ["layers", "rnn", "staging"]

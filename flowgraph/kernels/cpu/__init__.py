@@ -17,3 +17,4 @@ from flowgraph.kernels.cpu import parsing  # noqa: F401
 from flowgraph.kernels.cpu import string_ops  # noqa: F401
 from flowgraph.kernels.cpu import image  # noqa: F401
 from flowgraph.kernels.cpu import sparse  # noqa: F401
+from flowgraph.kernels.cpu import accumulators  # noqa: F401

@@ -75,6 +75,9 @@ class QueueBase:
     def _can_pop(self) -> bool:
         return self._size() > 0
 
+    def _has_room(self, element: tuple) -> bool:
+        return self.capacity < 0 or self._size() < self.capacity
+
     def _restore(self, elements: list) -> None:
         """Gives back elements taken by a cancelled or failed dequeue."""
         for e in elements:
@@ -245,7 +248,7 @@ class QueueBase:
         """Serves head attempts while any makes progress; finished ones go to `ready`."""
         progress = True
         while progress:
-            progress = False
+            progress = self._serve_peeks(ready)
             while self._dequeuers:
                 a = self._dequeuers[0]
                 while len(a.taken) < a.n and self._can_pop():
@@ -275,12 +278,16 @@ class QueueBase:
                     ready.append((self._enqueuers.popleft(), None, None))
                     progress = True
                     continue
-                while a.elements and (self.capacity < 0 or self._size() < self.capacity):
+                while a.elements and self._has_room(a.elements[0]):
                     self._push(a.elements.popleft())
                     progress = True
                 if a.elements:
                     break
                 ready.append((self._enqueuers.popleft(), None, None))
+
+    def _serve_peeks(self, ready: list) -> bool:
+        """Peeks (StagingArea only) never change the queue: nothing to serve by default."""
+        return False
 
     def _insufficient(self, a: _Attempt) -> errors.OpError:
         return errors.OutOfRangeError(
@@ -402,3 +409,76 @@ class PriorityQueue(QueueBase):
 
     def _pop(self):
         return heapq.heappop(self._heap)[2]
+
+
+class StagingArea(FIFOQueue):
+    """A FIFO buffer of tuples for staging tensors ahead of their use (TF's StagingArea): puts
+    wait while `capacity` elements (0: unbounded) or `memory_limit` bytes are held, gets and
+    `peek(index)` wait for an element. `_peekers` wait for the buffer to reach their index."""
+
+    kind = "StagingArea"
+
+    def __init__(self, name, dtypes, capacity, memory_limit):
+        super().__init__(name, dtypes, [], capacity if capacity > 0 else -1)
+        self.memory_limit = memory_limit
+        self._bytes = 0  # guarded by lock
+        self._peekers: list = []  # guarded by lock: (index, done, step hook holder)
+
+    @staticmethod
+    def _nbytes(element) -> int:
+        return sum(np.asarray(c).nbytes for c in element)
+
+    def _has_room(self, element) -> bool:
+        if not super()._has_room(element):
+            return False
+        if self.memory_limit <= 0 or not self._items:
+            return True
+        return self._bytes + self._nbytes(element) <= self.memory_limit
+
+    def _push(self, element):
+        super()._push(element)
+        self._bytes += self._nbytes(element)
+
+    def _pop(self):
+        element = super()._pop()
+        self._bytes -= self._nbytes(element)
+        return element
+
+    def _restore(self, elements):
+        super()._restore(elements)
+        self._bytes += sum(self._nbytes(e) for e in elements)
+
+    def clear(self) -> None:
+        ready = []
+        with self.lock:
+            self._items.clear()
+            self._bytes = 0
+            self._flush(ready)
+        _run(ready)
+
+    def peek(self, step, index: int, done) -> None:
+        """done(element) once the buffer holds more than `index` elements."""
+        a = _Attempt(_DEQUEUE, done, n=index)
+        ready = []
+        with self.lock:
+            self._peekers.append(a)
+            self._flush(ready)
+            pending = not any(r[0] is a for r in ready)
+            if pending:
+                a.hook = CancelHook(step, lambda error: self._cancel_peek(a, error))
+        _run(ready)
+        if pending:
+            a.hook.arm()
+
+    def _cancel_peek(self, a, error) -> None:
+        with self.lock:
+            if not any(x is a for x in self._peekers):
+                return
+            self._peekers.remove(a)
+        a.done(None, error)
+
+    def _serve_peeks(self, ready: list) -> bool:
+        for a in [p for p in self._peekers if p.n < len(self._items)]:
+            self._peekers.remove(a)
+            ready.append((a, [self._items[a.n]], None))
+        return False
