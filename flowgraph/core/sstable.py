@@ -40,7 +40,7 @@ _MASK_DELTA = 0xA282EAD8
 _M32 = 0xFFFFFFFF
 
 
-def masked_crc32c(data: bytes) -> int:
+def masked_crc32c(data) -> int:
     """TensorFlow's masked CRC-32C: rotated right by 15 bits plus a constant, because a CRC over
     data that embeds CRCs is weak (the same mask as summary/records.py's TFRecord framing)."""
     return mask_crc(google_crc32c.value(data))

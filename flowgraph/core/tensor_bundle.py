@@ -210,15 +210,18 @@ def _encode_strings(flat) -> tuple[bytes, int]:
     return header + length_crc + body, crc
 
 
-def encode_tensor(arr: np.ndarray) -> tuple[bytes, int]:
-    """(bytes, masked CRC-32C) of one tensor as stored in a data file."""
+def encode_tensor(arr: np.ndarray) -> tuple[bytes | np.ndarray, int]:
+    """(bytes, masked CRC-32C) of one tensor as stored in a data file. A numeric tensor's
+    bytes are a read-only uint8 view of the array itself: no copy is made to checksum or
+    write it (google_crc32c reads a read-only array's buffer directly)."""
     if arr.dtype == object or arr.dtype.kind in "SU":
         data, crc = _encode_strings(arr.reshape(-1))
         return data, sstable.mask_crc(crc)
     if arr.dtype.byteorder == ">":
         arr = arr.astype(arr.dtype.newbyteorder("<"))
-    data = np.ascontiguousarray(arr).tobytes()
-    return data, sstable.masked_crc32c(data)
+    view = np.ascontiguousarray(arr).reshape(-1).view(np.uint8)
+    view.flags.writeable = False
+    return view, sstable.masked_crc32c(view)
 
 
 def _decode_varints(buf: bytes, n: int) -> tuple[np.ndarray, int]:
@@ -310,7 +313,7 @@ class BundleWriter:
         entry.size = len(data)
         entry.crc32c = crc
         self._entries[key] = entry
-        self._offset += len(data)
+        self._offset += entry.size
 
     def add_slice(self, name: str, full_shape, sl: Slice, value) -> None:
         """Appends one slice of the tensor `name` (a partition of a partitioned variable)."""
@@ -469,26 +472,30 @@ class BundleReader:
         path = data_filename(self.prefix, entry.shard_id, self.header.num_shards)
         f = self._file(entry.shard_id)
         f.seek(entry.offset)
-        data = f.read(entry.size)
+        # Numeric bytes land in a NumPy buffer that becomes the tensor (no copy after the read).
+        data = np.empty(entry.size, np.uint8)
+        got = f.readinto(data)
+        data.flags.writeable = False
         where = f"tensor {name} in {path}"
-        if len(data) != entry.size:
+        if got != entry.size:
             raise errors.DataLossError(
                 None, None, f"{where}: file is truncated (wanted {entry.size} bytes at offset "
-                f"{entry.offset}, got {len(data)})"
+                f"{entry.offset}, got {got})"
             )  # fmt: skip
         shape = _shape_of(entry.shape)
         n = int(np.prod(shape, dtype=np.int64))
         if entry.dtype == DataType.DT_STRING:
-            arr = _decode_strings(data, n, where)
-            crc = sstable.mask_crc(_string_crc(data, arr))
+            raw = data.tobytes()
+            arr = _decode_strings(raw, n, where)
+            crc = sstable.mask_crc(_string_crc(raw, arr))
         else:
             crc = sstable.masked_crc32c(data)
             dt = numpy_dtype(entry.dtype)
-            if n * dt.itemsize != len(data):
+            if n * dt.itemsize != entry.size:
                 raise errors.DataLossError(
-                    None, None, f"{where}: {len(data)} bytes for shape {list(shape)}"
+                    None, None, f"{where}: {entry.size} bytes for shape {list(shape)}"
                 )
-            arr = np.frombuffer(data, dtype=dt.newbyteorder(">" if self._big_endian else "<"))
+            arr = data.view(dt.newbyteorder(">" if self._big_endian else "<"))
             if self._big_endian:
                 arr = arr.astype(dt)
         if crc != entry.crc32c:
