@@ -5,7 +5,9 @@ conv 3x3x32 (SAME) -> ReLU -> max-pool 2x2 -> conv 3x3x64 (SAME) -> ReLU -> max-
 dense 128 -> ReLU -> dropout -> dense 10. Training prints one progress line every
 `--log_every` steps (step, loss, batch accuracy, examples/sec), evaluates on the held-out test
 set at the end, and writes TensorBoard logs (loss and accuracy scalars, weight histograms, the
-graph) to `--logdir`.
+graph) to `--logdir`. Checkpoints go to `--checkpoint_dir` (default: the logdir) every
+`--save_every` steps and at the end; run it again and it resumes from the latest one
+(`--steps` is the total), and `predict_from_checkpoint` predicts from it without this code.
 
 Run: python -m flowgraph.examples.digits_cnn --steps 600 --logdir logs/digits_cnn
      tensorboard --logdir logs/digits_cnn        (optional, if tensorboard is installed)
@@ -14,6 +16,7 @@ Run: python -m flowgraph.examples.digits_cnn --steps 600 --logdir logs/digits_cn
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 
@@ -59,7 +62,7 @@ def build_model(learning_rate):
     fc = tf.nn.relu(_dense(flat, 256, 128, "fc1"))
     logits = _dense(tf.nn.dropout(fc, keep_prob=keep_prob, seed=3), 128, 10, "logits")
     loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
-    correct = tf.equal(tf.argmax(logits, 1), y)
+    correct = tf.equal(tf.argmax(logits, 1, name="predictions"), y)
     accuracy = tf.reduce_mean(tf.cast(correct, tf.float32))
     global_step = tf.train.get_or_create_global_step()
     train_op = tf.train.AdamOptimizer(learning_rate).minimize(loss, global_step=global_step)
@@ -78,6 +81,8 @@ def _parse(argv):
     parser.add_argument("--log_every", type=int, default=100, help="steps between progress lines")
     parser.add_argument("--logdir", default="logs/digits_cnn", help="TensorBoard log directory")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--checkpoint_dir", default=None, help="default: --logdir")
+    parser.add_argument("--save_every", type=int, default=200, help="steps between checkpoints")
     return parser.parse_args(argv)
 
 
@@ -90,11 +95,13 @@ def main(argv=None):
     model = build_model(args.learning_rate)
     writer = tf.summary.FileWriter(args.logdir, graph=tf.get_default_graph())
     losses = []
+    saver = tf.train.Saver(max_to_keep=3)
+    ckpt_dir = args.checkpoint_dir or args.logdir
     with tf.Session() as sess:
-        sess.run(tf.global_variables_initializer())
+        start = _restore_or_init(sess, saver, ckpt_dir)
         t0 = t_last = time.perf_counter()
         seen = 0  # examples since the last progress line
-        for step in range(1, args.steps + 1):
+        for step in range(start + 1, args.steps + 1):
             xs, ys = data.train.next_batch(args.batch_size)
             feed = {model["x"]: xs, model["y"]: ys, model["keep_prob"]: args.keep_prob}
             fetches = [model["train_op"], model["loss"], model["accuracy"]]
@@ -111,6 +118,8 @@ def main(argv=None):
                 t_last, seen = now, 0
                 print(f"step {step:5d}  loss {out[1]:.4f}  batch accuracy {out[2]:.3f}  "
                       f"{rate:8.0f} examples/sec", flush=True)  # fmt: skip
+            if step % args.save_every == 0 or step == args.steps:
+                saver.save(sess, os.path.join(ckpt_dir, "model.ckpt"), global_step=step)
         elapsed = time.perf_counter() - t0
         feed = {model["x"]: data.test.images, model["y"]: data.test.labels}
         test_loss, test_accuracy = sess.run([model["loss"], model["accuracy"]], feed_dict=feed)
@@ -119,7 +128,19 @@ def main(argv=None):
           f"{data.test.num_examples} held-out digits after {args.steps} steps, "
           f"{elapsed:.1f} s")  # fmt: skip
     return {"losses": np.array(losses), "test_accuracy": float(test_accuracy),
-                "test_loss": float(test_loss), "seconds": elapsed}  # fmt: skip
+                "test_loss": float(test_loss), "seconds": elapsed, "start_step": start}  # fmt: skip
+
+
+def _restore_or_init(sess, saver, ckpt_dir) -> int:
+    """Resumes from the latest checkpoint in `ckpt_dir` (returns its step), else initializes."""
+    path = tf.train.latest_checkpoint(ckpt_dir)
+    if path is None:
+        sess.run(tf.global_variables_initializer())
+        return 0
+    saver.restore(sess, path)
+    step = int(sess.run(tf.train.get_global_step()))
+    print(f"resumed from {path} at step {step}", flush=True)
+    return step
 
 
 if __name__ == "__main__":
