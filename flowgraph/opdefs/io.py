@@ -1,7 +1,8 @@
 """OpDefs of checkpoint I/O (whitepaper §3.3: "Save" and "Restore" nodes write variables to and
 read them from persistent storage), TensorFlow's io_ops.cc.
 
-SaveV2/RestoreV2/MergeV2Checkpoints use the V2 tensor bundle (core/tensor_bundle.py). The ops
+SaveV2/RestoreV2/MergeV2Checkpoints use the V2 tensor bundle (core/tensor_bundle.py); the
+TF1-era Save/SaveSlices/Restore/RestoreSlice use the V1 table format (core/checkpoint_v1.py). The ops
 that touch files are stateful, so no pass may fold or merge them.
 """
 
@@ -86,5 +87,47 @@ register_op(
         inputs=["basename: string", "num_shards: int32"],
         outputs=["filename: string"],
         shape_fn=scalar,
+    )
+)
+
+
+# The V1 format's ops (TF1 graphs and Saver(write_version=V1) use them).
+register_op(
+    OpDef(
+        "Save",
+        inputs=["filename: string", "tensor_names: string", "data: T"],
+        attrs=["T: list(type)"],
+        shape_fn=no_outputs,
+        is_stateful=True,
+    )
+)
+register_op(
+    OpDef(
+        "SaveSlices",
+        inputs=["filename: string", "tensor_names: string", "shapes_and_slices: string",
+                "data: T"],
+        attrs=["T: list(type)"],
+        shape_fn=no_outputs,
+        is_stateful=True,
+    )
+)  # fmt: skip
+register_op(
+    OpDef(
+        "Restore",
+        inputs=["file_pattern: string", "tensor_name: string"],
+        outputs=["tensor: dt"],
+        attrs=["dt: type", "preferred_shard: int = -1"],
+        shape_fn=lambda ctx: unknown_shape(),
+        is_stateful=True,
+    )
+)
+register_op(
+    OpDef(
+        "RestoreSlice",
+        inputs=["file_pattern: string", "tensor_name: string", "shape_and_slice: string"],
+        outputs=["tensor: dt"],
+        attrs=["dt: type", "preferred_shard: int = -1"],
+        shape_fn=_restore_slice_shape,
+        is_stateful=True,
     )
 )

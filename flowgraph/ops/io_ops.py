@@ -8,7 +8,11 @@ from flowgraph.framework.apply_op import apply_op
 
 __all__ = [
     "merge_v2_checkpoints",
+    "restore",
+    "restore_slice",
     "restore_v2",
+    "save",
+    "save_slices",
     "save_v2",
     "sharded_filename",
     "sharded_filespec",
@@ -42,3 +46,26 @@ def sharded_filename(basename, shard, num_shards, name=None):
 def sharded_filespec(basename, num_shards, name=None):
     """ "basename-?????-of-00008": a glob of every shard."""
     return apply_op("ShardedFilespec", [basename, num_shards], name=name).outputs[0]
+
+
+def save(filename, tensor_names, data, name=None):
+    """Writes whole tensors to the V1 checkpoint file `filename` (the Save op)."""
+    return apply_op("Save", [filename, tensor_names, list(data)], name=name)
+
+
+def save_slices(filename, tensor_names, shapes_and_slices, data, name=None):
+    """Writes tensors or slices of them to a V1 checkpoint file (the SaveSlices op)."""
+    return apply_op("SaveSlices", [filename, tensor_names, shapes_and_slices, list(data)],
+                    name=name)  # fmt: skip
+
+
+def restore(file_pattern, tensor_name, dt, preferred_shard=-1, name=None):
+    """Reads one tensor from the V1 checkpoint matching `file_pattern` (the Restore op)."""
+    return apply_op("Restore", [file_pattern, tensor_name], name=name,
+                    dt=dtypes.as_dtype(dt).base_dtype, preferred_shard=preferred_shard).outputs[0]  # fmt: skip
+
+
+def restore_slice(file_pattern, tensor_name, shape_and_slice, dt, preferred_shard=-1, name=None):
+    """Reads a slice of one tensor from a V1 checkpoint (the RestoreSlice op)."""
+    return apply_op("RestoreSlice", [file_pattern, tensor_name, shape_and_slice], name=name,
+                    dt=dtypes.as_dtype(dt).base_dtype, preferred_shard=preferred_shard).outputs[0]  # fmt: skip

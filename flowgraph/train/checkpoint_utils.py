@@ -9,7 +9,7 @@ import os
 import numpy as np
 
 from flowgraph.core import dtypes
-from flowgraph.core.tensor_bundle import BundleReader
+from flowgraph.core.checkpoint_v1 import open_checkpoint
 from flowgraph.framework import default_graph
 from flowgraph.ops import io_ops, variable_scope, variables
 from flowgraph.train import checkpoint_management as cm
@@ -30,7 +30,7 @@ class CheckpointReader:
 
     def __init__(self, filepattern):
         self._prefix = os.fspath(filepattern)
-        self._reader = BundleReader(self._prefix)
+        self._reader = open_checkpoint(self._prefix)
 
     def get_tensor(self, tensor_str) -> np.ndarray:
         """The value of tensor `tensor_str` (a writable copy); NotFoundError if absent."""

@@ -22,9 +22,10 @@ import uuid
 import numpy as np
 
 from flowgraph.core import errors
+from flowgraph.core.checkpoint_v1 import open_checkpoint
 from flowgraph.core.device_spec import DeviceSpec
 from flowgraph.core.protos import SaverDef
-from flowgraph.core.tensor_bundle import BundleReader, numpy_dtype, parse_shape_and_slice
+from flowgraph.core.tensor_bundle import numpy_dtype, parse_shape_and_slice
 from flowgraph.framework import default_graph
 from flowgraph.framework.convert import constant
 from flowgraph.ops import array, io_ops
@@ -54,12 +55,13 @@ class BaseSaverBuilder:
                 names.append(spec.name)
                 tensors.append(spec.tensor)
                 slices.append(spec.slice_spec)
-        if self._write_version != SaverDef.V2:
-            raise NotImplementedError(
-                f"tf.train.Saver(write_version={self._write_version}): flowgraph writes only "
-                "the V2 checkpoint format (saver_pb2.SaverDef.V2)"
-            )
-        return io_ops.save_v2(filename_tensor, names, slices, tensors)
+        if self._write_version == SaverDef.V2:
+            return io_ops.save_v2(filename_tensor, names, slices, tensors)
+        if self._write_version != SaverDef.V1:
+            raise ValueError(f"Unexpected write_version: {self._write_version}")
+        if any(slices):
+            return io_ops.save_slices(filename_tensor, names, slices, tensors)
+        return io_ops.save(filename_tensor, names, tensors)
 
     def bulk_restore(self, filename_tensor, saveables, preferred_shard, restore_sequentially):
         """One RestoreV2 per saveable; with restore_sequentially each waits for the previous."""
@@ -100,8 +102,11 @@ class BaseSaverBuilder:
         return array.group(*assigns, name=name)
 
     def _add_sharded_save_ops(self, checkpoint_prefix, per_device):
-        """One bundle per device under a temporary directory, then MergeV2Checkpoints."""
+        """One bundle per device under a temporary directory, then MergeV2Checkpoints (V1:
+        one file per device, and the save path is their file pattern)."""
         graph = default_graph.get()
+        if self._write_version == SaverDef.V1:
+            return self._add_sharded_save_ops_v1(checkpoint_prefix, per_device)
         tmp_prefix = math_ops.add(checkpoint_prefix, f"_temp_{uuid.uuid4().hex}/part")
         num_shards = constant(len(per_device), name="num_shards")
         prefixes, saves = [], []
@@ -119,6 +124,17 @@ class BaseSaverBuilder:
             )
             with graph.control_dependencies([merge]):
                 return array.identity(checkpoint_prefix)
+
+    def _add_sharded_save_ops_v1(self, filename_tensor, per_device):
+        graph = default_graph.get()
+        num_shards = constant(len(per_device), name="num_shards")
+        saves = []
+        for shard, (device, saveables) in enumerate(per_device):
+            with graph.device(device):
+                name = io_ops.sharded_filename(filename_tensor, shard, num_shards)
+                saves.append(self._add_save_ops(name, saveables))
+        with graph.control_dependencies([s.op for s in saves]):
+            return io_ops.sharded_filespec(filename_tensor, num_shards)
 
     def _add_sharded_restore_ops(self, filename_tensor, per_device, restore_sequentially,
                                  reshape):  # fmt: skip
@@ -225,10 +241,6 @@ class Saver:
             )
         if write_version not in (SaverDef.V1, SaverDef.V2):
             raise ValueError(f"write_version must be SaverDef.V1 or V2, got {write_version}")
-        if write_version == SaverDef.V1 and saver_def is None:
-            raise NotImplementedError(
-                "tf.train.Saver(write_version=SaverDef.V1): flowgraph writes only the V2 format"
-            )
         self._var_list = var_list
         self._reshape = reshape
         self._sharded = sharded
@@ -444,7 +456,7 @@ class Saver:
 
     def _check_against(self, save_path: str):
         saveables = saveable_lib.validate_and_slice_inputs(self._var_list)
-        with BundleReader(save_path) as reader:
+        with open_checkpoint(save_path) as reader:
             for s in saveables:
                 for spec in s.specs:
                     _check_spec(reader, spec, save_path, self._reshape)

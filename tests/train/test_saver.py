@@ -170,8 +170,8 @@ def test_empty_defer_build_versions_and_builder(tmp_path):
         deferred.save(sess, str(tmp_path / "x"))
     deferred.build()
     assert deferred.as_saver_def().restore_op_name == "save/restore_all"
-    with pytest.raises(NotImplementedError, match="V2"):
-        tf.train.Saver(write_version=tf.train.SaverDef.V1)
+    with pytest.raises(ValueError, match="write_version must be"):
+        tf.train.Saver(write_version=7)
     seq = tf.train.Saver(builder=tf.train.saver.BaseSaverBuilder(), restore_sequentially=True)
     restores = [op for op in tf.get_default_graph().get_operations()
                 if op.type == "RestoreV2" and op.name.startswith("save_1/")]  # fmt: skip

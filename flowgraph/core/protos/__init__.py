@@ -63,6 +63,12 @@ from flowgraph.core.protos.resource_handle_pb2 import ResourceHandleProto
 from flowgraph.core.protos.rewriter_config_pb2 import RewriterConfig
 from flowgraph.core.protos.saved_object_graph_pb2 import SavedObjectGraph
 from flowgraph.core.protos.saved_model_pb2 import SavedModel
+from flowgraph.core.protos.saved_tensor_slice_pb2 import (
+    SavedSlice,
+    SavedSliceMeta,
+    SavedTensorSliceMeta,
+    SavedTensorSlices,
+)
 from flowgraph.core.protos.saver_pb2 import CheckpointState, SaverDef
 from flowgraph.core.protos.step_stats_pb2 import (
     AllocationRecord,
@@ -152,6 +158,10 @@ __all__ = [
     "SaveSliceInfoDef",
     "SavedModel",
     "SavedObjectGraph",
+    "SavedSlice",
+    "SavedSliceMeta",
+    "SavedTensorSliceMeta",
+    "SavedTensorSlices",
     "SaverDef",
     "SequenceExample",
     "SessionLog",

@@ -8,7 +8,7 @@ import contextlib
 
 import numpy as np
 
-from flowgraph.core import errors, tensor_bundle
+from flowgraph.core import checkpoint_v1, errors, tensor_bundle
 from flowgraph.core.dtypes import as_dtype
 from flowgraph.kernels.base import register_kernel
 
@@ -78,7 +78,8 @@ def restore_v2(ctx, prefix, tensor_names, shape_and_slices):
     kinds = ctx.attrs["dtypes"]
     _check_counts(names, specs, len(kinds))
     out = []
-    with os_errors(f"restoring checkpoint {prefix}"), tensor_bundle.BundleReader(prefix) as r:
+    # A prefix without a V2 `.index` is read as a V1 checkpoint, as TensorFlow's RestoreV2 does.
+    with os_errors(f"restoring checkpoint {prefix}"), checkpoint_v1.open_checkpoint(prefix) as r:
         for name, spec, dt in zip(names, specs, kinds):
             stored = r.dtype(name)
             if stored != _enum(dt):
@@ -124,3 +125,51 @@ def sharded_filename(ctx, basename, shard, num_shards):
 @register_kernel("ShardedFilespec")
 def sharded_filespec(ctx, basename, num_shards):
     return _string(f"{text(basename)}-?????-of-{int(num_shards):05d}")
+
+
+# -- the V1 format (core/checkpoint_v1.py) ------------------------------------------------------
+def _save_v1(ctx, filename, tensor_names, specs, tensors):
+    filename, names = text(filename), texts(tensor_names)
+    _check_counts(names, specs, len(tensors))
+    entries = []
+    for name, spec, value, dt in zip(names, specs, tensors, ctx.attrs["T"]):
+        arr = np.asarray(value, dtype=tensor_bundle.numpy_dtype(_enum(dt)))
+        parsed = tensor_bundle.parse_shape_and_slice(spec)
+        entries.append((name, *(parsed or (None, None)), arr))
+    with os_errors(f"saving checkpoint {filename}"):
+        checkpoint_v1.write_v1(filename, entries)
+
+
+@register_kernel("Save", expensive=True)
+def save(ctx, filename, tensor_names, *data):
+    _save_v1(ctx, filename, tensor_names, [""] * len(data), data)
+
+
+@register_kernel("SaveSlices", expensive=True)
+def save_slices(ctx, filename, tensor_names, shapes_and_slices, *data):
+    _save_v1(ctx, filename, tensor_names, texts(shapes_and_slices), data)
+
+
+def _restore_v1(ctx, pattern, name, spec):
+    pattern, name = text(pattern), text(name)
+    with os_errors(f"restoring checkpoint {pattern}"), checkpoint_v1.V1Reader(pattern) as r:
+        stored = r.dtype(name)
+        if stored != _enum(ctx.attrs["dt"]):
+            raise errors.InvalidArgumentError(
+                None, None, f"Expected to restore a tensor of type {as_dtype(ctx.attrs['dt']).name},"
+                f" got a tensor of type {as_dtype(stored).name} instead: tensor_name = {name}"
+            )  # fmt: skip
+        parsed = tensor_bundle.parse_shape_and_slice(spec)
+        if parsed is None:
+            return r.lookup(name)
+        return r.lookup_slice(name, parsed[1])
+
+
+@register_kernel("Restore", expensive=True)
+def restore(ctx, file_pattern, tensor_name):
+    return _restore_v1(ctx, file_pattern, tensor_name, "")
+
+
+@register_kernel("RestoreSlice", expensive=True)
+def restore_slice(ctx, file_pattern, tensor_name, shape_and_slice):
+    return _restore_v1(ctx, file_pattern, tensor_name, text(shape_and_slice))
