@@ -33,6 +33,12 @@ def push(graph):
         _stack.remove(graph) if _stack[-1] is not graph else _stack.pop()
 
 
+def clear_stack():
+    """Leaves every `as_default()` block (TF's `_default_graph_stack.reset()`): a test's set-up
+    starts from the global default graph even if an earlier test failed inside a block."""
+    _stack.clear()
+
+
 def reset():
     """Clears the global default graph (TF1: only legal outside every `as_default()` block)."""
     global _global

@@ -2,7 +2,7 @@
 `main`, and the helpers they call, so a user's own TF1 test file runs unchanged under
 `flowgraph run -m pytest` or `flowgraph run test_file.py`.
 
-A test gets a fresh default graph (TF's setUp resets it). `session()` opens a new Session per
+A test gets a fresh global default graph with TF's test seeds (TF's setUp resets it). `session()` opens a new Session per
 call, `cached_session()` (and the deprecated `test_session()`) one Session per test, closed in
 tearDown; both make the session and its graph the defaults, and pin the ops built inside to the
 CPU unless `use_gpu=True`, or to the GPU with `force_gpu=True` (soft placement off, so a missing
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import random
 import re
 import tempfile
 import threading
@@ -24,8 +25,7 @@ import numpy as np
 
 from flowgraph.core import dtypes, errors
 from flowgraph.core.protos import ConfigProto
-from flowgraph.framework import default_graph
-from flowgraph.framework.graph import Graph
+from flowgraph.framework import default_graph, random_seed
 from flowgraph.session import default_session
 from flowgraph.testing.gradient_checker import compute_gradient, compute_gradient_error
 
@@ -55,19 +55,26 @@ class TestCase(unittest.TestCase):
         self._threads = []
 
     def setUp(self):
+        """TF1's set-up: a new global default graph (so the test may reset it again) with
+        graph seed 87654321, and Python's and NumPy's generators seeded the same."""
         super().setUp()
-        self._graph = Graph()
-        self._graph_ctx = self._graph.as_default()
-        self._graph_ctx.__enter__()
+        self._clear_cached_session()
+        random.seed(random_seed.DEFAULT_GRAPH_SEED)
+        np.random.seed(random_seed.DEFAULT_GRAPH_SEED)
+        default_graph.clear_stack()
+        default_graph.reset()
+        random_seed.set_random_seed(random_seed.DEFAULT_GRAPH_SEED)
 
     def tearDown(self):
         for thread in self._threads:
             thread.check_termination()
+        self._clear_cached_session()
+        super().tearDown()
+
+    def _clear_cached_session(self):
         if self._cached_session is not None:
             self._cached_session.close()
             self._cached_session = None
-        self._graph_ctx.__exit__(None, None, None)
-        super().tearDown()
 
     def get_temp_dir(self) -> str:
         """A directory for this test's files, the same for every call within the test."""

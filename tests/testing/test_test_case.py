@@ -185,13 +185,13 @@ def user_dir(tmp_path):
 def test_a_user_tf1_test_file_runs_under_flowgraph_run_pytest(user_dir):
     out = _flowgraph(user_dir, "run", "-m", "pytest", "-p", "no:cacheprovider", "my_op_test.py")
     assert out.returncode == 0, out.stdout + out.stderr
-    assert "8 passed, 1 skipped" in out.stdout, out.stdout
+    assert "9 passed, 1 skipped" in out.stdout, out.stdout
 
 
 def test_a_user_tf1_test_file_runs_as_a_script(user_dir):
     out = _flowgraph(user_dir, "run", "my_op_test.py")
     assert out.returncode == 0, out.stdout + out.stderr
-    assert "Ran 9 tests" in out.stderr and "OK (skipped=1)" in out.stderr, out.stderr
+    assert "Ran 10 tests" in out.stderr and "OK (skipped=1)" in out.stderr, out.stderr
 
 
 def test_a_failing_user_test_gives_a_failing_exit_status(tmp_path):

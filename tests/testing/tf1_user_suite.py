@@ -55,6 +55,14 @@ class SquareTest(tf.test.TestCase):
             err2 = gradient_checker.compute_gradient_error(x, [2], y, [2])
         self.assertLess(max(err, err2), 1e-6)
 
+    def testResetDefaultGraphAndSeeds(self):
+        tf.constant(1.0)
+        self.assertEqual(tf.get_default_graph().seed, 87654321)  # TF's test graph seed
+        tf.reset_default_graph()
+        self.assertEqual(tf.get_default_graph().get_operations(), [])
+        with self.cached_session() as sess:
+            self.assertIs(sess.graph, tf.get_default_graph())
+
     def testGpuQueries(self):
         self.assertIsInstance(tf.test.is_gpu_available(), bool)
         self.assertIsInstance(test.is_gpu_available(cuda_only=True), bool)
