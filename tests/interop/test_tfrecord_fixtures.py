@@ -60,6 +60,19 @@ def test_reader_pipeline_parses_tensorflow_files(name):
         assert list(got_tags["tags"][row, :n]) == expected["records"][row]["tags"]
 
 
+def test_var_len_feature_is_tensorflows_sparse_tensor():
+    _files()
+    records = list(tf.python_io.tf_record_iterator(str(FIXTURES / "examples.tfrecord")))
+    parsed = tf.parse_example(records, dict(FEATURES, tags=tf.VarLenFeature(tf.int64)))
+    assert isinstance(parsed["tags"], tf.SparseTensor)
+    with tf.Session() as sess:
+        tags = sess.run(parsed["tags"])
+    want = np.load(FIXTURES / "parsed.npz", allow_pickle=True)
+    np.testing.assert_array_equal(tags.indices, want["tags_indices"])
+    np.testing.assert_array_equal(tags.values, want["tags_values"])
+    np.testing.assert_array_equal(tags.dense_shape, want["tags_dense_shape"])
+
+
 def test_parse_example_sparse_parts_equal_tensorflow():
     """The ParseExample kernel's sparse outputs for `tags` equal parse_example's in TF."""
     _files()

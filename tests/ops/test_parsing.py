@@ -74,6 +74,15 @@ def test_parse_errors():
         _run(tf.parse_single_example(bad, {"a": tf.FixedLenFeature([], tf.int64)}))
 
 
+def test_var_len_feature_in_single_example():
+    out = tf.parse_single_example(
+        _example(t=[b"a", b"b", b"c"]), {"t": tf.VarLenFeature(tf.string)}
+    )
+    got = _run(out["t"])
+    np.testing.assert_array_equal(got.indices, [[0], [1], [2]])
+    assert got.values.tolist() == [b"a", b"b", b"c"] and got.dense_shape.tolist() == [3]
+
+
 def test_var_len_feature_parts_from_the_kernel():
     from flowgraph.core import dtypes
     from flowgraph.kernels.cpu.parsing import _parse_examples
