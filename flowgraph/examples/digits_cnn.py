@@ -49,10 +49,11 @@ def _dense(x, in_units, out_units, name):
         return tf.matmul(x, w) + b
 
 
-def build_model(learning_rate):
-    """The graph: placeholders, logits, loss, accuracy, train op and merged summaries."""
-    x = tf.placeholder(tf.float32, [None, 64], name="x")
-    y = tf.placeholder(tf.int64, [None], name="y")
+def build_model(learning_rate, x=None, y=None):
+    """The graph: inputs (placeholders unless `x`, `y` are given, e.g. from an input queue),
+    logits, loss, accuracy, train op and merged summaries."""
+    x = tf.placeholder(tf.float32, [None, 64], name="x") if x is None else x
+    y = tf.placeholder(tf.int64, [None], name="y") if y is None else y
     keep_prob = tf.placeholder_with_default(1.0, [], name="keep_prob")
     images = tf.reshape(x, [-1, 8, 8, 1])
     tf.summary.image("inputs", images, max_outputs=3)
