@@ -232,7 +232,7 @@ def floor_w6b() -> Case:
 def _checkpoint_floor(restore: bool) -> Case:
     """np.save (C1) or np.load (C2) of the same 64 arrays, one .npy file each."""
     arrays = [np.full(wl.CKPT_SHAPE, float(i), np.float32) for i in range(wl.CKPT_TENSORS)]
-    directory = tempfile.mkdtemp(prefix="flowgraph_bench_npy_")
+    directory = tempfile.mkdtemp(prefix="flowgraph_bench_npy_", dir=wl.CKPT_DIR)
     paths = [os.path.join(directory, f"v{i}.npy") for i in range(len(arrays))]
 
     def save():

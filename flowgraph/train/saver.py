@@ -27,7 +27,7 @@ from flowgraph.core.device_spec import DeviceSpec
 from flowgraph.core.protos import SaverDef
 from flowgraph.core.tensor_bundle import numpy_dtype, parse_shape_and_slice
 from flowgraph.framework import default_graph
-from flowgraph.framework.convert import constant
+from flowgraph.framework.convert import constant, constant_value
 from flowgraph.ops import array, io_ops
 from flowgraph.ops import math as math_ops
 from flowgraph.train import checkpoint_management as cm
@@ -452,7 +452,17 @@ class Saver:
         log.info("Restoring parameters from %s", save_path)
         if self._var_list is not None and self._builder is not None:
             self._check_against(save_path)
+        else:  # a Saver from a SaverDef (import_meta_graph): check what its graph restores
+            self._check_graph_against(sess.graph, save_path)
         sess.run(self.saver_def.restore_op_name, {self.saver_def.filename_tensor_name: save_path})
+
+    def _check_graph_against(self, graph, save_path: str):
+        with open_checkpoint(save_path) as reader:
+            for name, spec, dtype, shape in _restore_targets(graph, self.saver_def.restore_op_name):
+                target = saveable_lib.SaveSpec(
+                    None, spec, name, dtype=dtype, device="", shape=shape
+                )
+                _check_spec(reader, target, save_path, reshape=False)
 
     def _check_against(self, save_path: str):
         saveables = saveable_lib.validate_and_slice_inputs(self._var_list)
@@ -464,6 +474,40 @@ class Saver:
 
 _MISSING = "a Variable name or other graph key that is missing"
 _MISMATCH = "a mismatch between the current graph and the graph"
+
+
+def _restore_targets(graph, restore_op_name: str):
+    """(key, slice spec, dtype, shape of the variable assigned or None) of every tensor the
+    restore op reads, found by walking back from it to its RestoreV2 ops."""
+    seen, stack, found = set(), [graph.get_operation_by_name(restore_op_name)], []
+    while stack:
+        op = stack.pop()
+        if op.name in seen:
+            continue
+        seen.add(op.name)
+        if op.type == "RestoreV2":
+            found.append(op)
+            continue
+        stack.extend(op.control_inputs)
+        stack.extend(t.op for t in op.inputs)
+    for op in found:
+        names, specs = constant_value(op.inputs[1]), constant_value(op.inputs[2])
+        if names is None or specs is None:
+            continue
+        for name, spec, out in zip(names.reshape(-1), specs.reshape(-1), op.outputs):
+            yield _text(name), _text(spec), out.dtype.base_dtype, _assigned_shape(out)
+
+
+def _text(v) -> str:
+    return v.decode() if isinstance(v, bytes) else str(v)
+
+
+def _assigned_shape(tensor):
+    """The shape of the ref variable an Assign stores `tensor` into (None when unknown)."""
+    for consumer in tensor.consumers():
+        if consumer.type == "Assign" and consumer.inputs[1] is tensor:
+            return consumer.inputs[0].get_shape()
+    return None
 
 
 def _restore_error(cls, reason: str, original: str):

@@ -47,10 +47,11 @@ def test_save_restore_ref_resource_string_and_global_step(tmp_path):
     ]  # fmt: skip
 
 
+@pytest.mark.parametrize("resource", [False, True], ids=["ref", "resource"])
 @pytest.mark.parametrize("opt", ["adam", "momentum", "adagrad", "rmsprop", "ftrl", "adadelta"])
-def test_optimizer_slots_round_trip(tmp_path, opt):
+def test_optimizer_slots_round_trip(tmp_path, opt, resource):
     x = tf.constant([[1.0, 2.0], [3.0, -1.0]])
-    w = tf.Variable([[0.5], [-0.5]], name="w")
+    w = tf.Variable([[0.5], [-0.5]], name="w", use_resource=resource)
     loss = tf.reduce_sum(tf.square(tf.matmul(x, w) - 1.0))
     make = {
         "adam": lambda: tf.train.AdamOptimizer(0.1),
@@ -300,3 +301,23 @@ def test_checkpoint_state_helpers(tmp_path):
     assert proto.model_checkpoint_path == "x-1"
     with pytest.raises(errors.InvalidArgumentError, match="conflicts with path used"):
         tf.train.update_checkpoint_state(d, os.path.join(d, "checkpoint"))
+
+
+def test_imported_saver_checks_before_restoring(tmp_path):
+    tf.Variable([1.0, 2.0], name="a")
+    tf.Variable([3.0, 4.0, 5.0], name="b")
+    saver = tf.train.Saver()
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        path = saver.save(sess, str(tmp_path / "m"))
+    tf.reset_default_graph()
+    tf.Variable([9.0, 9.0], name="a")
+    tf.Variable([9.0, 9.0], name="b")  # shape [2], the checkpoint holds [3]
+    meta = tf.train.export_meta_graph(saver_def=tf.train.Saver().as_saver_def())
+    tf.reset_default_graph()
+    imported = tf.train.import_meta_graph(meta)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        with pytest.raises(errors.InvalidArgumentError, match="variable b has shape"):
+            imported.restore(sess, path)
+        np.testing.assert_array_equal(sess.run("a:0"), [9.0, 9.0])  # untouched
