@@ -42,6 +42,8 @@ from flowgraph.ops.readers import *  # noqa: F403
 from flowgraph.ops.parsing_ops import *  # noqa: F403
 from flowgraph.ops.sparse import *  # noqa: F403
 from flowgraph.ops.accumulators import *  # noqa: F403
+from flowgraph.ops.deprecated import *  # noqa: F403
+from flowgraph.ops.segment import *  # noqa: F403
 from flowgraph.gradients import *  # noqa: F403
 from flowgraph.session.default_session import get as get_default_session
 from flowgraph.session.session import InteractiveSession, Session

@@ -19,6 +19,7 @@ from flowgraph.ops import random as _random
 from flowgraph.ops import reduction as _reduction
 from flowgraph.ops import rnn as _rnn
 from flowgraph.ops import rnn_cell as _rnn_cell
+from flowgraph.ops import segment as _segment
 from flowgraph.ops import sparse as _sparse
 
 
@@ -43,6 +44,9 @@ from flowgraph.framework import graph_util as _graph_util  # noqa: E402
 
 graph_util = _namespace("graph_util", _importer, _graph_util)
 sparse = _namespace("sparse", **_sparse.SPARSE_NAMESPACE)
+for _name in _segment.__all__:  # tf.math.segment_sum, tf.math.bincount, ...
+    setattr(math, _name, getattr(_segment, _name))
+linalg.einsum = _segment.einsum
 test = _namespace(
     "test", TestCase=_test_case.TestCase, main=_test_case.main, is_gpu_available=_test_case.is_gpu_available,
     gpu_device_name=_test_case.gpu_device_name, compute_gradient=_gradient_checker.compute_gradient,

@@ -26,3 +26,4 @@ __all__ = [
 from flowgraph.gradients import nn, nn_conv  # noqa: F401  (registers the NN row's gradients)
 from flowgraph.gradients import control_flow, tensor_array  # noqa: F401  (registers §4.4's gradients)
 from flowgraph.gradients import sparse  # noqa: F401  (registers the sparse ops' gradients)
+from flowgraph.gradients import segment  # noqa: F401  (segment ops, DynamicPartition, Einsum)

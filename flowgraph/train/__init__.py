@@ -80,6 +80,7 @@ from flowgraph.train.optimizers import (
 )  # fmt: skip
 from flowgraph.train.queue_runner import QueueRunner, add_queue_runner, start_queue_runners
 from flowgraph.train.saver import Saver
+from flowgraph.summary import summary_iterator  # TF1 exports it here as well
 from flowgraph.train.training_util import (
     assert_global_step,
     create_global_step,
@@ -128,3 +129,4 @@ __all__ += [
     "latest_checkpoint", "list_variables", "load_checkpoint", "load_variable", "remove_checkpoint",
     "update_checkpoint_state", "write_graph",
 ]  # fmt: skip
+__all__ += ["summary_iterator"]

@@ -21,7 +21,7 @@ def _dense(indices, values, shape):
     return out
 
 
-def _values(dtype, n=len(IND), seed=0):
+def _values(dtype, n=5, seed=0):
     v = np.random.RandomState(seed).randint(1, 9, n)
     return (v + 1j * v).astype(dtype) if np.dtype(dtype).kind == "c" else v.astype(dtype)
 

@@ -227,9 +227,7 @@ def sparse_add(ctx, a_indices, a_values, a_shape, b_indices, b_values, b_shape, 
     lin_a = linear_index(a_indices, a_shape, "a_indices")
     lin_b = linear_index(b_indices, b_shape, "b_indices")
     lin = np.concatenate([lin_a, lin_b])
-    pos, first, inverse, count = np.unique(
-        lin, return_index=True, return_inverse=True, return_counts=True
-    )
+    pos, first, inverse = np.unique(lin, return_index=True, return_inverse=True)
     sums = np.zeros(len(pos), a_values.dtype)
     np.add.at(sums, inverse.reshape(-1), np.concatenate([a_values, b_values]))
     in_both = np.isin(pos, lin_a) & np.isin(pos, lin_b)
