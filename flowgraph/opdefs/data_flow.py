@@ -182,3 +182,26 @@ register_op(OpDef("StagePeek", inputs=["index: int32"], outputs=["values: dtypes
 register_op(OpDef("StageSize", outputs=["size: int32"], attrs=_STAGE, shape_fn=scalar,
                   is_stateful=True))  # fmt: skip
 register_op(OpDef("StageClear", attrs=_STAGE, shape_fn=no_outputs, is_stateful=True))
+
+# -- SparseTensorsMap: SparseTensors through queues as int64 handles (tf.train.batch) ------------
+_MAP = ["container: string = ''", "shared_name: string = ''"]
+register_op(
+    OpDef("AddSparseToTensorsMap",
+          inputs=["sparse_indices: int64", "sparse_values: T", "sparse_shape: int64"],
+          outputs=["sparse_handle: int64"], attrs=["T: type"] + _MAP, shape_fn=scalar,
+          is_stateful=True)
+)  # fmt: skip
+register_op(
+    OpDef("AddManySparseToTensorsMap",
+          inputs=["sparse_indices: int64", "sparse_values: T", "sparse_shape: int64"],
+          outputs=["sparse_handles: int64"], attrs=["T: type"] + _MAP,
+          shape_fn=lambda ctx: TensorShape([None]), is_stateful=True)
+)  # fmt: skip
+register_op(
+    OpDef("TakeManySparseFromTensorsMap", inputs=["sparse_handles: int64"],
+          outputs=["sparse_indices: int64", "sparse_values: dtype", "sparse_shape: int64"],
+          attrs=["dtype: type"] + _MAP,
+          shape_fn=lambda ctx: [TensorShape([None, None]), TensorShape([None]),
+                                TensorShape([None])],
+          is_stateful=True)
+)  # fmt: skip

@@ -140,7 +140,11 @@ def _assemble(op, sparse_keys, dense_keys, dense_shapes, batch_dim):
     ns = len(sparse_keys)
     outs = list(op.outputs)
     result = {}
+    rank = 1 if batch_dim is False else 2
     for i, key in enumerate(sparse_keys):
+        outs[i].set_shape([None, rank])
+        outs[ns + i].set_shape([None])
+        outs[2 * ns + i].set_shape([rank])
         result[key] = _sparse_tensor(outs[i], outs[ns + i], outs[2 * ns + i])
     for i, (key, shape) in enumerate(zip(dense_keys, dense_shapes)):
         t = outs[3 * ns + i]

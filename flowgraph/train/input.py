@@ -13,11 +13,15 @@ Example:
 
 from __future__ import annotations
 
+import numpy as np
+
 from flowgraph.core import dtypes
 from flowgraph.core.shapes import as_shape
 from flowgraph.framework import convert, default_graph
+from flowgraph.framework.apply_op import apply_op
 from flowgraph.framework.graph import GraphKeys
 from flowgraph.framework.operation import Tensor
+from flowgraph.framework.sparse_tensor import SparseTensor
 from flowgraph.ops import array as array_ops
 from flowgraph.ops import math as math_ops
 from flowgraph.ops import queues
@@ -177,16 +181,67 @@ def _as_original_type(original_tensors, tensor_list):
 def _validate(tensor_list):
     if not isinstance(tensor_list, (list, tuple)):
         tensor_list = [tensor_list]
-    for t in tensor_list:
-        if type(t).__name__ == "SparseTensor":
-            raise NotImplementedError(
-                "tf.train.batch of a SparseTensor (TF1 stores it in a SparseTensorsMap) is not "
-                "supported yet: batch its dense parts"
-            )
-    tensor_list = [convert.convert_to_tensor(t) for t in tensor_list]
+    tensor_list = [t if isinstance(t, SparseTensor) else convert.convert_to_tensor(t)
+                   for t in tensor_list]  # fmt: skip
     if not tensor_list:
         raise ValueError("Expected at least one tensor in batch().")
     return tensor_list
+
+
+class _SparseInfo:
+    """Where a batched SparseTensor went: its map op (None for a dense tensor) and rank."""
+
+    def __init__(self, map_op=None, rank=None, dtype=None):
+        self.map_op, self.rank, self.dtype = map_op, rank, dtype
+
+
+def _store_sparse_tensors(tensor_list, enqueue_many, keep_input, shared=None):
+    """Replaces each SparseTensor by the int64 handle of its entry in a SparseTensorsMap (a
+    queue holds dense tuples); `shared` gives the map ops of a join's first input list."""
+    if not any(isinstance(t, SparseTensor) for t in tensor_list):
+        return tensor_list, [_SparseInfo() for _ in tensor_list]
+    if convert.constant_value(keep_input) is None or not bool(
+        np.all(convert.constant_value(keep_input))
+    ):
+        raise NotImplementedError("maybe_batch with a keep_input tensor of SparseTensors")
+    stored, infos = [], []
+    for i, t in enumerate(tensor_list):
+        if not isinstance(t, SparseTensor):
+            stored.append(t)
+            infos.append(_SparseInfo())
+            continue
+        rank = t.dense_shape.shape[0].value
+        if rank is None:
+            raise ValueError(f"The rank of batched SparseTensor {i} must be known")
+        op_type = "AddManySparseToTensorsMap" if enqueue_many else "AddSparseToTensorsMap"
+        map_op = shared[i].map_op if shared is not None else None
+        shared_name = (map_op.get_attr("shared_name") or map_op.name) if map_op else ""
+        op = apply_op(op_type, [t.indices, t.values, t.dense_shape], shared_name=shared_name)
+        stored.append(op.outputs[0])
+        infos.append(_SparseInfo(map_op or op, rank - 1 if enqueue_many else rank,
+                                 t.values.dtype.base_dtype))  # fmt: skip
+    return stored, infos
+
+
+def _restore_sparse_tensors(dequeued, infos):
+    if all(info.map_op is None for info in infos):
+        return dequeued
+    single = not isinstance(dequeued, (list, tuple))
+    dequeued = [dequeued] if single else list(dequeued)
+    out = []
+    for t, info in zip(dequeued, infos):
+        if info.map_op is None:
+            out.append(t)
+            continue
+        op = apply_op(
+            "TakeManySparseFromTensorsMap", [t], dtype=info.dtype,
+            shared_name=info.map_op.get_attr("shared_name") or info.map_op.name,
+        )  # fmt: skip
+        indices, values, shape = op.outputs
+        indices.set_shape([None, info.rank + 1])
+        shape.set_shape([info.rank + 1])
+        out.append(SparseTensor(indices, values, shape))
+    return out[0] if single else out
 
 
 def _validate_join(tensor_list_list):
@@ -277,6 +332,7 @@ def _batch(tensors, batch_size, keep_input, num_threads=1, capacity=32, enqueue_
     with graph.name_scope(name or "batch") as scope:
         tensor_list = _validate(tensor_list)
         keep_input = _validate_keep_input(keep_input, enqueue_many)
+        tensor_list, infos = _store_sparse_tensors(tensor_list, enqueue_many, keep_input)
         types = _dtypes([tensor_list])
         shapes = _shapes([tensor_list], shapes, enqueue_many)
         queue_cls = queues.PaddingFIFOQueue if dynamic_pad else queues.FIFOQueue
@@ -288,7 +344,7 @@ def _batch(tensors, batch_size, keep_input, num_threads=1, capacity=32, enqueue_
             math_ops.cast(queue.size(), dtypes.float32) * (1.0 / capacity),
         )
         dequeued = _dequeue(queue, batch_size, allow_smaller_final_batch, scope)
-        return _as_original_type(tensors, dequeued)
+        return _as_original_type(tensors, _restore_sparse_tensors(dequeued, infos))
 
 
 def _batch_join(tensors_list, batch_size, keep_input, capacity=32, enqueue_many=False,
@@ -299,6 +355,7 @@ def _batch_join(tensors_list, batch_size, keep_input, capacity=32, enqueue_many=
     with graph.name_scope(name or "batch_join") as scope:
         tensor_list_list = _validate_join(tensor_list_list)
         keep_input = _validate_keep_input(keep_input, enqueue_many)
+        tensor_list_list, infos = _store_join(tensor_list_list, enqueue_many, keep_input)
         types = _dtypes(tensor_list_list)
         shapes = _shapes(tensor_list_list, shapes, enqueue_many)
         queue_cls = queues.PaddingFIFOQueue if dynamic_pad else queues.FIFOQueue
@@ -311,7 +368,16 @@ def _batch_join(tensors_list, batch_size, keep_input, capacity=32, enqueue_many=
             math_ops.cast(queue.size(), dtypes.float32) * (1.0 / capacity),
         )
         dequeued = _dequeue(queue, batch_size, allow_smaller_final_batch, scope)
-        return _as_original_type(tensors_list[0], dequeued)
+        return _as_original_type(tensors_list[0], _restore_sparse_tensors(dequeued, infos))
+
+
+def _store_join(tensor_list_list, enqueue_many, keep_input):
+    """Stores the SparseTensors of every input list in the maps of the first list's."""
+    first, infos = _store_sparse_tensors(tensor_list_list[0], enqueue_many, keep_input)
+    stored = [first]
+    for tl in tensor_list_list[1:]:
+        stored.append(_store_sparse_tensors(tl, enqueue_many, keep_input, infos)[0])
+    return stored, infos
 
 
 def _shuffle_queue(tensor_list_list, capacity, min_after_dequeue, seed, enqueue_many, shapes,
@@ -343,13 +409,14 @@ def _shuffle_batch(tensors, batch_size, capacity, min_after_dequeue, keep_input,
     with graph.name_scope(name or "shuffle_batch") as scope:
         tensor_list = _validate(tensor_list)
         keep_input = _validate_keep_input(keep_input, enqueue_many)
+        tensor_list, infos = _store_sparse_tensors(tensor_list, enqueue_many, keep_input)
         queue = _shuffle_queue(
             [tensor_list], capacity, min_after_dequeue, seed, enqueue_many, shapes, shared_name
         )
         ops = _enqueue_ops(queue, [tensor_list], enqueue_many, keep_input) * num_threads
         add_queue_runner(QueueRunner(queue, ops))
         dequeued = _dequeue(queue, batch_size, allow_smaller_final_batch, scope)
-        return _as_original_type(tensors, dequeued)
+        return _as_original_type(tensors, _restore_sparse_tensors(dequeued, infos))
 
 
 def _shuffle_batch_join(tensors_list, batch_size, capacity, min_after_dequeue, keep_input,
@@ -361,6 +428,7 @@ def _shuffle_batch_join(tensors_list, batch_size, capacity, min_after_dequeue, k
     with graph.name_scope(name or "shuffle_batch_join") as scope:
         tensor_list_list = _validate_join(tensor_list_list)
         keep_input = _validate_keep_input(keep_input, enqueue_many)
+        tensor_list_list, infos = _store_join(tensor_list_list, enqueue_many, keep_input)
         queue = _shuffle_queue(
             tensor_list_list, capacity, min_after_dequeue, seed, enqueue_many, shapes, shared_name
         )
@@ -368,7 +436,7 @@ def _shuffle_batch_join(tensors_list, batch_size, capacity, min_after_dequeue, k
             QueueRunner(queue, _enqueue_ops(queue, tensor_list_list, enqueue_many, keep_input))
         )
         dequeued = _dequeue(queue, batch_size, allow_smaller_final_batch, scope)
-        return _as_original_type(tensors_list[0], dequeued)
+        return _as_original_type(tensors_list[0], _restore_sparse_tensors(dequeued, infos))
 
 
 def batch(tensors, batch_size, num_threads=1, capacity=32, enqueue_many=False, shapes=None,

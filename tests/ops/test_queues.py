@@ -312,3 +312,28 @@ def test_dequeue_from_while_loop_body():
     with tf.Session() as sess:
         sess.run(enq)
         assert sess.run(total) == 6.0
+
+
+def test_v1_queue_ops_with_ref_string_handles():
+    """Older GraphDefs hold FIFOQueue/QueueEnqueue/... with a Ref(string) handle."""
+    from flowgraph.framework.apply_op import apply_op
+
+    handle = apply_op("FIFOQueue", [], component_types=[tf.int32], shapes=[[]], capacity=5)
+    handle = handle.outputs[0]
+    assert handle.dtype == tf.string._as_ref
+    enq = apply_op("QueueEnqueueMany", [handle, [tf.constant([1, 2, 3])]])
+    deq = apply_op("QueueDequeueUpTo", [handle, tf.constant(5)], component_types=[tf.int32])
+    size = apply_op("QueueSize", [handle]).outputs[0]
+    close = apply_op("QueueClose", [handle])
+    with tf.Session() as sess:
+        sess.run(enq)
+        assert sess.run(size) == 3
+        sess.run(close)
+        assert sess.run(deq.outputs[0]).tolist() == [1, 2, 3]
+    graph_def = tf.get_default_graph().as_graph_def()
+    g = tf.Graph()
+    with g.as_default():
+        tf.import_graph_def(graph_def, name="")
+        with tf.Session(graph=g) as sess:
+            sess.run(enq.name)
+            assert sess.run(size.name) == 3

@@ -269,3 +269,41 @@ def test_batch_join_and_shuffle_batch_join():
 def test_batch_rejects_inconsistent_types_in_join():
     with pytest.raises(TypeError, match="consistent"):
         tf.train.batch_join([[tf.constant(1)], [tf.constant(1.0)]], 2)
+
+
+def test_batch_of_sparse_tensors_goes_through_a_tensors_map():
+    records = []
+    for tags in ([1], [], [2, 3, 4], [5, 6]):
+        ex = tf.train.Example()
+        ex.features.feature["tags"].int64_list.value.extend(tags)
+        ex.features.feature["n"].int64_list.value.append(len(tags))
+        records.append(ex.SerializeToString())
+    (record,) = tf.train.slice_input_producer([np.array(records, dtype=object)], 1, shuffle=False)
+    parsed = tf.parse_single_example(
+        record, {"tags": tf.VarLenFeature(tf.int64), "n": tf.FixedLenFeature([], tf.int64)}
+    )
+    batched = tf.train.batch(parsed, 2, num_threads=1)
+    assert isinstance(batched["tags"], tf.SparseTensor)
+    with _session() as sess:
+        got = _drain(sess, batched)
+    first, second = got
+    assert first["n"].tolist() == [1, 0] and second["n"].tolist() == [3, 2]
+    np.testing.assert_array_equal(first["tags"].indices, [[0, 0]])
+    np.testing.assert_array_equal(first["tags"].dense_shape, [2, 1])
+    np.testing.assert_array_equal(second["tags"].indices, [[0, 0], [0, 1], [0, 2], [1, 0], [1, 1]])
+    np.testing.assert_array_equal(second["tags"].values, [2, 3, 4, 5, 6])
+    np.testing.assert_array_equal(second["tags"].dense_shape, [2, 3])
+
+
+def test_batch_enqueue_many_of_a_sparse_tensor():
+    st = tf.SparseTensor([[0, 0], [2, 1], [2, 3]], tf.constant([1.0, 2.0, 3.0]), [3, 4])
+    b = tf.train.batch([st], 3, enqueue_many=True)  # one component comes back bare, as in TF1
+    with tf.Session() as sess:
+        coord = tf.train.Coordinator()
+        threads = tf.train.start_queue_runners(sess, coord)
+        got = sess.run(b)
+        coord.request_stop()
+        coord.join(threads, stop_grace_period_secs=10)
+    np.testing.assert_array_equal(got.indices, [[0, 0], [2, 1], [2, 3]])
+    np.testing.assert_array_equal(got.values, [1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(got.dense_shape, [3, 4])

@@ -19,3 +19,4 @@ from flowgraph.kernels.cpu import string_ops  # noqa: F401
 from flowgraph.kernels.cpu import image  # noqa: F401
 from flowgraph.kernels.cpu import sparse  # noqa: F401
 from flowgraph.kernels.cpu import accumulators  # noqa: F401
+from flowgraph.kernels.cpu import sparse_map  # noqa: F401
