@@ -21,6 +21,7 @@ from flowgraph.ops import rnn as _rnn
 from flowgraph.ops import rnn_cell as _rnn_cell
 from flowgraph.ops import segment as _segment
 from flowgraph.ops import sparse as _sparse
+from flowgraph.ops import string_ops as _string_ops
 
 
 def _namespace(name: str, *modules, **extra) -> types.ModuleType:
@@ -44,6 +45,7 @@ from flowgraph.framework import graph_util as _graph_util  # noqa: E402
 
 graph_util = _namespace("graph_util", _importer, _graph_util)
 sparse = _namespace("sparse", **_sparse.SPARSE_NAMESPACE)
+strings = _namespace("strings", **_string_ops.STRINGS_NAMESPACE)
 for _name in _segment.__all__:  # tf.math.segment_sum, tf.math.bincount, ...
     setattr(math, _name, getattr(_segment, _name))
 linalg.einsum = _segment.einsum
