@@ -19,7 +19,9 @@ from flowgraph.core import dtypes
 from flowgraph.core.shapes import TensorShape, as_shape
 from flowgraph.framework import convert, default_graph
 from flowgraph.framework.apply_op import apply_op
+from flowgraph.framework.operation import Tensor
 from flowgraph.ops import array as array_ops
+from flowgraph.ops.array_index import slice_
 
 __all__ = [
     "FixedLenFeature",
@@ -67,7 +69,8 @@ class SparseFeature(
         "SparseFeature", ["index_key", "value_key", "dtype", "size", "already_sorted"]
     )
 ):
-    """A sparse feature from an index and a value feature (not supported yet by parsing)."""
+    """A SparseTensor of dense shape `size` whose values come from `value_key` and whose
+    indices come from the `index_key` feature(s), entry by entry."""
 
     def __new__(cls, index_key, value_key, dtype, size, already_sorted=False):
         return super().__new__(cls, index_key, value_key, dtype, size, already_sorted)
@@ -110,7 +113,7 @@ def _split_features(features):
             dense_shapes.append(TensorShape([None]).concatenate(as_shape(feature.shape)))
             defaults.append(feature.default_value)
         elif isinstance(feature, SparseFeature):
-            raise NotImplementedError(f"SparseFeature ({key}) is not supported by flowgraph yet")
+            raise NotImplementedError(f"SparseFeature ({key}) reaches _split_features")
         else:
             raise ValueError(f"Invalid feature {key}:{feature}.")  # noqa: TRY004 (TF1's class)  # noqa: TRY004 (as TF1)
     for t in sparse_types + dense_types:
@@ -153,8 +156,55 @@ def _assemble(op, sparse_keys, dense_keys, dense_shapes, batch_dim):
     return result
 
 
+def _expand_sparse_features(features):
+    """(features with each SparseFeature replaced by VarLenFeatures of its index and value
+    keys, the SparseFeatures to rebuild afterwards)."""
+    sparse = {k: f for k, f in features.items() if isinstance(f, SparseFeature)}
+    if not sparse:
+        return features, {}
+    out = {k: f for k, f in features.items() if not isinstance(f, SparseFeature)}
+    for key, f in sparse.items():
+        index_keys = f.index_key if isinstance(f.index_key, (list, tuple)) else [f.index_key]
+        sizes = f.size if isinstance(f.size, (list, tuple)) else [f.size]
+        if len(index_keys) != len(sizes):
+            raise ValueError(f"SparseFeature {key}: index_key and size must have equal lengths")
+        for k in index_keys:
+            out.setdefault(k, VarLenFeature(dtypes.int64))
+        out.setdefault(f.value_key, VarLenFeature(f.dtype))
+    return out, sparse
+
+
+def _build_sparse_features(parsed, requested, sparse, batched):
+    """The SparseTensors of SparseFeatures: entry i of value_key sits at index i of each
+    index_key (per example), so the parts share the VarLen features' row structure."""
+    from flowgraph.ops import sparse as sparse_ops
+
+    result = {k: v for k, v in parsed.items() if k in requested}
+    for key, f in sparse.items():
+        index_keys = f.index_key if isinstance(f.index_key, (list, tuple)) else [f.index_key]
+        sizes = list(f.size) if isinstance(f.size, (list, tuple)) else [f.size]
+        values = parsed[f.value_key]
+        columns = [array_ops.expand_dims(parsed[k].values, 1) for k in index_keys]
+        if batched:
+            rows = slice_(values.indices, [0, 0], [-1, 1])
+            indices = array_ops.concat([rows] + columns, 1)
+            batch = slice_(values.dense_shape, [0], [1])
+            shape = array_ops.concat([batch, convert.constant(sizes, dtypes.int64)], 0)
+        else:
+            indices = array_ops.concat(columns, 1)
+            shape = convert.constant(sizes, dtypes.int64)
+        st = _sparse_tensor(indices, values.values, shape)
+        result[key] = st if f.already_sorted else sparse_ops.sparse_reorder(st)
+    return result
+
+
 def parse_example(serialized, features, name=None, example_names=None):
     """Parses a batch (vector) of serialized tf.train.Examples into a dict of tensors."""
+    requested = dict(features or {})
+    features, sparse = _expand_sparse_features(requested)
+    if sparse:
+        parsed = parse_example(serialized, features, name, example_names)
+        return _build_sparse_features(parsed, requested, sparse, True)
     sk, st, dk, dt, ds, dd = _split_features(features)
     graph = default_graph.get()
     with graph.name_scope(name or "ParseExample"):
@@ -174,6 +224,11 @@ def parse_example(serialized, features, name=None, example_names=None):
 
 def parse_single_example(serialized, features, name=None, example_names=None):
     """Parses one serialized tf.train.Example (a scalar) into a dict of tensors."""
+    requested = dict(features or {})
+    features, sparse = _expand_sparse_features(requested)
+    if sparse:
+        parsed = parse_single_example(serialized, features, name, example_names)
+        return _build_sparse_features(parsed, requested, sparse, False)
     sk, st, dk, dt, ds, dd = _split_features(features)
     graph = default_graph.get()
     with graph.name_scope(name or "ParseSingleExample"):
@@ -259,11 +314,6 @@ def parse_sequence_example(serialized, context_features=None, sequence_features=
 def parse_single_sequence_example(serialized, context_features=None, sequence_features=None,
                                   example_name=None, name=None):  # fmt: skip
     """Parses one SequenceExample: (context dict, feature-list dict) without the batch dim."""
-    for f in list((context_features or {}).values()) + list((sequence_features or {}).values()):
-        if isinstance(f, VarLenFeature):
-            raise NotImplementedError(
-                "parse_single_sequence_example with a VarLenFeature: use parse_sequence_example"
-            )
     batch = array_ops.reshape(
         convert.convert_to_tensor(serialized, dtype=dtypes.string), [1], name=None
     )
@@ -271,8 +321,21 @@ def parse_single_sequence_example(serialized, context_features=None, sequence_fe
     context, lists, _ = parse_sequence_example(
         batch, context_features, sequence_features, names, name or "ParseSingleSequenceExample"
     )
-    squeeze = lambda t: array_ops.squeeze(t, [0])
-    return {k: squeeze(v) for k, v in context.items()}, {k: squeeze(v) for k, v in lists.items()}
+    return (
+        {k: _drop_batch(v) for k, v in context.items()},
+        {k: _drop_batch(v) for k, v in lists.items()},
+    )
+
+
+def _drop_batch(value):
+    """`value` of a batch of one without its batch dimension (a SparseTensor drops the first
+    column of its indices and the first entry of its shape)."""
+    if not isinstance(value, Tensor):
+        rank = value.dense_shape.shape[0].value
+        indices = slice_(value.indices, [0, 1], [-1, -1])
+        indices.set_shape([None, None if rank is None else rank - 1])
+        return _sparse_tensor(indices, value.values, slice_(value.dense_shape, [1], [-1]))
+    return array_ops.squeeze(value, [0])
 
 
 # -- raw, compressed and CSV records -------------------------------------------------------------

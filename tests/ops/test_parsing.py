@@ -187,3 +187,32 @@ def test_decode_compressed():
         assert _run(out).tolist() == data
     with pytest.raises(tf.errors.DataLossError):
         _run(tf.io.decode_compressed(tf.constant([b"not zlib"]), "ZLIB"))
+
+
+def test_sparse_feature_and_single_sequence_var_len():
+    records = [_example(ix=[3, 1], v=[1.5, 2.5]), _example(ix=[0], v=[9.0])]
+    feature = {"sp": tf.SparseFeature("ix", "v", tf.float32, 5)}
+    batch = _run(tf.parse_example(tf.constant(records), feature)["sp"])
+    np.testing.assert_array_equal(batch.indices, [[0, 1], [0, 3], [1, 0]])  # reordered
+    np.testing.assert_array_equal(batch.values, [2.5, 1.5, 9.0])
+    np.testing.assert_array_equal(batch.dense_shape, [2, 5])
+    one = _run(tf.parse_single_example(records[0], feature)["sp"])
+    np.testing.assert_array_equal(one.indices, [[1], [3]])
+    np.testing.assert_array_equal(one.values, [2.5, 1.5])
+    np.testing.assert_array_equal(one.dense_shape, [5])
+    seq = tf.train.SequenceExample()
+    seq.context.feature["c"].int64_list.value.extend([4, 5])
+    steps = seq.feature_lists.feature_list["s"].feature
+    steps.add().int64_list.value.extend([1])
+    steps.add().int64_list.value.extend([2, 3])
+    ctx, lists = tf.parse_single_sequence_example(
+        seq.SerializeToString(),
+        context_features={"c": tf.VarLenFeature(tf.int64)},
+        sequence_features={"s": tf.VarLenFeature(tf.int64)},
+    )
+    c, s = _run([ctx["c"], lists["s"]])
+    np.testing.assert_array_equal(c.indices, [[0], [1]])
+    np.testing.assert_array_equal(c.dense_shape, [2])
+    np.testing.assert_array_equal(s.indices, [[0, 0], [1, 0], [1, 1]])
+    np.testing.assert_array_equal(s.values, [1, 2, 3])
+    np.testing.assert_array_equal(s.dense_shape, [2, 2])
