@@ -239,7 +239,9 @@ def test_shuffle_batch_is_a_seeded_shuffle():
         g = tf.Graph()
         with g.as_default():
             (x,) = tf.train.slice_input_producer([np.arange(32, dtype=np.int32)], 1, shuffle=False)
-            b = tf.train.shuffle_batch([x], 8, capacity=40, min_after_dequeue=10, seed=4)
+            # min_after_dequeue=31: the first element leaves once all 32 are in, so the draws do
+            # not depend on how the enqueue thread and the dequeue interleave (nor in TF).
+            b = tf.train.shuffle_batch([x], 8, capacity=40, min_after_dequeue=31, seed=4)
             with _session() as sess:
                 return np.concatenate(_drain(sess, b)).tolist()
 
