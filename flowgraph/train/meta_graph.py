@@ -14,11 +14,7 @@ import os
 from google.protobuf import text_format
 from google.protobuf.message import DecodeError
 
-from flowgraph.core.protos import (
-    MetaGraphDef,
-    SaverDef,
-    VariableDef,
-)
+from flowgraph.core.protos import MetaGraphDef, QueueRunnerDef, SaverDef, VariableDef
 from flowgraph.core.tensor_bundle import fs, temp_suffix
 from flowgraph.framework import default_graph
 from flowgraph.framework.graph import GraphKeys
@@ -63,6 +59,19 @@ PROTO_FUNCTIONS[GraphKeys.SAVERS] = (
     SaverDef,
     lambda s, export_scope=None: s.to_proto(export_scope),
     _saver_from_proto,
+)
+
+
+def _queue_runner_from_proto(proto, import_scope=None):
+    from flowgraph.train.queue_runner import QueueRunner
+
+    return QueueRunner.from_proto(proto, import_scope=import_scope)
+
+
+PROTO_FUNCTIONS[GraphKeys.QUEUE_RUNNERS] = (
+    QueueRunnerDef,
+    lambda qr, export_scope=None: qr.to_proto(export_scope),
+    _queue_runner_from_proto,
 )
 
 
