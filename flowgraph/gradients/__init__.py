@@ -27,3 +27,4 @@ from flowgraph.gradients import nn, nn_conv  # noqa: F401  (registers the NN row
 from flowgraph.gradients import control_flow, tensor_array  # noqa: F401  (registers §4.4's gradients)
 from flowgraph.gradients import sparse  # noqa: F401  (registers the sparse ops' gradients)
 from flowgraph.gradients import segment  # noqa: F401  (segment ops, DynamicPartition, Einsum)
+from flowgraph.gradients import image  # noqa: F401  (resize ops)

@@ -85,3 +85,13 @@ register_op(
     OpDef("ResizeNearestNeighbor", inputs=["images: T", "size: int32"],
           outputs=["resized_images: T"], attrs=[_REAL] + _RESIZE_ATTRS, shape_fn=_resized)
 )  # fmt: skip
+register_op(
+    OpDef("ResizeBilinearGrad", inputs=["grads: float", "original_image: T"],
+          outputs=["output: T"], attrs=["T: {float, bfloat16, half, double}"] + _RESIZE_ATTRS,
+          shape_fn=lambda ctx: ctx.input_shapes[1])
+)  # fmt: skip
+register_op(
+    OpDef("ResizeNearestNeighborGrad", inputs=["grads: T", "size: int32"], outputs=["output: T"],
+          attrs=["T: {uint8, int8, int32, half, float, double, bfloat16}"] + _RESIZE_ATTRS,
+          shape_fn=lambda ctx: unknown_shape(4))
+)  # fmt: skip

@@ -159,3 +159,20 @@ def test_convert_image_dtype_and_standardization():
     x = img.astype(np.float32)
     want = (x - x.mean()) / max(x.std(), 1 / math.sqrt(x.size))
     np.testing.assert_allclose(std, want, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("align, half", [(False, False), (True, False), (False, True)])
+@pytest.mark.parametrize("resize", ["bilinear", "nearest"])
+def test_resize_gradients_match_numeric_jacobians(align, half, resize):
+    fn = tf.image.resize_bilinear if resize == "bilinear" else tf.image.resize_nearest_neighbor
+    for in_hw, out_hw in (((3, 4), (5, 7)), ((5, 6), (2, 3))):
+        shape = (2, *in_hw, 2)
+        x = tf.placeholder(tf.float64, shape)
+        if resize == "bilinear":
+            x32 = tf.cast(x, tf.float32)
+            y = tf.cast(fn(x32, out_hw, align_corners=align, half_pixel_centers=half), tf.float64)
+        else:
+            y = fn(x, out_hw, align_corners=align, half_pixel_centers=half)
+        init = np.random.RandomState(0).rand(*shape)
+        err = tf.test.compute_gradient_error(x, list(shape), y, [2, *out_hw, 2], x_init_value=init)
+        assert err < 1e-3, (in_hw, out_hw, err)

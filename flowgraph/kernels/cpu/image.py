@@ -240,3 +240,39 @@ def resize_nearest_neighbor(ctx, images, size):
     ys = _nearest_axis(images.shape[1], out_h, a["align_corners"], a["half_pixel_centers"])
     xs = _nearest_axis(images.shape[2], out_w, a["align_corners"], a["half_pixel_centers"])
     return images[:, ys][:, :, xs]
+
+
+# -- gradients: both resizes are separable, out = Wy . image . Wx^T per image and channel ----------
+def _bilinear_matrix(in_size, out_size, align_corners, half_pixel) -> np.ndarray:
+    """[out, in] interpolation weights of one axis (the forward pass's, as a matrix)."""
+    lower, upper, frac = _bilinear_axis(in_size, out_size, align_corners, half_pixel)
+    m = np.zeros((out_size, in_size), np.float32)
+    rows = np.arange(out_size)
+    np.add.at(m, (rows, lower), 1 - frac)
+    np.add.at(m, (rows, upper), frac)
+    return m
+
+
+@register_kernel("ResizeBilinearGrad")
+def resize_bilinear_grad(ctx, grads, original):
+    a = ctx.attrs
+    grads = np.asarray(grads, np.float32)
+    _, h, w, _ = np.shape(original)
+    wy = _bilinear_matrix(h, grads.shape[1], a["align_corners"], a["half_pixel_centers"])
+    wx = _bilinear_matrix(w, grads.shape[2], a["align_corners"], a["half_pixel_centers"])
+    out = np.einsum("yh,nyxc,xw->nhwc", wy, grads, wx, optimize=True)
+    return out.astype(np.asarray(original).dtype, copy=False)
+
+
+@register_kernel("ResizeNearestNeighborGrad")
+def resize_nearest_neighbor_grad(ctx, grads, size):
+    a = ctx.attrs
+    grads = np.asarray(grads)
+    h, w = (int(v) for v in np.asarray(size))
+    ys = _nearest_axis(h, grads.shape[1], a["align_corners"], a["half_pixel_centers"])
+    xs = _nearest_axis(w, grads.shape[2], a["align_corners"], a["half_pixel_centers"])
+    sy = np.zeros((grads.shape[1], h), grads.dtype)
+    sy[np.arange(grads.shape[1]), ys] = 1
+    sx = np.zeros((grads.shape[2], w), grads.dtype)
+    sx[np.arange(grads.shape[2]), xs] = 1
+    return np.einsum("yh,nyxc,xw->nhwc", sy, grads, sx, optimize=True).astype(grads.dtype)
