@@ -55,7 +55,7 @@ from flowgraph.namespaces import (  # noqa: E402
     contrib, graph_util, initializers, linalg, losses, math, metrics, nest, nn, random, test,
 )  # fmt: skip
 from flowgraph.namespaces import app, flags, gfile, io, logging, version  # noqa: E402
-from flowgraph.namespaces import image, python_io  # noqa: E402
+from flowgraph.namespaces import image, python_io, queue  # noqa: E402
 from flowgraph.namespaces import sparse  # noqa: E402
 from flowgraph.namespaces import strings  # noqa: E402
 from flowgraph.platform.version import COMPILER_VERSION, GIT_VERSION, VERSION, __version__  # noqa: E402

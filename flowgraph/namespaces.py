@@ -94,3 +94,10 @@ for _module in (_tf_record, _readers, _parsing_ops):
 from flowgraph.ops import image_ops as _image_ops  # noqa: E402
 
 image = _namespace("image", _image_ops)
+
+# tf.queue (TF 1.15's home of the queue classes) and tf.io's image codecs.
+from flowgraph.ops import queues as _queues  # noqa: E402
+
+queue = _namespace("queue", _queues)
+for _key in ("decode_image", "decode_jpeg", "decode_png", "encode_jpeg", "encode_png"):
+    setattr(io, _key, getattr(_image_ops, _key))
