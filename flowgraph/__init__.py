@@ -45,6 +45,7 @@ from flowgraph.ops.accumulators import *  # noqa: F403
 from flowgraph.ops.deprecated import *  # noqa: F403
 from flowgraph.ops.segment import *  # noqa: F403
 from flowgraph.ops.string_ops import *  # noqa: F403
+from flowgraph.ops.lookup_ops import *  # noqa: F403
 from flowgraph.gradients import *  # noqa: F403
 from flowgraph.session.default_session import get as get_default_session
 from flowgraph.session.session import InteractiveSession, Session
@@ -58,6 +59,7 @@ from flowgraph.namespaces import app, flags, gfile, io, logging, version  # noqa
 from flowgraph.namespaces import image, python_io, queue  # noqa: E402
 from flowgraph.namespaces import sparse  # noqa: E402
 from flowgraph.namespaces import strings  # noqa: E402
+from flowgraph.namespaces import lookup  # noqa: E402
 from flowgraph.platform.version import COMPILER_VERSION, GIT_VERSION, VERSION, __version__  # noqa: E402
 from flowgraph import compat  # noqa: E402
 from flowgraph.compat import *  # noqa: F403,E402

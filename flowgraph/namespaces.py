@@ -22,6 +22,7 @@ from flowgraph.ops import rnn_cell as _rnn_cell
 from flowgraph.ops import segment as _segment
 from flowgraph.ops import sparse as _sparse
 from flowgraph.ops import string_ops as _string_ops
+from flowgraph.ops import lookup_ops as _lookup_ops
 
 
 def _namespace(name: str, *modules, **extra) -> types.ModuleType:
@@ -46,6 +47,7 @@ from flowgraph.framework import graph_util as _graph_util  # noqa: E402
 graph_util = _namespace("graph_util", _importer, _graph_util)
 sparse = _namespace("sparse", **_sparse.SPARSE_NAMESPACE)
 strings = _namespace("strings", **_string_ops.STRINGS_NAMESPACE)
+lookup = _namespace("lookup", **_lookup_ops.LOOKUP_NAMESPACE)  # tf.lookup, tf.contrib.lookup
 for _name in _segment.__all__:  # tf.math.segment_sum, tf.math.bincount, ...
     setattr(math, _name, getattr(_segment, _name))
 linalg.einsum = _segment.einsum

@@ -2,5 +2,7 @@
 regularizers, rnn aliases). Everything here forwards to the core implementation."""
 
 from flowgraph.contrib import layers, rnn, staging
+from flowgraph.contrib import lookup  # noqa: E402
 
 __all__ = ["layers", "rnn", "staging"]
+__all__ += ["lookup"]

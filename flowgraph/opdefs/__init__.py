@@ -17,6 +17,7 @@ from flowgraph.opdefs import tensor_array  # noqa: F401
 from flowgraph.opdefs import summary  # noqa: F401
 from flowgraph.opdefs import script_ops  # noqa: F401
 from flowgraph.opdefs import segment  # noqa: F401
+from flowgraph.opdefs import lookup  # noqa: F401
 from flowgraph.opdefs import io  # noqa: F401
 from flowgraph.opdefs import data_flow  # noqa: F401
 from flowgraph.opdefs import readers  # noqa: F401

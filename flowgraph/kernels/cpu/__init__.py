@@ -11,6 +11,7 @@ from flowgraph.kernels.cpu import tensor_array  # noqa: F401
 from flowgraph.kernels.cpu import summary  # noqa: F401
 from flowgraph.kernels.cpu import script_ops  # noqa: F401
 from flowgraph.kernels.cpu import segment  # noqa: F401
+from flowgraph.kernels.cpu import lookup  # noqa: F401
 from flowgraph.kernels.cpu import io  # noqa: F401
 from flowgraph.kernels.cpu import data_flow  # noqa: F401
 from flowgraph.kernels.cpu import readers  # noqa: F401

@@ -206,7 +206,7 @@ def _replace(values, pattern: bytes, rewrite: bytes, replace_global: bool):
 
 @register_kernel("RegexReplace")
 def regex_replace(ctx, values, pattern, rewrite):
-    first = lambda t: _bytes(np.asarray(t, dtype=object).reshape(-1)[0])  # noqa: E731
+    first = lambda t: _bytes(np.asarray(t, dtype=object).reshape(-1)[0])
     return _replace(values, first(pattern), first(rewrite), ctx.attrs["replace_global"])
 
 
