@@ -321,3 +321,33 @@ def test_imported_saver_checks_before_restoring(tmp_path):
         with pytest.raises(errors.InvalidArgumentError, match="variable b has shape"):
             imported.restore(sess, path)
         np.testing.assert_array_equal(sess.run("a:0"), [9.0, 9.0])  # untouched
+
+
+class _TableSaveable(tf.train.saver.BaseSaverBuilder.SaveableObject):
+    """A custom saveable: keys and values of a "table" held in two variables."""
+
+    def __init__(self, keys, values, name):
+        specs = [
+            tf.train.saver.BaseSaverBuilder.SaveSpec(keys, "", name + "-keys"),
+            tf.train.saver.BaseSaverBuilder.SaveSpec(values, "", name + "-values"),
+        ]
+        super().__init__(keys, specs, name)
+        self.targets = (keys, values)
+
+    def restore(self, restored_tensors, restored_shapes):
+        return tf.group(*(tf.assign(v, t) for v, t in zip(self.targets, restored_tensors)))
+
+
+def test_saveable_objects_in_var_list(tmp_path):
+    keys = tf.Variable([b"a", b"b"], name="keys")
+    values = tf.Variable([1, 2], name="values")
+    table = _TableSaveable(keys, values, "table")
+    saver = tf.train.Saver([table])
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        path = saver.save(sess, str(tmp_path / "t"))
+        sess.run([keys.assign([b"x", b"y"]), values.assign([0, 0])])
+        saver.restore(sess, path)
+        assert sess.run(keys).tolist() == [b"a", b"b"]
+        assert sess.run(values).tolist() == [1, 2]
+    assert tf.train.list_variables(path) == [("table-keys", [2]), ("table-values", [2])]
