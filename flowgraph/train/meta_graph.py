@@ -14,7 +14,8 @@ import os
 from google.protobuf import text_format
 from google.protobuf.message import DecodeError
 
-from flowgraph.core.protos import MetaGraphDef, QueueRunnerDef, SaverDef, VariableDef
+from flowgraph.core.protos import MetaGraphDef, OpList, QueueRunnerDef, SaverDef, VariableDef
+from flowgraph.core.protos import OpDef as OpDefProto
 from flowgraph.core.tensor_bundle import fs, temp_suffix
 from flowgraph.framework import default_graph
 from flowgraph.framework.graph import GraphKeys
@@ -196,6 +197,8 @@ def export_meta_graph(filename=None, meta_info_def=None, graph_def=None, saver_d
     meta.meta_info_def.tensorflow_git_version = version.GIT_VERSION
     meta.meta_info_def.stripped_default_attrs = bool(strip_default_attrs)
     meta.graph_def.CopyFrom(_scoped_graph_def(graph_def, export_scope, clear_devices))
+    if not meta.meta_info_def.stripped_op_list.op:
+        meta.meta_info_def.stripped_op_list.CopyFrom(stripped_op_list(meta.graph_def))
     if saver_def is not None:
         meta.saver_def.CopyFrom(saver_def)
     keys = collection_list if collection_list is not None else graph.get_all_collection_keys()
@@ -206,6 +209,45 @@ def export_meta_graph(filename=None, meta_info_def=None, graph_def=None, saver_d
     if filename:
         write_meta_graph_file(meta, filename, as_text)
     return meta
+
+
+def stripped_op_list(graph_def) -> OpList:
+    """The OpDefs (as protos) of the op types `graph_def` uses, sorted by name: a reader can
+    tell which attrs it may drop because they hold the producer's default (TF's
+    stripped_op_list_for_graph)."""
+    from flowgraph.core.op_def import registered_ops
+
+    ops = registered_ops()
+    out = OpList()
+    for name in sorted({n.op for n in graph_def.node}):
+        if name in ops:
+            out.op.append(_op_def_proto(ops[name]))
+    return out
+
+
+def _op_def_proto(op_def) -> OpDefProto:
+    from flowgraph.core.attr_value import to_attr_value
+
+    p = OpDefProto(name=op_def.name, is_stateful=op_def.is_stateful)
+    for args, field in ((op_def.inputs, p.input_arg), (op_def.outputs, p.output_arg)):
+        for a in args:
+            arg = field.add(name=a.name, is_ref=a.is_ref)
+            if a.type is not None:
+                arg.type = a.type.as_datatype_enum
+            arg.type_attr = a.type_attr or ""
+            arg.number_attr = a.number_attr or ""
+            arg.type_list_attr = a.type_list_attr or ""
+    for a in op_def.attrs.values():
+        attr = p.attr.add(name=a.name, type=a.type)
+        if a.has_default and a.default is not None:
+            attr.default_value.CopyFrom(to_attr_value(a.default, a.type))
+        if a.allowed:
+            kind = "list(type)" if a.type.endswith("type") else "list(string)"
+            attr.allowed_values.CopyFrom(to_attr_value(list(a.allowed), kind))
+        if a.minimum is not None:
+            attr.has_minimum = True
+            attr.minimum = int(a.minimum)
+    return p
 
 
 def _strip_default_attrs(graph_def):

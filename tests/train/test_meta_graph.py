@@ -86,3 +86,15 @@ def test_queue_runners_survive_the_meta_graph():
     tf.train.import_meta_graph(meta)
     (qr,) = tf.get_collection(tf.GraphKeys.QUEUE_RUNNERS)
     assert qr.queue.name == "q"
+
+
+def test_stripped_op_list_names_every_op_type_used():
+    v = tf.Variable([1.0, 2.0], name="v")
+    tf.identity(v * 2.0, name="out")
+    meta = tf.train.export_meta_graph(saver_def=tf.train.Saver().as_saver_def())
+    ops = {o.name: o for o in meta.meta_info_def.stripped_op_list.op}
+    assert set(ops) == {n.op for n in meta.graph_def.node}
+    assert ops["SaveV2"].is_stateful and ops["SaveV2"].input_arg[3].type_list_attr == "dtypes"
+    assert ops["VariableV2"].output_arg[0].is_ref
+    (shared,) = [a for a in ops["VariableV2"].attr if a.name == "shared_name"]
+    assert shared.default_value.s == b""
