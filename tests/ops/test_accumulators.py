@@ -140,3 +140,20 @@ def test_staging_area_put_get_peek_capacity_and_clear():
     with tf.Session() as sess:
         sess.run(named.put({"a": 4}))
         assert sess.run(named.get()) == {"a": 4}
+
+
+def test_session_close_releases_a_blocked_take_and_get():
+    acc = tf.ConditionalAccumulator(tf.float32, shape=[])
+    area = tf.contrib.staging.StagingArea([tf.float32], shapes=[[]])
+    sess = tf.Session()
+    runs = [_in_thread(sess, acc.take_grad(1)), _in_thread(sess, area.get())]
+    tick = threading.Event()
+    for _ in range(5000):  # bounded: until both steps are in the runtime (blocked or about to)
+        if len(sess._runtime._running) == 2:
+            break
+        tick.wait(0.002)
+    sess.close()
+    for t, box in runs:
+        t.join(10)
+        assert not t.is_alive()
+        assert isinstance(box["error"], tf.errors.CancelledError)

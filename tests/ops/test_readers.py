@@ -181,3 +181,13 @@ def test_record_options_reject_unsupported_arguments():
     np.testing.assert_equal(tf.LMDBReader is not None, True)
     with pytest.raises(NotImplementedError):
         tf.LMDBReader()
+
+
+def test_reader_timeout_withdraws_its_wait_for_work():
+    queue = tf.FIFOQueue(10, [tf.string], shapes=[[]])
+    _, value = tf.IdentityReader().read(queue)
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.DeadlineExceededError):
+            sess.run(value, options=tf.RunOptions(timeout_in_ms=30))
+        sess.run(queue.enqueue("after"))
+        assert sess.run(value) == b"after"  # the work item was not lost to the dead step
