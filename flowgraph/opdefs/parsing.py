@@ -136,3 +136,33 @@ register_op(
         shape_fn=unchanged,
     )
 )
+register_op(
+    OpDef(
+        "ParseExampleV2",  # what TF 2's tf.compat.v1.parse_(single_)example build
+        inputs=[
+            "serialized: string",
+            "names: string",
+            "sparse_keys: string",
+            "dense_keys: string",
+            "ragged_keys: string",
+            "dense_defaults: Tdense",
+        ],
+        outputs=[
+            "sparse_indices: num_sparse * int64",
+            "sparse_values: sparse_types",
+            "sparse_shapes: num_sparse * int64",
+            "dense_values: Tdense",
+            "ragged_values: ragged_value_types",
+            "ragged_row_splits: ragged_split_types",
+        ],
+        attrs=[
+            "Tdense: list(type) >= 0",
+            "num_sparse: int >= 0",
+            "sparse_types: list(type) >= 0",
+            "ragged_value_types: list(type) >= 0",
+            "ragged_split_types: list(type) >= 0",
+            "dense_shapes: list(shape) >= 0",
+        ],
+        shape_fn=unknown,
+    )
+)

@@ -113,3 +113,66 @@ def test_tensorflow_reads_our_files(tmp_path, compression):
     got = eval(out.stdout.strip().splitlines()[-1])
     assert [bytes.fromhex(h) for h in got] == records
     assert sys.executable  # the test process itself never imports TensorFlow
+
+
+_TF_GRAPH_SCRIPT = r"""
+import sys, numpy as np
+import tensorflow.compat.v1 as tf
+tf.disable_v2_behavior()
+out_dir = sys.argv[1]
+ex = []
+for v, t in (([1.0, 2.0], [7]), ([3.0, 4.0], [8, 9])):
+    e = tf.train.Example()
+    e.features.feature["v"].float_list.value.extend(v)
+    e.features.feature["t"].int64_list.value.extend(t)
+    ex.append(e.SerializeToString())
+g = tf.Graph()
+with g.as_default():
+    q = tf.FIFOQueue(10, [tf.float32, tf.int64], shapes=[[2], []], name="q")
+    x = tf.placeholder(tf.float32, [None, 2], name="x")
+    y = tf.placeholder(tf.int64, [None], name="y")
+    q.enqueue_many([x, y], name="enq")
+    a, b = q.dequeue_many(2, name="deq")
+    tf.identity(a, name="deq_a"); tf.identity(b, name="deq_b")
+    ser = tf.placeholder(tf.string, [None], name="ser")
+    p = tf.parse_example(ser, {"v": tf.FixedLenFeature([2], tf.float32),
+                               "t": tf.VarLenFeature(tf.int64)})
+    tf.identity(p["v"], name="pv"); tf.identity(p["t"].values, name="ptv")
+    tf.identity(p["t"].indices, name="pti")
+    ps = tf.parse_single_example(ser[0], {"v": tf.FixedLenFeature([2], tf.float32)})
+    tf.identity(ps["v"], name="psv")
+    tf.identity(tf.decode_raw(tf.constant([b"abcd", b"efgh"]), tf.int16), name="raw")
+    c = tf.decode_csv(tf.constant(["1,2.5", "3,4"]), [[0], [0.0]])
+    tf.identity(c[0], name="c0"); tf.identity(c[1], name="c1")
+fetches = ["deq_a:0", "deq_b:0", "pv:0", "ptv:0", "pti:0", "psv:0", "raw:0", "c0:0", "c1:0"]
+with tf.Session(graph=g) as sess:
+    sess.run("enq", {"x:0": [[1, 2], [3, 4], [5, 6]], "y:0": [1, 2, 3]})
+    vals = sess.run(fetches, {"ser:0": ex})
+open(out_dir + "/graph.pb", "wb").write(g.as_graph_def().SerializeToString())
+np.savez(out_dir + "/out.npz", ser=np.array(ex, dtype=object),
+         **{f.split(":")[0]: v for f, v in zip(fetches, vals)})
+"""
+
+
+@pytest.mark.skipif(not TF_PYTHON.exists(), reason="real TensorFlow (/opt/tfbench) not installed")
+def test_tensorflow_graph_with_queue_and_parsing_ops_runs_here(tmp_path):
+    """A GraphDef built by real TF (FIFOQueueV2, QueueEnqueueManyV2, QueueDequeueManyV2,
+    ParseExampleV2, DecodeRaw, DecodeCSV) imports and gives TF's values."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["TF_CPP_MIN_LOG_LEVEL"] = "3"
+    done = subprocess.run([str(TF_PYTHON), "-c", _TF_GRAPH_SCRIPT, str(tmp_path)],
+                          capture_output=True, text=True, timeout=240, env=env)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    want = np.load(tmp_path / "out.npz", allow_pickle=True)
+    graph_def = tf.GraphDef()
+    graph_def.ParseFromString((tmp_path / "graph.pb").read_bytes())
+    g = tf.Graph()
+    with g.as_default():
+        tf.import_graph_def(graph_def, name="")
+    names = ["deq_a", "deq_b", "pv", "ptv", "pti", "psv", "raw", "c0", "c1"]
+    with tf.Session(graph=g) as sess:
+        sess.run("enq", {"x:0": [[1, 2], [3, 4], [5, 6]], "y:0": [1, 2, 3]})
+        got = sess.run([n + ":0" for n in names], {"ser:0": want["ser"]})
+    for name, value in zip(names, got):
+        assert np.asarray(value).dtype == want[name].dtype, name
+        np.testing.assert_array_equal(value, want[name], err_msg=name)

@@ -204,6 +204,27 @@ def parse_single_example(ctx, serialized, *dense_defaults):
     return tuple(out)
 
 
+@register_kernel("ParseExampleV2")
+def parse_example_v2(ctx, serialized, names, sparse_keys, dense_keys, ragged_keys, *defaults):
+    """ParseExample with the keys as tensors; a scalar `serialized` parses one example (no batch
+    dimension), as TF 2's parse_single_example uses it. Ragged features are not supported."""
+    a = ctx.attrs
+    if np.asarray(ragged_keys).size or a["ragged_value_types"]:
+        raise errors.UnimplementedError(None, None, "ParseExampleV2 with ragged features")
+    serialized = np.asarray(serialized, dtype=object)
+    if serialized.ndim > 1:
+        raise _invalid(f"Expected serialized to be a scalar or vector, got {serialized.shape}")
+    batched = serialized.ndim == 1
+    out = _parse_examples(
+        serialized, _names(names, serialized.size) if batched else None,
+        _keys(np.asarray(sparse_keys, dtype=object).reshape(-1)),
+        [_check_dtype(t) for t in a["sparse_types"]],
+        _keys(np.asarray(dense_keys, dtype=object).reshape(-1)),
+        [_check_dtype(t) for t in a["Tdense"]], a["dense_shapes"], defaults, batched,
+    )  # fmt: skip
+    return tuple(out)
+
+
 def _feature_list_dense(lists, key, dtype, shape, missing_ok):
     """[batch, max_steps, *shape] and the number of steps of each example."""
     inner = shape.as_list()
