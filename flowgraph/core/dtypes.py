@@ -7,6 +7,7 @@ in TensorFlow's DataType enum.
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 
 _REF_OFFSET = 100
@@ -91,7 +92,7 @@ class DType:
     def _limit(self, which: int):
         base = self.base_dtype
         if base.is_floating:
-            info = np.finfo(base._np)
+            info = ml_dtypes.finfo(base._np)
             return float(info.min if which == 0 else info.max)
         if base.is_integer:
             info = np.iinfo(base._np)
@@ -138,7 +139,7 @@ def _make(enum: int, name: str, np_type) -> tuple[DType, DType]:
 float16, float16_ref = _make(19, "float16", np.float16)
 float32, float32_ref = _make(1, "float32", np.float32)
 float64, float64_ref = _make(2, "float64", np.float64)
-bfloat16, bfloat16_ref = _make(14, "bfloat16", None)  # no NumPy type: declared, not computable
+bfloat16, bfloat16_ref = _make(14, "bfloat16", ml_dtypes.bfloat16)  # NumPy's, via ml_dtypes
 int8, int8_ref = _make(6, "int8", np.int8)
 int16, int16_ref = _make(5, "int16", np.int16)
 int32, int32_ref = _make(3, "int32", np.int32)
@@ -175,7 +176,7 @@ _BY_NUMPY: dict[np.dtype, DType] = {
 _BY_NUMPY[np.dtype(object)] = string
 
 # Groups used by OpDefs ("T: {numeric}") and by TF1's public names.
-FLOATING = (float16, float32, float64)
+FLOATING = (float16, bfloat16, float32, float64)
 COMPLEX = (complex64, complex128)
 INTEGER = _INTEGERS
 REAL_NUMBERS = FLOATING + INTEGER

@@ -10,6 +10,7 @@ for large tensors (FORMATS.md measures 2.8 s for 64 MiB), so they are only for s
 
 from typing import Any, NamedTuple
 
+import ml_dtypes
 import numpy as np
 
 from flowgraph.core.protos import DataType, TensorProto
@@ -35,6 +36,10 @@ _ENCODINGS = {
     DataType.DT_FLOAT: _Encoding(np.dtype(np.float32), "float_val", np.dtype(np.float32)),
     DataType.DT_DOUBLE: _Encoding(np.dtype(np.float64), "double_val", np.dtype(np.float64)),
     DataType.DT_HALF: _Encoding(np.dtype(np.float16), "half_val", np.dtype(np.uint16), True),
+    # bfloat16 bit patterns share half_val, as in TF's tensor.proto.
+    DataType.DT_BFLOAT16: _Encoding(
+        np.dtype(ml_dtypes.bfloat16), "half_val", np.dtype(np.uint16), True
+    ),
     DataType.DT_INT8: _Encoding(np.dtype(np.int8), "int_val", np.dtype(np.int32)),
     DataType.DT_INT16: _Encoding(np.dtype(np.int16), "int_val", np.dtype(np.int32)),
     DataType.DT_INT32: _Encoding(np.dtype(np.int32), "int_val", np.dtype(np.int32)),
@@ -110,7 +115,7 @@ def _castable(source: np.dtype, target: np.dtype) -> bool:
         return target.kind == "O" and source.kind in "OSU"
     if source.kind == "c":
         return target.kind == "c"
-    return source.kind in "biu" or target.kind in "fc"
+    return source.kind in "biu" or target.kind in "fc" or target == ml_dtypes.bfloat16
 
 
 def _as_bytes(value: Any) -> bytes:

@@ -52,8 +52,9 @@ _KERNELS: dict[tuple[str, str], list[KernelDef]] = {}
 
 def register_kernel(op_type: str, device: str = "CPU", dtypes_=None, *, type_attr: str = "T",
                     constraints: dict | None = None, expensive: bool = False, step: bool = False,
-                    async_: bool = False, intra_op: bool = False):  # fmt: skip
-    """Decorator registering a kernel; `dtypes_` restricts attr `type_attr` (default 'T')."""
+                    async_: bool = False, intra_op: bool = False, first: bool = False):  # fmt: skip
+    """Decorator registering a kernel; `dtypes_` restricts attr `type_attr` (default 'T').
+    `first` puts it before the op's earlier kernels (a dtype-specific one ahead of a generic)."""
     cons = dict(constraints or {})
     if dtypes_ is not None:
         cons[type_attr] = tuple(dtypes.as_dtype(d) for d in dtypes_)
@@ -63,7 +64,8 @@ def register_kernel(op_type: str, device: str = "CPU", dtypes_=None, *, type_att
         if expensive and intra_op:
             raise ValueError(f"kernel for {op_type}: expensive and intra_op exclude each other")
         kdef = KernelDef(op_type, device, fn, cons, expensive, step, async_, site, intra_op)
-        _KERNELS.setdefault((op_type, device), []).append(kdef)
+        kernels = _KERNELS.setdefault((op_type, device), [])
+        kernels.insert(0, kdef) if first else kernels.append(kdef)
         return fn
 
     return decorate

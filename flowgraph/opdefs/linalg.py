@@ -10,7 +10,7 @@ from __future__ import annotations
 from flowgraph.core.op_def import OpDef, register_op
 from flowgraph.core.shapes import Dimension, TensorShape, broadcast_shape, unknown_shape
 
-_MATMUL_TYPES = "{half, float, double, int32, int64, complex64, complex128}"
+_MATMUL_TYPES = "{half, bfloat16, float, double, int32, int64, complex64, complex128}"
 _LINALG_TYPES = "{half, float, double, complex64, complex128}"
 _DIAG_TYPES = (
     "{half, float, double, int8, int16, int32, int64, uint8, uint16, complex64, complex128, bool}"

@@ -50,9 +50,8 @@ def test_hash_table_states_and_errors():
     with pytest.raises(TypeError, match="Keys must be dtype string"):
         table.lookup(tf.constant([1, 2], tf.int64))
     dup = lookup.HashTable(lookup.KeyValueTensorInitializer(["a", "a"], [1, 2]), -1)
-    with tf.Session() as sess:
-        with pytest.raises(errors.FailedPreconditionError, match="different value for same key"):
-            sess.run(dup.initializer)
+    with tf.Session() as sess, pytest.raises(errors.FailedPreconditionError, match="different"):
+        sess.run(dup.initializer)
 
 
 def test_sparse_keys_keep_their_indices():

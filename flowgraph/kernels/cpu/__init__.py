@@ -21,3 +21,4 @@ from flowgraph.kernels.cpu import image  # noqa: F401
 from flowgraph.kernels.cpu import sparse  # noqa: F401
 from flowgraph.kernels.cpu import accumulators  # noqa: F401
 from flowgraph.kernels.cpu import sparse_map  # noqa: F401
+from flowgraph.kernels.cpu import bfloat16  # noqa: F401,E402  (after every kernel it wraps)
