@@ -111,9 +111,14 @@ def _kind(value) -> str:
     raise TypeError(f"cannot store a {type(value).__name__} in a MetaGraph collection")
 
 
+# Control-flow contexts have no CondContextDef/WhileContextDef form here yet: the graph itself
+# imports and runs, but tf.gradients through an imported loop or cond is not available.
+_NOT_SERIALIZED = (GraphKeys.COND_CONTEXT, GraphKeys.WHILE_CONTEXT)
+
+
 def _add_collection(meta: MetaGraphDef, graph, key, export_scope):
-    if not isinstance(key, (str, bytes)):
-        log.debug("Only collections with string type keys will be serialized: %r", key)
+    if not isinstance(key, (str, bytes)) or key in _NOT_SERIALIZED:
+        log.debug("collection %r is not serialized", key)
         return
     values = graph.get_collection(key)
     if export_scope:
