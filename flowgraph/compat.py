@@ -57,6 +57,13 @@ TENSORFLOW_MODULES: dict[str, str] = {
     "tensorflow.python.platform.googletest": "flowgraph.testing.test_case",
     "tensorflow.python.framework.test_util": "flowgraph.testing.test_util",
     "tensorflow.python.ops.gradient_checker": "flowgraph.testing.gradient_checker",
+    "tensorflow.python.framework.graph_util": "flowgraph.framework.graph_util",
+    "tensorflow.python.training.saver": "flowgraph.train.saver",
+    "tensorflow.python.training.checkpoint_utils": "flowgraph.train.checkpoint_utils",
+    "tensorflow.python.training.checkpoint_management": "flowgraph.train.checkpoint_management",
+    "tensorflow.python.saved_model.builder": "flowgraph.saved_model.builder",
+    "tensorflow.python.saved_model.loader": "flowgraph.saved_model.loader",
+    "tensorflow.python.saved_model.signature_def_utils": "flowgraph.saved_model.signature_def_utils",
 }
 
 

@@ -172,3 +172,28 @@ def test_tensorflow_loads_our_saved_model_and_runs_our_frozen_graph(tmp_path):
     )  # fmt: skip
     np.testing.assert_allclose(_decode(got["saved_model"]), want, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(_decode(got["frozen"]), want, rtol=1e-5, atol=1e-6)
+
+
+def test_tensorflow_module_paths_of_checkpoint_code_resolve(tmp_path):
+    """TF1 programs import these modules by path; `flowgraph run` maps them to ours."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "prog.py"
+    script.write_text(
+        "from tensorflow.python.framework import graph_util\n"
+        "from tensorflow.python.training import saver as saver_lib\n"
+        "from tensorflow.python.saved_model import builder, loader, signature_def_utils\n"
+        "print(graph_util.convert_variables_to_constants.__module__, saver_lib.Saver.__name__,\n"
+        "      builder.SavedModelBuilder.__name__, loader.load.__name__)\n"
+    )
+    env = dict(os.environ, PYTHONPATH=str(Path(tf.__file__).resolve().parents[1]))
+    out = subprocess.run([sys.executable, "-m", "flowgraph", "run", str(script)],
+                         capture_output=True, text=True, timeout=120, env=env, check=False)  # fmt: skip
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == [
+        "flowgraph.framework.graph_util",
+        "Saver",
+        "SavedModelBuilder",
+        "load",
+    ]
