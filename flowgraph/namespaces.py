@@ -21,6 +21,7 @@ from flowgraph.ops import rnn as _rnn
 from flowgraph.ops import rnn_cell as _rnn_cell
 from flowgraph.ops import segment as _segment
 from flowgraph.ops import sparse as _sparse
+from flowgraph.ops import sparse_embedding as _sparse_embedding
 from flowgraph.ops import string_ops as _string_ops
 from flowgraph.ops import lookup_ops as _lookup_ops
 
@@ -51,6 +52,8 @@ lookup = _namespace("lookup", **_lookup_ops.LOOKUP_NAMESPACE)  # tf.lookup, tf.c
 for _name in _segment.__all__:  # tf.math.segment_sum, tf.math.bincount, ...
     setattr(math, _name, getattr(_segment, _name))
 linalg.einsum = _segment.einsum
+for _name in _sparse_embedding.__all__:  # tf.nn.embedding_lookup_sparse, ...
+    setattr(nn, _name, getattr(_sparse_embedding, _name))
 test = _namespace(
     "test", TestCase=_test_case.TestCase, main=_test_case.main, is_gpu_available=_test_case.is_gpu_available,
     gpu_device_name=_test_case.gpu_device_name, compute_gradient=_gradient_checker.compute_gradient,
