@@ -502,11 +502,19 @@ def _text(v) -> str:
     return v.decode() if isinstance(v, bytes) else str(v)
 
 
-def _assigned_shape(tensor):
-    """The shape of the ref variable an Assign stores `tensor` into (None when unknown)."""
+def _assigned_shape(tensor, depth: int = 0):
+    """The shape of the variable an Assign (ref) or AssignVariableOp (resource, reached
+    through the Identity that places the value) stores `tensor` into; None when unknown."""
     for consumer in tensor.consumers():
         if consumer.type == "Assign" and consumer.inputs[1] is tensor:
             return consumer.inputs[0].get_shape()
+        if consumer.type == "AssignVariableOp" and consumer.inputs[1] is tensor:
+            handle = consumer.inputs[0].op
+            return handle.get_attr("shape") if handle.type == "VarHandleOp" else None
+        if consumer.type == "Identity" and depth < 2:
+            shape = _assigned_shape(consumer.outputs[0], depth + 1)
+            if shape is not None:
+                return shape
     return None
 
 

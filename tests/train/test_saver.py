@@ -312,7 +312,7 @@ def test_imported_saver_checks_before_restoring(tmp_path):
         path = saver.save(sess, str(tmp_path / "m"))
     tf.reset_default_graph()
     tf.Variable([9.0, 9.0], name="a")
-    tf.Variable([9.0, 9.0], name="b")  # shape [2], the checkpoint holds [3]
+    tf.get_variable("b", initializer=tf.constant([9.0, 9.0]), use_resource=True)  # holds [3]
     meta = tf.train.export_meta_graph(saver_def=tf.train.Saver().as_saver_def())
     tf.reset_default_graph()
     imported = tf.train.import_meta_graph(meta)
