@@ -148,3 +148,17 @@ def _sparse_dense_cwise_div_grad(op, grad):
 @register_gradient("SparseDenseCwiseAdd")
 def _sparse_dense_cwise_add_grad(op, grad):
     raise NotImplementedError("Gradient for SparseDenseCwiseAdd is not implemented (as in TF).")
+
+
+@register_gradient("SparseSlice")
+def _sparse_slice_grad(op, *grads):
+    """The sliced entries' value gradients scattered back to their input entries."""
+    grad = build("SparseSliceGrad", grads[1], op.inputs[0], op.inputs[3], op.outputs[0])
+    grad.set_shape(op.inputs[1].shape)
+    return None, grad, None, None, None
+
+
+@register_gradient("SparseSparseMaximum")
+@register_gradient("SparseSparseMinimum")
+def _sparse_sparse_min_max_grad(op, *grads):
+    raise NotImplementedError(f"Gradient for {op.type} is not implemented (as in TF).")

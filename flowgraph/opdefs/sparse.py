@@ -171,3 +171,26 @@ for _op in ("SparseDenseCwiseMul", "SparseDenseCwiseDiv", "SparseDenseCwiseAdd")
                                    "dense: T"],
                       outputs=["output: T"], attrs=["T: numbertypes"],
                       shape_fn=lambda ctx: TensorShape([_entries(ctx, 0)])))  # fmt: skip
+
+register_op(OpDef("SparseSlice", inputs=["indices: int64", "values: T", "shape: int64",
+                                         "start: int64", "size: int64"],
+                  outputs=["output_indices: int64", "output_values: T", "output_shape: int64"],
+                  attrs=["T: type"],
+                  shape_fn=lambda ctx: _sparse_out(None, _rank(ctx, 2))))  # fmt: skip
+register_op(OpDef("SparseSliceGrad", inputs=["backprop_val_grad: T", "input_indices: int64",
+                                             "input_start: int64", "output_indices: int64"],
+                  outputs=["val_grad: T"], attrs=["T: numbertypes"],
+                  shape_fn=lambda ctx: TensorShape([_entries(ctx, 1)])))  # fmt: skip
+for _op in ("SparseSparseMaximum", "SparseSparseMinimum"):
+    register_op(OpDef(_op, inputs=["a_indices: int64", "a_values: T", "a_shape: int64",
+                                   "b_indices: int64", "b_values: T", "b_shape: int64"],
+                      outputs=["output_indices: int64", "output_values: T"],
+                      attrs=["T: realnumbertypes"],
+                      shape_fn=lambda ctx: _sparse_out(None, _rank(ctx, 2))[:2]))  # fmt: skip
+for _op in ("SparseReduceSumSparse", "SparseReduceMaxSparse"):
+    register_op(OpDef(_op, inputs=["input_indices: int64", "input_values: T",
+                                   "input_shape: int64", "reduction_axes: int32"],
+                      outputs=["output_indices: int64", "output_values: T", "output_shape: int64"],
+                      attrs=["keep_dims: bool = false",
+                             "T: numbertypes" if "Sum" in _op else "T: realnumbertypes"],
+                      shape_fn=lambda ctx: _sparse_out(None, None)))  # fmt: skip

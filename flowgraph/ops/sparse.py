@@ -16,6 +16,7 @@ from flowgraph.framework.sparse_tensor import (
     SparseTensorValue,
     convert_to_tensor_or_sparse_tensor,
 )  # fmt: skip
+from flowgraph.ops import segment
 
 __all__ = [
     "SparseTensor",
@@ -37,6 +38,19 @@ __all__ = [
     "sparse_to_dense",
     "sparse_to_indicator",
     "sparse_transpose",
+]  # fmt: skip
+__all__ += [
+    "deserialize_many_sparse",
+    "serialize_many_sparse",
+    "serialize_sparse",
+    "sparse_mask",
+    "sparse_maximum",
+    "sparse_merge",
+    "sparse_minimum",
+    "sparse_reduce_max_sparse",
+    "sparse_reduce_sum_sparse",
+    "sparse_reset_shape",
+    "sparse_slice",
 ]  # fmt: skip
 
 
@@ -288,6 +302,154 @@ def sparse_to_indicator(sp_input, vocab_size, name=None) -> Tensor:
         return sparse_tensor_to_dense(reordered, default_value=False, name=scope)
 
 
+def sparse_slice(sp_input, start, size, name=None) -> SparseTensor:
+    """The entries of `sp_input` inside the box [start, start + size), shifted to start at 0."""
+    sp = _sparse(sp_input)
+    with name_scope(name, "SparseSlice", [sp]) as scope:
+        out = apply_op("SparseSlice", [sp.indices, sp.values, sp.dense_shape,
+                                       convert_to_tensor(start, dtypes.int64),
+                                       convert_to_tensor(size, dtypes.int64)], name=scope)  # fmt: skip
+        return SparseTensor(*out.outputs)
+
+
+def _sparse_sparse(op_type: str):
+    def wrapper(sp_a, sp_b, name=None) -> SparseTensor:
+        a, b = _sparse(sp_a, "sp_a"), _sparse(sp_b, "sp_b")
+        with name_scope(name, op_type, [a, b]) as scope:
+            out = apply_op(op_type, [a.indices, a.values, a.dense_shape, b.indices, b.values,
+                                     b.dense_shape], name=scope).outputs  # fmt: skip
+            return SparseTensor(out[0], out[1], a.dense_shape)
+
+    wrapper.__doc__ = (
+        f"Element-wise {op_type[12:].lower()} of two SparseTensors of one shape (in canonical "
+        "order); an entry missing on one side counts as 0."
+    )
+    return wrapper
+
+
+sparse_maximum = _sparse_sparse("SparseSparseMaximum")
+sparse_minimum = _sparse_sparse("SparseSparseMinimum")
+
+
+def _reduce_sparse(op_type: str):
+    def wrapper(sp_input, axis=None, keepdims=None, reduction_axes=None, keep_dims=None):
+        sp = _sparse(sp_input)
+        axes = _axes(sp, _axis_arg(axis, reduction_axes))
+        out = apply_op(op_type, [sp.indices, sp.values, sp.dense_shape, axes],
+                       keep_dims=_keep(keepdims, keep_dims)).outputs  # fmt: skip
+        return SparseTensor(*out)
+
+    wrapper.__doc__ = f"{op_type[:-6]} as a SparseTensor of the output positions with entries."
+    return wrapper
+
+
+sparse_reduce_sum_sparse = _reduce_sparse("SparseReduceSumSparse")
+sparse_reduce_max_sparse = _reduce_sparse("SparseReduceMaxSparse")
+
+
+def sparse_reset_shape(sp_input, new_shape=None) -> SparseTensor:
+    """`sp_input` with dense_shape `new_shape`, or the tightest shape holding its entries."""
+    from flowgraph.ops.array import identity, ones_like
+    from flowgraph.ops.math import add, maximum
+    from flowgraph.ops.reduction import reduce_max
+
+    sp = _sparse(sp_input)
+    indices, values, shape = (identity(t) for t in (sp.indices, sp.values, sp.dense_shape))
+    if new_shape is None:
+        new_shape = maximum(
+            convert_to_tensor(0, dtypes.int64), add(reduce_max(indices, axis=0), ones_like(shape))
+        )
+    else:
+        new_shape = convert_to_tensor(new_shape, dtypes.int64)
+        new_shape.shape.assert_is_compatible_with(shape.shape)
+    return SparseTensor(indices, values, new_shape)
+
+
+def sparse_merge(sp_ids, sp_values, vocab_size, name=None, already_sorted=False):
+    """A SparseTensor whose last coordinate is the id in `sp_ids` and whose value is the one in
+    `sp_values` at the same entry (e.g. feature ids and weights into a [batch, vocab] matrix)."""
+    from flowgraph.ops.array import concat, reshape, stack
+    from flowgraph.ops.array_index import strided_slice
+    from flowgraph.ops.math import cast
+
+    ids_list = [sp_ids] if isinstance(sp_ids, SparseTensor) else list(sp_ids)
+    sizes = [vocab_size] if isinstance(sp_ids, SparseTensor) else list(vocab_size)
+    values = _sparse(sp_values, "sp_values")
+    with name_scope(name, "SparseMerge", [values]):
+        first = _sparse(ids_list[0], "sp_ids")
+        keep = strided_slice(first.indices, [0, 0], [0, -1], end_mask=1)
+        columns = [reshape(cast(_sparse(i).values, dtypes.int64), [-1, 1]) for i in ids_list]
+        new_indices = concat([keep] + columns, 1)
+        head = strided_slice(first.dense_shape, [0], [-1])
+        sizes = cast(stack([convert_to_tensor(v) for v in sizes]), dtypes.int64)
+        new_shape = concat([head, sizes], 0)
+        result = SparseTensor(new_indices, values.values, new_shape)
+        if already_sorted:
+            return result
+        ordered = sparse_reorder(result)
+        return SparseTensor(ordered.indices, ordered.values, new_shape)
+
+
+def sparse_mask(a, mask_indices, name=None):
+    """The IndexedSlices `a` without the rows whose index is in `mask_indices`."""
+    from flowgraph.framework.indexed_slices import IndexedSlices
+    from flowgraph.ops.array_index import gather, setdiff1d
+
+    with name_scope(name, "sparse_mask", [a.values, mask_indices]):
+        out_indices, to_gather = setdiff1d(a.indices, convert_to_tensor(mask_indices))
+        return IndexedSlices(gather(a.values, to_gather), out_indices, a.dense_shape)
+
+
+def sparse_eye(num_rows, num_columns=None, dtype=dtypes.float32, name=None) -> SparseTensor:
+    """A sparse identity matrix [num_rows, num_columns] (tf.sparse.eye)."""
+    from flowgraph.ops.array import ones, range_, stack
+    from flowgraph.ops.math import minimum
+
+    with name_scope(name, "eye", [num_rows, num_columns]):
+        rows = convert_to_tensor(num_rows, dtypes.int64)
+        cols = rows if num_columns is None else convert_to_tensor(num_columns, dtypes.int64)
+        diag = range_(minimum(rows, cols), dtype=dtypes.int64)
+        return SparseTensor(stack([diag, diag], axis=1), ones(stack([minimum(rows, cols)]), dtype),
+                            stack([rows, cols]))  # fmt: skip
+
+
+def sparse_expand_dims(sp_input, axis=None, name=None) -> SparseTensor:
+    """`sp_input` with a dimension of size 1 inserted at `axis` (default -1: last)."""
+    from flowgraph.ops.array import concat, shape, stack, zeros
+    from flowgraph.ops.array_index import strided_slice
+
+    sp = _sparse(sp_input)
+    rank = sp.dense_shape.shape[0].value
+    if rank is None:
+        raise ValueError("sparse.expand_dims needs a SparseTensor of known rank")
+    axis = -1 if axis is None else int(axis)
+    if not -rank - 1 <= axis <= rank:
+        raise ValueError(f"axis {axis} out of range for rank {rank}")
+    axis = axis + rank + 1 if axis < 0 else axis
+    with name_scope(name, "expand_dims", [sp]):
+        n = strided_slice(shape(sp.indices, out_type=dtypes.int64), [0], [1], shrink_axis_mask=1)
+        column = zeros(stack([n, 1]), dtypes.int64)
+        before = strided_slice(sp.indices, [0, 0], [0, axis], end_mask=1)
+        after = strided_slice(sp.indices, [0, axis], [0, rank], end_mask=1)
+        indices = concat([before, column, after], 1)
+        dense_shape = concat([sp.dense_shape[:axis], convert_to_tensor([1], dtypes.int64),
+                              sp.dense_shape[axis:]], 0)  # fmt: skip
+        return SparseTensor(indices, sp.values, dense_shape)
+
+
+def _not_provided(name: str):
+    def raise_(*args, **kwargs):
+        raise NotImplementedError(f"tf.{name} is not provided by flowgraph")
+
+    raise_.__name__ = name
+    return raise_
+
+
+serialize_sparse = _not_provided("serialize_sparse")
+serialize_many_sparse = _not_provided("serialize_many_sparse")
+deserialize_many_sparse = _not_provided("deserialize_many_sparse")
+
+
 # -- SparseTensor (op) dense: element-wise, the dense side broadcast to the sparse shape -------
 def _cwise(op_type: str, stem: str, true_div: bool = False):
     def method(self, other):
@@ -318,4 +480,13 @@ SPARSE_NAMESPACE = {  # tf.sparse.<name> (TF 1.15)
     "softmax": sparse_softmax, "add": sparse_add, "reshape": sparse_reshape, "retain": sparse_retain,
     "fill_empty_rows": sparse_fill_empty_rows, "split": sparse_split, "reorder": sparse_reorder,
     "transpose": sparse_transpose, "to_indicator": sparse_to_indicator,
+    "slice": sparse_slice, "maximum": sparse_maximum, "minimum": sparse_minimum,
+    "reduce_sum_sparse": sparse_reduce_sum_sparse, "reduce_max_sparse": sparse_reduce_max_sparse,
+    "reset_shape": sparse_reset_shape, "merge": sparse_merge, "mask": sparse_mask,
+    "eye": sparse_eye, "expand_dims": sparse_expand_dims,
+    "segment_sum": segment.sparse_segment_sum, "segment_mean": segment.sparse_segment_mean,
+    "segment_sqrt_n": segment.sparse_segment_sqrt_n,
+    "cross": _not_provided("sparse.cross"), "cross_hashed": _not_provided("sparse.cross_hashed"),
+    "serialize_sparse": serialize_sparse, "serialize_many_sparse": serialize_many_sparse,
+    "deserialize_many_sparse": deserialize_many_sparse,
 }  # fmt: skip

@@ -292,3 +292,49 @@ def test_sparse_namespace_names():
                  "softmax", "add", "reshape", "retain", "fill_empty_rows", "split", "reorder",
                  "transpose", "to_indicator", "reduce_max"):  # fmt: skip
         assert callable(getattr(tf.sparse, name))
+
+
+# Recorded from TensorFlow 2.21 (tf.compat.v1) for the builds in test_more_sparse_ops_like_tf.
+TF_MORE = [
+    ([[0, 3], [1, 1]], [2.0, 3.0], [2, 4]),
+    ([[0, 0], [0, 4], [1, 1], [1, 2], [2, 3]], [1.0, 2.0, 5.0, 3.0, 7.0], [3, 5]),
+    ([[0, 0], [0, 4], [1, 1], [1, 2], [2, 3]], [-1.0, 0.0, 0.0, 0.0, 4.0], [3, 5]),
+    ([[0], [1], [2]], [3.0, 3.0, 4.0], [3]),
+    ([[0, 0], [0, 2], [0, 3], [0, 4]], [1.0, 3.0, 4.0, 2.0], [1, 5]),
+    ([[0, 0], [0, 4], [1, 2], [2, 3]], [1.0, 2.0, 3.0, 4.0], [3, 5]),
+    ([[0, 0, 0], [0, 0, 4], [1, 0, 2], [2, 0, 3]], [1.0, 2.0, 3.0, 4.0], [3, 1, 5]),
+    ([[0, 1], [0, 3], [1, 2]], [0.25, 0.5, 1.0], [2, 5]),
+    [0.0, 5.0, 7.0, 0.0],
+]  # fmt: skip
+
+
+def test_more_sparse_ops_like_tf():
+    st = tf.SparseTensor([[0, 0], [0, 4], [1, 2], [2, 3]], [1.0, 2.0, 3.0, 4.0], [3, 5])
+    o = tf.SparseTensor([[0, 0], [1, 1], [2, 3]], [-1.0, 5.0, 7.0], [3, 5])
+    ids = tf.SparseTensor([[0, 0], [0, 1], [1, 0]], tf.constant([3, 1, 2], tf.int64), [2, 2])
+    weights = tf.SparseTensor([[0, 0], [0, 1], [1, 0]], [0.5, 0.25, 1.0], [2, 2])
+    built = [tf.sparse_slice(st, [0, 1], [2, 10]), tf.sparse_maximum(st, o),
+             tf.sparse_minimum(st, o), tf.sparse_reduce_sum_sparse(st, 1),
+             tf.sparse_reduce_sum_sparse(st, 0, keepdims=True), tf.sparse_reset_shape(st),
+             tf.sparse.expand_dims(st, 1), tf.sparse_merge(ids, weights, 5)]  # fmt: skip
+    v = tf.constant([1.0, 2.0, 3.0, 4.0])
+    sliced = tf.sparse_slice(tf.SparseTensor(st.indices, v, st.dense_shape), [0, 1], [2, 10])
+    grad = tf.gradients(tf.reduce_sum(sliced.values * [5.0, 7.0]), v)[0]
+    with tf.Session() as sess:
+        got = [
+            (r.indices.tolist(), np.round(r.values, 5).tolist(), r.dense_shape.tolist())
+            for r in sess.run(built)
+        ] + [sess.run(grad).tolist()]
+    assert got == TF_MORE
+
+
+def test_sparse_eye_mask_and_missing_names():
+    eye = _run(tf.sparse.to_dense(tf.sparse.eye(3, 4)))
+    np.testing.assert_array_equal(eye, np.eye(3, 4))
+    slices = tf.IndexedSlices(tf.constant([[1.0], [2.0], [3.0]]), tf.constant([0, 5, 7]),
+                              tf.constant([10, 1]))  # fmt: skip
+    masked = tf.sparse_mask(slices, [5])
+    values, indices = _run([masked.values, masked.indices])
+    assert values.tolist() == [[1.0], [3.0]] and indices.tolist() == [0, 7]
+    with pytest.raises(NotImplementedError, match="serialize_sparse"):
+        tf.serialize_sparse(tf.SparseTensor([[0]], [1], [2]))

@@ -113,9 +113,8 @@ def sparse_tensor_dense_add(ctx, a_indices, a_values, a_shape, b):
     return out.reshape(b.shape)
 
 
-def _reduce(ctx, indices, values, shape, axes, ufunc, identity):
-    """Reduces the entries present per output position; a position without entries is 0 (TF
-    zero-fills the output before reducing each group)."""
+def _reduce_groups(indices, values, shape, axes, ufunc, identity):
+    """(reduced values over every output position, positions holding entries, output shape)."""
     shape = np.asarray(shape, np.int64).reshape(-1)
     rank = shape.size
     axes = np.asarray(axes, np.int64).reshape(-1)
@@ -129,12 +128,88 @@ def _reduce(ctx, indices, values, shape, axes, ufunc, identity):
     out = np.full(int(np.prod(kept)), identity, values.dtype)
     pos = linear_index(idx[:, ~reduced], kept) if idx.size else np.zeros(0, np.int64)
     ufunc.at(out, pos, values)
+    return out, pos, np.where(reduced, 1, shape), kept
+
+
+def _reduce(ctx, indices, values, shape, axes, ufunc, identity):
+    """Reduces the entries present per output position; a position without entries is 0 (TF
+    zero-fills the output before reducing each group)."""
+    out, pos, kept_dims, kept = _reduce_groups(indices, values, shape, axes, ufunc, identity)
     empty = np.ones(out.size, bool)
     empty[pos] = False
     out[empty] = 0
-    if ctx.attrs["keep_dims"]:
-        return out.reshape(np.where(reduced, 1, shape))
-    return out.reshape(kept)
+    return out.reshape(kept_dims if ctx.attrs["keep_dims"] else kept)
+
+
+def _reduce_sparse(ctx, indices, values, shape, axes, ufunc, identity):
+    """The reduction as a SparseTensor holding only the positions that had entries."""
+    out, pos, kept_dims, kept = _reduce_groups(indices, values, shape, axes, ufunc, identity)
+    present = np.unique(pos)
+    dims = kept_dims if ctx.attrs["keep_dims"] else kept
+    out_indices = np.stack(np.unravel_index(present, dims), axis=1) if len(dims) else (
+        np.zeros((present.size, 0), np.int64))  # fmt: skip
+    return out_indices.astype(np.int64), out[present], np.asarray(dims, np.int64)
+
+
+@register_kernel("SparseReduceSumSparse")
+def sparse_reduce_sum_sparse(ctx, indices, values, shape, axes):
+    return _reduce_sparse(ctx, indices, values, shape, axes, np.add, 0)
+
+
+@register_kernel("SparseReduceMaxSparse")
+def sparse_reduce_max_sparse(ctx, indices, values, shape, axes):
+    lowest = -np.inf if values.dtype.kind == "f" else np.iinfo(values.dtype).min
+    return _reduce_sparse(ctx, indices, values, shape, axes, np.maximum, lowest)
+
+
+@register_kernel("SparseSlice")
+def sparse_slice(ctx, indices, values, shape, start, size):
+    shape = np.asarray(shape, np.int64).reshape(-1)
+    start = np.asarray(start, np.int64).reshape(-1)
+    size = np.asarray(size, np.int64).reshape(-1)
+    if start.size != shape.size or size.size != shape.size:
+        raise _invalid(f"Expected start and size of rank {shape.size}, got {start.size} and "
+                       f"{size.size}")  # fmt: skip
+    indices = np.asarray(indices, np.int64).reshape(-1, shape.size)
+    stop = np.minimum(start + size, shape)
+    inside = np.all((indices >= start) & (indices < stop), axis=1)
+    out_shape = np.maximum(stop - start, 0)
+    return indices[inside] - start, values[inside], out_shape
+
+
+@register_kernel("SparseSliceGrad")
+def sparse_slice_grad(ctx, backprop_val_grad, input_indices, input_start, output_indices):
+    shifted = np.asarray(output_indices, np.int64) + np.asarray(input_start, np.int64)
+    where, found = _positions(np.asarray(input_indices, np.int64), shifted)
+    grad = np.zeros(len(input_indices), backprop_val_grad.dtype)
+    grad[found] = backprop_val_grad[where[found]]
+    return grad
+
+
+def _sparse_sparse(ufunc):
+    """Element-wise max/min of two SparseTensors of one shape; a missing entry counts as 0."""
+
+    def kernel(ctx, a_indices, a_values, a_shape, b_indices, b_values, b_shape):
+        a_shape, b_shape = (np.asarray(x, np.int64).reshape(-1) for x in (a_shape, b_shape))
+        if a_shape.shape != b_shape.shape or (a_shape != b_shape).any():
+            raise _invalid(f"Operands' shapes do not match: got {_fmt(a_shape)} and "
+                           f"{_fmt(b_shape)}")  # fmt: skip
+        lin_a = linear_index(a_indices, a_shape, "a_indices")
+        lin_b = linear_index(b_indices, b_shape, "b_indices")
+        pos, first = np.unique(np.concatenate([lin_a, lin_b]), return_index=True)
+        a_full = np.zeros(len(pos), a_values.dtype)
+        b_full = np.zeros(len(pos), a_values.dtype)
+        a_full[np.searchsorted(pos, lin_a)] = a_values
+        b_full[np.searchsorted(pos, lin_b)] = b_values
+        all_indices = np.concatenate([np.asarray(a_indices, np.int64).reshape(-1, a_shape.size),
+                                      np.asarray(b_indices, np.int64).reshape(-1, a_shape.size)])  # fmt: skip
+        return all_indices[first], ufunc(a_full, b_full)
+
+    return kernel
+
+
+register_kernel("SparseSparseMaximum")(_sparse_sparse(np.maximum))
+register_kernel("SparseSparseMinimum")(_sparse_sparse(np.minimum))
 
 
 @register_kernel("SparseReduceSum")
