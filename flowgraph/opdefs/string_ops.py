@@ -114,3 +114,7 @@ for _op in ("StringLower", "StringUpper"):
                       attrs=["encoding: string = ''"], shape_fn=unchanged))  # fmt: skip
 register_op(OpDef("StringStrip", inputs=["input: string"], outputs=["output: string"],
                   shape_fn=unchanged))  # fmt: skip
+register_op(OpDef("EncodeBase64", inputs=["input: string"], outputs=["output: string"],
+                  attrs=["pad: bool = false"], shape_fn=unchanged))  # fmt: skip
+register_op(OpDef("DecodeBase64", inputs=["input: string"], outputs=["output: string"],
+                  shape_fn=unchanged))  # fmt: skip

@@ -6,9 +6,18 @@ Each is the function it was renamed to, with the old signature; none has behavio
 from __future__ import annotations
 
 from flowgraph.core import dtypes
-from flowgraph.ops import linalg, math, reduction
+from flowgraph.framework.scopes import name_scope
+from flowgraph.ops import linalg, math, reduction, variable_scope
 
-__all__ = ["arg_max", "arg_min", "floor_div", "sparse_matmul", "to_bfloat16"]
+__all__ = [
+    "arg_max",
+    "arg_min",
+    "floor_div",
+    "op_scope",
+    "sparse_matmul",
+    "to_bfloat16",
+    "variable_op_scope",
+]
 
 
 def arg_max(input, dimension, output_type=dtypes.int64, name=None):
@@ -36,3 +45,14 @@ def sparse_matmul(a, b, transpose_a=False, transpose_b=False, a_is_sparse=False,
     """a @ b for float matrices; the sparsity hints choose no other algorithm (BLAS either way)."""
     return linalg.matmul(a, b, transpose_a=transpose_a, transpose_b=transpose_b,
                          a_is_sparse=a_is_sparse, b_is_sparse=b_is_sparse, name=name)  # fmt: skip
+
+
+def op_scope(values, name, default_name=None):
+    """tf.name_scope with TF 0.x's argument order (values first)."""
+    return name_scope(name, default_name, values)
+
+
+def variable_op_scope(values, name_or_scope, default_name=None, **kwargs):
+    """tf.variable_scope with TF 0.x's argument order (values first); the other keyword
+    arguments (initializer, reuse, ...) are variable_scope's."""
+    return variable_scope.variable_scope(name_or_scope, default_name, values=values, **kwargs)

@@ -12,6 +12,8 @@ from flowgraph.framework.scopes import name_scope
 from flowgraph.framework.sparse_tensor import SparseTensor
 
 __all__ = [
+    "decode_base64",
+    "encode_base64",
     "as_string",
     "reduce_join",
     "regex_replace",
@@ -167,6 +169,16 @@ def upper(input, encoding="", name=None) -> Tensor:
 def string_strip(input, name=None) -> Tensor:
     """Strips leading and trailing whitespace."""
     return apply_op("StringStrip", [_strings(input)], name=name).outputs[0]
+
+
+def encode_base64(input, pad=False, name=None) -> Tensor:
+    """Web-safe base64 of each string ('=' padding only with pad=True)."""
+    return apply_op("EncodeBase64", [_strings(input)], name=name, pad=pad).outputs[0]
+
+
+def decode_base64(input, name=None) -> Tensor:
+    """Decodes web-safe base64 (padding optional)."""
+    return apply_op("DecodeBase64", [_strings(input)], name=name).outputs[0]
 
 
 def _missing(name: str):

@@ -52,14 +52,14 @@ def test_matches_tensorflow():
 @pytest.mark.parametrize("combiner", ["sum", "mean", "sqrtn"])
 @pytest.mark.parametrize("weighted", [False, True])
 def test_gradient(combiner, weighted):
-    params, sp, w = _inputs(tf.float64)
+    _, sp, w = _inputs(tf.float64)
     p = tf.placeholder(tf.float64, [6, 2])
     y = tf.nn.embedding_lookup_sparse(p, sp, w if weighted else None, combiner=combiner)
     assert compute_gradient_error(p, [6, 2], y, [3, 2]) < 1e-6
 
 
 def test_argument_checks():
-    params, sp, w = _inputs()
+    params, sp, _ = _inputs()
     with pytest.raises(ValueError, match="combiner"):
         tf.nn.embedding_lookup_sparse(params, sp, None, combiner="max")
     with pytest.raises(TypeError, match="sp_ids"):

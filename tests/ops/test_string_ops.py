@@ -122,3 +122,11 @@ def test_length_case_strip():
                                          ["É".encode()]]  # fmt: skip
     with pytest.raises(NotImplementedError, match="tf.strings.format"):
         tf.strings.format("{}", [1])
+
+
+def test_base64_web_safe_like_tf():
+    got = _run([tf.encode_base64([b"hello?>", b"\xff\xfe"]), tf.encode_base64([b"ab"], pad=True),
+                tf.decode_base64(["aGVsbG8_Pg", "YWI="])])  # fmt: skip
+    assert [g.tolist() for g in got] == [[b"aGVsbG8_Pg", b"__4"], [b"YWI="], [b"hello?>", b"ab"]]
+    with pytest.raises(errors.InvalidArgumentError, match="base64"):
+        _run(tf.decode_base64(["a$b"]))

@@ -3,6 +3,8 @@ object arrays of bytes; NumPy's object loops do the per-element work."""
 
 from __future__ import annotations
 
+import base64
+import binascii
 import functools
 import re
 
@@ -266,3 +268,22 @@ def string_upper(ctx, values):
 @register_kernel("StringStrip")
 def string_strip(ctx, values):
     return _map(bytes.strip, values)
+
+
+@register_kernel("EncodeBase64")
+def encode_base64(ctx, values):
+    """Web-safe base64 ('-' and '_'), '=' padding only with pad=True, as TF's."""
+    pad = ctx.attrs["pad"]
+    return _map(lambda s: (lambda e: e if pad else e.rstrip(b"="))(base64.urlsafe_b64encode(s)),
+                values)  # fmt: skip
+
+
+@register_kernel("DecodeBase64")
+def decode_base64(ctx, values):
+    def one(s: bytes) -> bytes:
+        try:
+            return base64.urlsafe_b64decode(s + b"=" * (-len(s) % 4))
+        except (ValueError, binascii.Error):
+            raise _invalid(f"Invalid character found in base64: {s!r}") from None
+
+    return _map(one, values)
