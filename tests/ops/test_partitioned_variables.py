@@ -115,3 +115,28 @@ def test_tensorflow_reads_our_partitioned_checkpoint(tmp_path):
     )  # fmt: skip
     np.testing.assert_array_equal(_decode(got["full"]), full)
     np.testing.assert_array_equal(_decode(got["restored"]), full)
+
+
+@needs_tf
+def test_partitioned_checkpoint_is_byte_identical_to_tensorflows(tmp_path):
+    script = """
+        full = np.arange(30, dtype=np.float32).reshape(10, 3)
+        with tf.Graph().as_default():
+            pv = tf.get_variable("pv", initializer=tf.constant(full),
+                                 partitioner=tf.fixed_size_partitioner(3))
+            w = tf.get_variable("w", initializer=tf.constant([1, 2, 3], tf.int64))
+            with tf.Session() as sess:
+                sess.run(tf.global_variables_initializer())
+                tf.train.Saver().save(sess, sys.argv[1], write_meta_graph=False)
+        print(json.dumps({}))
+    """
+    _run_tf(script, tmp_path / "tf" / "ck")
+    full = np.arange(30, dtype=np.float32).reshape(10, 3)
+    tf.get_variable("pv", initializer=tf.constant(full), partitioner=tf.fixed_size_partitioner(3))
+    tf.get_variable("w", initializer=tf.constant([1, 2, 3], tf.int64))
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        tf.train.Saver().save(sess, str(tmp_path / "ours" / "ck"), write_meta_graph=False)
+    for suffix in (".index", ".data-00000-of-00001"):
+        ours = (tmp_path / "ours" / ("ck" + suffix)).read_bytes()
+        assert ours == (tmp_path / "tf" / ("ck" + suffix)).read_bytes(), suffix
