@@ -118,3 +118,11 @@ register_op(OpDef("EncodeBase64", inputs=["input: string"], outputs=["output: st
                   attrs=["pad: bool = false"], shape_fn=unchanged))  # fmt: skip
 register_op(OpDef("DecodeBase64", inputs=["input: string"], outputs=["output: string"],
                   shape_fn=unchanged))  # fmt: skip
+
+
+def _fingerprint_shape(ctx):
+    return TensorShape([ctx.input_shapes[0].with_rank_at_least(1)[0].value, 8])
+
+
+register_op(OpDef("Fingerprint", inputs=["data: T", "method: string"], outputs=["fingerprint: uint8"],
+                  attrs=["T: type"], shape_fn=_fingerprint_shape))  # fmt: skip

@@ -12,9 +12,10 @@ from flowgraph.framework.scopes import name_scope
 from flowgraph.framework.sparse_tensor import SparseTensor
 
 __all__ = [
+    "as_string",
     "decode_base64",
     "encode_base64",
-    "as_string",
+    "fingerprint",
     "reduce_join",
     "regex_replace",
     "string_join",
@@ -179,6 +180,13 @@ def encode_base64(input, pad=False, name=None) -> Tensor:
 def decode_base64(input, name=None) -> Tensor:
     """Decodes web-safe base64 (padding optional)."""
     return apply_op("DecodeBase64", [_strings(input)], name=name).outputs[0]
+
+
+def fingerprint(data, method="farmhash64", name=None) -> Tensor:
+    """FarmHash Fingerprint64 of each row of `data` as 8 little-endian bytes ([rows, 8] uint8),
+    TensorFlow's values bit for bit."""
+    data = convert_to_tensor(data, name="data")
+    return apply_op("Fingerprint", [data, _strings(method, "method")], name=name).outputs[0]
 
 
 def _missing(name: str):

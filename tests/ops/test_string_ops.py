@@ -130,3 +130,14 @@ def test_base64_web_safe_like_tf():
     assert [g.tolist() for g in got] == [[b"aGVsbG8_Pg", b"__4"], [b"YWI="], [b"hello?>", b"ab"]]
     with pytest.raises(errors.InvalidArgumentError, match="base64"):
         _run(tf.decode_base64(["a$b"]))
+
+
+def test_fingerprint_like_tf():
+    got = _run([tf.fingerprint(tf.constant([b"hello", b""])),
+                tf.fingerprint(tf.constant([[1, 2], [3, 4]], tf.int32)),
+                tf.fingerprint(tf.constant([1.5], tf.float64)),
+                tf.fingerprint(tf.constant([[b"a", b"b"]]))])  # fmt: skip
+    want = [[[232, 12, 56, 49, 169, 229, 139, 180], [79, 64, 144, 47, 59, 106, 225, 154]],
+            [[76, 18, 253, 133, 168, 204, 240, 10], [254, 162, 60, 240, 103, 244, 53, 255]],
+            [[179, 164, 179, 195, 72, 236, 82, 76]], [[122, 64, 59, 169, 136, 60, 55, 83]]]  # fmt: skip
+    assert [g.tolist() for g in got] == want and got[0].dtype == np.uint8

@@ -66,7 +66,7 @@ def _type_attrs(op_def) -> list[str]:
 
 def register_all():
     for op_type, op_def in sorted(registered_ops().items()):
-        if op_type in _NATIVE:
+        if op_type in _NATIVE or op_def.is_stateful:  # random ops own their bfloat16 streams
             continue
         for attr in _type_attrs(op_def):
             float_attrs = {attr: dtypes.float32}

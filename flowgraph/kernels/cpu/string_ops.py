@@ -287,3 +287,29 @@ def decode_base64(ctx, values):
             raise _invalid(f"Invalid character found in base64: {s!r}") from None
 
     return _map(one, values)
+
+
+def _fingerprint_bytes(chunks) -> np.ndarray:
+    """The little-endian bytes of FarmHash Fingerprint64 of each chunk, as [len, 8] uint8."""
+    values = np.array([fingerprint64(c) for c in chunks], dtype="<u8")
+    return values.view(np.uint8).reshape(len(values), 8)
+
+
+@register_kernel("Fingerprint")
+def fingerprint(ctx, data, method):
+    """TF's Fingerprint: farmhash64 of each row's bytes; a row of several strings is the
+    fingerprint of their fingerprints' bytes."""
+    name = _bytes(np.asarray(method, dtype=object).reshape(-1)[0])
+    if name != b"farmhash64":
+        raise _invalid(f"Unsupported fingerprint method: {name.decode(errors='replace')}")
+    if data.ndim < 1:
+        raise _invalid("data must have rank at least one")
+    rows = data.shape[0]
+    if data.dtype == object:
+        flat = [_bytes(s) for s in data.reshape(-1)]
+        if rows == len(flat):
+            return _fingerprint_bytes(flat)
+        per_row = _fingerprint_bytes(flat).reshape(rows, -1)
+        return _fingerprint_bytes([row.tobytes() for row in per_row])
+    raw = np.ascontiguousarray(data).reshape(rows, -1).view(np.uint8).reshape(rows, -1)
+    return _fingerprint_bytes([row.tobytes() for row in raw])
