@@ -284,14 +284,21 @@ class BaseSession:
     def make_callable(self, fetches, feed_list=None, accept_options=False):
         """A function running `fetches` with positional feeds for `feed_list` (TF1's fast path)."""
         mapper = _FetchMapper(self._graph, fetches)
-        feeds = [_feed_tensor(self._graph, f) for f in feed_list or ()]
+        keys = list(feed_list or ())
+        sparse = any(isinstance(k, sparse_tensor.SparseTensor) for k in keys)
+        feeds = [_feed_tensor(self._graph, f) for f in keys if not sparse]
         names = [t.name for t in feeds]
 
         def call(*args, options=None, run_metadata=None):
-            if len(args) != len(feeds):
-                raise TypeError(f"Expected {len(feeds)} feed values, got {len(args)}")
-            vals = [_feed_array(t, a) for t, a in zip(feeds, args)]
-            out = self._do_run(names, vals, mapper.tensors, mapper.targets, options, run_metadata)
+            if len(args) != len(keys):
+                raise TypeError(f"Expected {len(keys)} feed values, got {len(args)}")
+            if sparse:  # a SparseTensor key takes a (indices, values, dense_shape) value
+                feed_names, vals = self._feeds(dict(zip(keys, args)))
+            else:
+                feed_names, vals = names, [_feed_array(t, a) for t, a in zip(feeds, args)]
+            out = self._do_run(
+                feed_names, vals, mapper.tensors, mapper.targets, options, run_metadata
+            )
             return mapper.build([_fetch_value(v) for v in out])
 
         return call

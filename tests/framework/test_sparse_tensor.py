@@ -83,3 +83,12 @@ def test_from_value_and_convert_to_tensor_or_sparse_tensor():
     assert tf.SparseTensor.from_value(value).dtype == tf.int32
     with tf.Session() as sess:
         assert sess.run(tf.sparse.to_dense(st)).tolist() == [0, 5, 0]
+
+
+def test_make_callable_feeds_a_sparse_placeholder():
+    sp = tf.sparse_placeholder(tf.float32, shape=[2, 3])
+    total = tf.sparse_reduce_sum(sp)
+    with tf.Session() as sess:
+        run = sess.make_callable(total, [sp])
+        assert run(([[0, 0], [1, 2]], [1.5, 2.0], [2, 3])) == 3.5
+        assert run(tf.SparseTensorValue([[1, 1]], [4.0], [2, 3])) == 4.0
