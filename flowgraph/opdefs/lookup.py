@@ -16,9 +16,13 @@ for _op in ("HashTableV2", "MutableHashTableV2"):
 
 # Fill a table: InitializeTableV2 (TF1's KeyValueTensorInitializer) and LookupTableImportV2
 # (TF2's, and MutableHashTable restores) take keys and values; the text-file one a file name.
-for _op in ("InitializeTableV2", "LookupTableImportV2", "LookupTableInsertV2"):
-    register_op(OpDef(_op, inputs=["table_handle: resource", "keys: Tkey", "values: Tval"],
-                      attrs=["Tkey: type", "Tval: type"], shape_fn=no_outputs,
+register_op(OpDef("InitializeTableV2", inputs=["table_handle: resource", "keys: Tkey",
+                                               "values: Tval"],
+                  attrs=["Tkey: type", "Tval: type"], shape_fn=no_outputs,
+                  is_stateful=True))  # fmt: skip
+for _op in ("LookupTableImportV2", "LookupTableInsertV2"):
+    register_op(OpDef(_op, inputs=["table_handle: resource", "keys: Tin", "values: Tout"],
+                      attrs=["Tin: type", "Tout: type"], shape_fn=no_outputs,
                       is_stateful=True))  # fmt: skip
 register_op(OpDef("LookupTableRemoveV2", inputs=["table_handle: resource", "keys: Tin"],
                   attrs=["Tin: type"], shape_fn=no_outputs, is_stateful=True))  # fmt: skip

@@ -54,8 +54,9 @@ def _sparse_segment_shape(ctx):
     return TensorShape([None if rows is None else int(rows)]).concatenate(data[1:])
 
 
+# sparse_gradient (TF 2.x) only chooses how TF represents the gradient; the value is the same.
 _SPARSE_ATTRS = ["T: {half, float, double}", f"Tidx: {_INDEX} = DT_INT32",
-                 f"Tsegmentids: {_INDEX} = DT_INT32"]  # fmt: skip
+                 f"Tsegmentids: {_INDEX} = DT_INT32", "sparse_gradient: bool = false"]  # fmt: skip
 for _kind in ("Sum", "Mean", "SqrtN"):
     _types = "realnumbertypes" if _kind == "Sum" else "{half, float, double}"
     _attrs = [f"T: {_types}"] + _SPARSE_ATTRS[1:]
@@ -164,3 +165,20 @@ def _einsum_shape(ctx):
 register_op(OpDef("Einsum", inputs=["inputs: N * T"], outputs=["output: T"],
                   attrs=["equation: string", "N: int >= 1", "T: type"],
                   shape_fn=_einsum_shape))  # fmt: skip
+
+
+def _dense_bincount_shape(ctx):
+    size = ctx.input_constant(1)
+    rows = ctx.input_shapes[0]
+    bins = None if size is None else int(size)
+    if rows.ndims == 2:
+        return TensorShape([rows[0].value, bins])
+    return TensorShape([bins])
+
+
+# TF 2's Bincount (what its compat.v1 tf.math.bincount builds): per row for a rank-2 input.
+register_op(OpDef("DenseBincount", inputs=["input: Tidx", "size: Tidx", "weights: T"],
+                  outputs=["output: T"],
+                  attrs=["Tidx: {int32, int64}", "T: {int32, int64, float, double}",
+                         "binary_output: bool = false"],
+                  shape_fn=_dense_bincount_shape))  # fmt: skip

@@ -213,3 +213,15 @@ def test_einsum_bad_equation():
         tf.einsum("ij,jk->ik", np.ones((2, 3)), np.ones((4, 2)))
     with pytest.raises(TypeError):
         tf.einsum("ij->ji", np.ones((2, 3)), foo=1)
+
+
+def test_dense_bincount_rows_and_binary_output():
+    from flowgraph.framework.apply_op import apply_op
+
+    arr = tf.constant([[1, 1, 3], [0, 5, 2]])
+    counts = apply_op("DenseBincount", [arr, 4, tf.constant([], tf.float32)]).outputs[0]
+    binary = apply_op("DenseBincount", [arr, 4, tf.constant([], tf.int32)],
+                      binary_output=True).outputs[0]  # fmt: skip
+    got = _run([counts, binary])
+    assert got[0].tolist() == [[0, 2, 0, 1], [1, 0, 1, 0]]
+    assert got[1].tolist() == [[0, 1, 0, 1], [1, 0, 1, 0]]

@@ -127,7 +127,8 @@ register_kernel("MutableHashTableV2")(_table_kernel(mutable=True))
 @register_kernel("InitializeTableV2")
 @register_kernel("LookupTableImportV2")
 def initialize_table(ctx, table, keys, values):
-    table.check(ctx.attrs["Tkey"], ctx.attrs["Tval"], "initializer")
+    a = ctx.attrs
+    table.check(a.get("Tkey", a.get("Tin")), a.get("Tval", a.get("Tout")), "initializer")
     if keys.ndim != 1 and not table.mutable:
         raise errors.InvalidArgumentError(None, None, f"Keys must be a vector, got {keys.ndim}-D")
     table.insert(keys, values, replace=table.mutable or ctx.op_type == "LookupTableImportV2")
@@ -137,7 +138,7 @@ def initialize_table(ctx, table, keys, values):
 def lookup_table_insert(ctx, table, keys, values):
     if not table.mutable:
         raise errors.InvalidArgumentError(None, None, f"Table {table.name} is not mutable")
-    table.check(ctx.attrs["Tkey"], ctx.attrs["Tval"], "insert")
+    table.check(ctx.attrs["Tin"], ctx.attrs["Tout"], "insert")
     table.insert(keys, values, replace=True)
 
 

@@ -193,3 +193,27 @@ def einsum(ctx, *inputs):
     except ValueError as e:
         raise _invalid(f"Einsum {ctx.attrs['equation']!r}: {e}") from None
     return np.asarray(result, dtype=inputs[0].dtype)
+
+
+@register_kernel("DenseBincount")
+def dense_bincount(ctx, values, size, weights):
+    """Bincount of a vector, or of each row of a matrix; binary_output counts presence."""
+    n = int(size)
+    if n < 0:
+        raise _invalid(f"size ({n}) must be non-negative")
+    if values.ndim not in (1, 2):
+        raise _invalid(f"input must be a vector or a matrix, got rank {values.ndim}")
+    if values.size and values.min() < 0:
+        raise _invalid("Input arr must be non-negative!")
+    rows = values.reshape(-1, values.shape[-1]) if values.ndim == 2 else values.reshape(1, -1)
+    if weights.size and weights.shape != values.shape:
+        raise _invalid(f"weights shape {list(weights.shape)} must match input {list(values.shape)}")
+    w = weights.reshape(rows.shape) if weights.size else np.ones(rows.shape, weights.dtype)
+    keep = rows < n
+    row_ids = np.broadcast_to(np.arange(rows.shape[0])[:, None], rows.shape)
+    out = np.zeros((rows.shape[0], n), weights.dtype)
+    if ctx.attrs["binary_output"]:
+        out[row_ids[keep], rows[keep]] = 1
+    else:
+        np.add.at(out, (row_ids[keep], rows[keep]), w[keep])
+    return out if values.ndim == 2 else out[0]
