@@ -260,7 +260,13 @@ class BaseSession:
             raise RuntimeError("Attempted to use a closed Session.")
         self._extend()
         mapper = _FetchMapper(self._graph, fetches)
-        feed_names = tuple(_feed_tensor(self._graph, f).name for f in (feeds or ()))
+        feeds = [
+            part
+            for f in feeds or ()
+            for part in (sparse_tensor.fetch_parts(f) if isinstance(f, sparse_tensor.SparseTensor)
+                         else (f,))
+        ]  # fmt: skip
+        feed_names = tuple(_feed_tensor(self._graph, f).name for f in feeds)
         sig = Signature(
             feed_names,
             tuple(t.name for t in mapper.tensors),

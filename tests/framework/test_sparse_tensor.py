@@ -92,3 +92,13 @@ def test_make_callable_feeds_a_sparse_placeholder():
         run = sess.make_callable(total, [sp])
         assert run(([[0, 0], [1, 2]], [1.5, 2.0], [2, 3])) == 3.5
         assert run(tf.SparseTensorValue([[1, 1]], [4.0], [2, 3])) == 4.0
+
+
+def test_partial_run_feeds_a_sparse_placeholder():
+    sp = tf.sparse_placeholder(tf.float32, shape=[2, 2])
+    scale = tf.placeholder(tf.float32, [])
+    total = tf.sparse_reduce_sum(sp) * scale
+    with tf.Session() as sess:
+        handle = sess.partial_run_setup([total], [sp, scale])
+        got = sess.partial_run(handle, total, {sp: ([[0, 1]], [2.0], [2, 2]), scale: 3.0})
+    assert got == 6.0
