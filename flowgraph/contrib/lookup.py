@@ -4,4 +4,4 @@ names (HashTable, index_table_from_tensor, ...)."""
 from flowgraph.ops.lookup_ops import LOOKUP_NAMESPACE
 
 globals().update(LOOKUP_NAMESPACE)
-__all__ = list(LOOKUP_NAMESPACE)  # noqa: PLE0605  (the names are the namespace's keys)
+__all__ = list(LOOKUP_NAMESPACE)

@@ -25,7 +25,7 @@ __all__ = [
     "SparseTensorValue",
     "convert_to_tensor_or_sparse_tensor",
     "is_sparse",
-]  # fmt: skip
+]
 
 
 class SparseTensorValue(

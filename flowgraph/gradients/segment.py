@@ -34,8 +34,11 @@ def _gather_drop_negatives(params, ids, clipped=None, is_positive=None):
             "Fill", build("ExpandDims", extra, 0), constant(1, dtypes.int32, graph=ids.graph)
         )
         target = build("ConcatV2", [shape(is_positive), ones], 0)
-        is_positive = build("LogicalAnd", reshape(is_positive, target),
-                            build("Fill", shape(gathered), constant(True, dtypes.bool_, graph=ids.graph)))  # fmt: skip
+        is_positive = build(
+            "LogicalAnd",
+            reshape(is_positive, target),
+            build("Fill", shape(gathered), constant(True, dtypes.bool_, graph=ids.graph)),
+        )
     return build("Select", is_positive, gathered, zeros_like(gathered)), clipped, is_positive
 
 
@@ -52,8 +55,18 @@ def _unsorted_segment_sum_grad(op, grad):
 def _counts(op, rows):
     """Rows per segment (at least 1), shaped to broadcast against the output."""
     data, ids = op.inputs[0], op.inputs[1]
-    ones_shape = build("ConcatV2", [shape(ids), build("Fill", build("ExpandDims", build(
-        "Sub", build("Rank", data), build("Rank", ids)), 0), constant(1, dtypes.int32, graph=ids.graph))], 0)  # fmt: skip
+    ones_shape = build(
+        "ConcatV2",
+        [
+            shape(ids),
+            build(
+                "Fill",
+                build("ExpandDims", build("Sub", build("Rank", data), build("Rank", ids)), 0),
+                constant(1, dtypes.int32, graph=ids.graph),
+            ),
+        ],
+        0,
+    )
     ones = build("Fill", ones_shape, constant(1, data.dtype.base_dtype, graph=ids.graph))
     counts = build("UnsortedSegmentSum", ones, ids, rows)
     return build("Maximum", counts, constant(1, data.dtype.base_dtype, graph=ids.graph))
@@ -94,8 +107,9 @@ def _prod_grad(op, grad, rows):
     data, ids = op.inputs[0], op.inputs[1]
     is_zero = build("Equal", data, zeros_like(data))
     num_zeros = build("UnsortedSegmentSum", cast(is_zero, dtypes.int32), ids, rows)
-    grad = build("Select", build("Greater", num_zeros, build("OnesLike", num_zeros)),
-                 zeros_like(grad), grad)  # fmt: skip
+    grad = build(
+        "Select", build("Greater", num_zeros, build("OnesLike", num_zeros)), zeros_like(grad), grad
+    )
     non_zero = build("Select", is_zero, build("OnesLike", data), data)
     non_zero_prod = build("UnsortedSegmentProd", non_zero, ids, rows)
     clipped = build("Maximum", ids, zeros_like(ids))
@@ -128,8 +142,18 @@ def _sparse_segment_grad(op, grad, kind):
             counts = build("Sqrt", counts)
         scale = _gather(build("Reciprocal", counts), ids)
         extra = build("Sub", build("Rank", g), constant(1, dtypes.int32, graph=ids.graph))
-        target = build("ConcatV2", [shape(scale), build("Fill", build("ExpandDims", extra, 0),
-                                                        constant(1, dtypes.int32, graph=ids.graph))], 0)  # fmt: skip
+        target = build(
+            "ConcatV2",
+            [
+                shape(scale),
+                build(
+                    "Fill",
+                    build("ExpandDims", extra, 0),
+                    constant(1, dtypes.int32, graph=ids.graph),
+                ),
+            ],
+            0,
+        )
         g = build("Mul", g, reshape(scale, target))
     return build("UnsortedSegmentSum", g, indices, rows)
 
@@ -173,8 +197,9 @@ def _einsum_operand_grad(grad, out, others, other_subs, subs, x):
     keep_shape = [-1 if c in reach else 1 for c in subs]
     x_shape = shape(x)
     ones = constant(keep_shape, dtypes.int32, graph=x.graph)
-    kept_sizes = build("Select", build("Equal", ones, constant(-1, dtypes.int32, graph=x.graph)),
-                       x_shape, ones)  # fmt: skip
+    kept_sizes = build(
+        "Select", build("Equal", ones, constant(-1, dtypes.int32, graph=x.graph)), x_shape, ones
+    )
     return build("BroadcastTo", reshape(g, kept_sizes), x_shape)
 
 

@@ -35,15 +35,35 @@ def _sparse_tensor_dense_matmul_grad(op, grad):
     """dA at each entry (i, k) is grad[i] . b[k] (adjoints swap roles); dB = A^H grad."""
     a_indices, a_values, a_shape, b = op.inputs
     adj_a, adj_b = op.get_attr("adjoint_a"), op.get_attr("adjoint_b")
-    b_grad = build("SparseTensorDenseMatMul", a_indices, a_values, a_shape, grad,
-                   adjoint_a=not adj_a)  # fmt: skip
+    b_grad = build(
+        "SparseTensorDenseMatMul", a_indices, a_values, a_shape, grad, adjoint_a=not adj_a
+    )
     if adj_b:
-        b_grad = build("Conj", build("Transpose", b_grad, [1, 0])) if b.dtype.is_complex else (
-            build("Transpose", b_grad, [1, 0]))  # fmt: skip
-    rows = build("StridedSlice", a_indices, [0, 0], [0, 1], [1, 1], begin_mask=1, end_mask=1,
-                 shrink_axis_mask=2)  # fmt: skip
-    cols = build("StridedSlice", a_indices, [0, 1], [0, 2], [1, 1], begin_mask=1, end_mask=1,
-                 shrink_axis_mask=2)  # fmt: skip
+        b_grad = (
+            build("Conj", build("Transpose", b_grad, [1, 0]))
+            if b.dtype.is_complex
+            else (build("Transpose", b_grad, [1, 0]))
+        )
+    rows = build(
+        "StridedSlice",
+        a_indices,
+        [0, 0],
+        [0, 1],
+        [1, 1],
+        begin_mask=1,
+        end_mask=1,
+        shrink_axis_mask=2,
+    )
+    cols = build(
+        "StridedSlice",
+        a_indices,
+        [0, 1],
+        [0, 2],
+        [1, 1],
+        begin_mask=1,
+        end_mask=1,
+        shrink_axis_mask=2,
+    )
     parts_a = build("GatherV2", grad, cols if adj_a else rows, 0)
     b_rows = build("Transpose", b, [1, 0]) if adj_b else b
     parts_b = build("GatherV2", b_rows, rows if adj_a else cols, 0)
@@ -88,8 +108,12 @@ def _sparse_add_grad(op, *grads):
 def _sparse_reorder_grad(op, _, values_grad):
     """The values' gradient permuted back: reorder the entry numbers, invert the permutation."""
     indices, sp_shape = op.inputs[0], op.inputs[2]
-    entries = build("Range", 0, build("StridedSlice", shape(indices, dtypes.int64), [0], [1], [1],
-                                      shrink_axis_mask=1), 1)  # fmt: skip
+    entries = build(
+        "Range",
+        0,
+        build("StridedSlice", shape(indices, dtypes.int64), [0], [1], [1], shrink_axis_mask=1),
+        1,
+    )
     order = build("SparseReorder", indices, entries, sp_shape)[1]
     return None, build("GatherV2", values_grad, build("InvertPermutation", order), 0), None
 
@@ -99,8 +123,9 @@ def _sparse_softmax_grad(op, grad):
     """(grad - sum over the row of grad * softmax) * softmax, on the entries present."""
     indices, sp_shape = op.inputs[0], op.inputs[2]
     out = op.outputs[0]
-    row_sum = build("SparseReduceSum", indices, build("Mul", out, grad), sp_shape, [-1],
-                    keep_dims=True)  # fmt: skip
+    row_sum = build(
+        "SparseReduceSum", indices, build("Mul", out, grad), sp_shape, [-1], keep_dims=True
+    )
     centered = build("SparseDenseCwiseAdd", indices, grad, sp_shape, build("Neg", row_sum))
     return None, build("Mul", centered, out), None
 
@@ -128,8 +153,9 @@ def _cwise_mul_or_div_grad(op, grad, is_mul: bool):
         dx, dy_val = build("Mul", grad, dense_vals), build("Mul", grad, x_values)
     else:
         dx = build("RealDiv" if grad.dtype.is_floating else "Div", grad, dense_vals)
-        dy_val = build("Mul", grad, build("Neg", build("Div", x_values,
-                                                       build("Square", dense_vals))))  # fmt: skip
+        dy_val = build(
+            "Mul", grad, build("Neg", build("Div", x_values, build("Square", dense_vals)))
+        )
     zeros = build("ZerosLike", y)
     dy = build("SparseTensorDenseAdd", scaled, dy_val, y_shape, zeros)
     return None, dx, None, dy

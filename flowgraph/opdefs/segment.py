@@ -27,22 +27,41 @@ def _segment_shape(ctx):
     return TensorShape([None]).concatenate(data[1:])
 
 
-for _op, _types in (("SegmentSum", "numbertypes"), ("SegmentMean", "numbertypes"),
-                    ("SegmentProd", "numbertypes"), ("SegmentMax", "realnumbertypes"),
-                    ("SegmentMin", "realnumbertypes")):  # fmt: skip
-    register_op(OpDef(_op, inputs=["data: T", "segment_ids: Tindices"], outputs=["output: T"],
-                      attrs=[f"T: {_types}", f"Tindices: {_INDEX}"],
-                      shape_fn=_segment_shape))  # fmt: skip
+for _op, _types in (
+    ("SegmentSum", "numbertypes"),
+    ("SegmentMean", "numbertypes"),
+    ("SegmentProd", "numbertypes"),
+    ("SegmentMax", "realnumbertypes"),
+    ("SegmentMin", "realnumbertypes"),
+):
+    register_op(
+        OpDef(
+            _op,
+            inputs=["data: T", "segment_ids: Tindices"],
+            outputs=["output: T"],
+            attrs=[f"T: {_types}", f"Tindices: {_INDEX}"],
+            shape_fn=_segment_shape,
+        )
+    )
 
-for _op, _types in (("UnsortedSegmentProd", "numbertypes"),
-                    ("UnsortedSegmentMax", "realnumbertypes"),
-                    ("UnsortedSegmentMin", "realnumbertypes")):  # fmt: skip
-    register_op(OpDef(_op, inputs=["data: T", "segment_ids: Tindices",
-                                   "num_segments: Tnumsegments"],
-                      outputs=["output: T"],
-                      attrs=[f"T: {_types}", f"Tindices: {_INDEX}",
-                             "Tnumsegments: {int32, int64} = DT_INT32"],
-                      shape_fn=_unsorted_segment_sum_shape))  # fmt: skip
+for _op, _types in (
+    ("UnsortedSegmentProd", "numbertypes"),
+    ("UnsortedSegmentMax", "realnumbertypes"),
+    ("UnsortedSegmentMin", "realnumbertypes"),
+):
+    register_op(
+        OpDef(
+            _op,
+            inputs=["data: T", "segment_ids: Tindices", "num_segments: Tnumsegments"],
+            outputs=["output: T"],
+            attrs=[
+                f"T: {_types}",
+                f"Tindices: {_INDEX}",
+                "Tnumsegments: {int32, int64} = DT_INT32",
+            ],
+            shape_fn=_unsorted_segment_sum_shape,
+        )
+    )
 
 
 def _sparse_segment_shape(ctx):
@@ -55,21 +74,38 @@ def _sparse_segment_shape(ctx):
 
 
 # sparse_gradient (TF 2.x) only chooses how TF represents the gradient; the value is the same.
-_SPARSE_ATTRS = ["T: {half, float, double}", f"Tidx: {_INDEX} = DT_INT32",
-                 f"Tsegmentids: {_INDEX} = DT_INT32", "sparse_gradient: bool = false"]  # fmt: skip
+_SPARSE_ATTRS = [
+    "T: {half, float, double}",
+    f"Tidx: {_INDEX} = DT_INT32",
+    f"Tsegmentids: {_INDEX} = DT_INT32",
+    "sparse_gradient: bool = false",
+]
 for _kind in ("Sum", "Mean", "SqrtN"):
     _types = "realnumbertypes" if _kind == "Sum" else "{half, float, double}"
     _attrs = [f"T: {_types}"] + _SPARSE_ATTRS[1:]
-    register_op(OpDef(f"SparseSegment{_kind}",
-                      inputs=["data: T", "indices: Tidx", "segment_ids: Tsegmentids"],
-                      outputs=["output: T"], attrs=_attrs,
-                      shape_fn=_sparse_segment_shape))  # fmt: skip
-    register_op(OpDef(f"SparseSegment{_kind}WithNumSegments",
-                      inputs=["data: T", "indices: Tidx", "segment_ids: Tsegmentids",
-                              "num_segments: Tnumsegments"],
-                      outputs=["output: T"],
-                      attrs=_attrs + ["Tnumsegments: {int32, int64} = DT_INT32"],
-                      shape_fn=_sparse_segment_shape))  # fmt: skip
+    register_op(
+        OpDef(
+            f"SparseSegment{_kind}",
+            inputs=["data: T", "indices: Tidx", "segment_ids: Tsegmentids"],
+            outputs=["output: T"],
+            attrs=_attrs,
+            shape_fn=_sparse_segment_shape,
+        )
+    )
+    register_op(
+        OpDef(
+            f"SparseSegment{_kind}WithNumSegments",
+            inputs=[
+                "data: T",
+                "indices: Tidx",
+                "segment_ids: Tsegmentids",
+                "num_segments: Tnumsegments",
+            ],
+            outputs=["output: T"],
+            attrs=_attrs + ["Tnumsegments: {int32, int64} = DT_INT32"],
+            shape_fn=_sparse_segment_shape,
+        )
+    )
 
 
 def _dynamic_partition_shape(ctx):
@@ -81,10 +117,15 @@ def _dynamic_partition_shape(ctx):
     return [TensorShape([None]).concatenate(data[parts.ndims :])] * n
 
 
-register_op(OpDef("DynamicPartition", inputs=["data: T", "partitions: int32"],
-                  outputs=["outputs: num_partitions * T"],
-                  attrs=["num_partitions: int >= 1", "T: type"],
-                  shape_fn=_dynamic_partition_shape))  # fmt: skip
+register_op(
+    OpDef(
+        "DynamicPartition",
+        inputs=["data: T", "partitions: int32"],
+        outputs=["outputs: num_partitions * T"],
+        attrs=["num_partitions: int >= 1", "T: type"],
+        shape_fn=_dynamic_partition_shape,
+    )
+)
 
 
 def _bincount_shape(ctx):
@@ -92,9 +133,15 @@ def _bincount_shape(ctx):
     return TensorShape([None if size is None else int(size)])
 
 
-register_op(OpDef("Bincount", inputs=["arr: int32", "size: int32", "weights: T"],
-                  outputs=["bins: T"], attrs=["T: {int32, int64, float, double}"],
-                  shape_fn=_bincount_shape))  # fmt: skip
+register_op(
+    OpDef(
+        "Bincount",
+        inputs=["arr: int32", "size: int32", "weights: T"],
+        outputs=["bins: T"],
+        attrs=["T: {int32, int64, float, double}"],
+        shape_fn=_bincount_shape,
+    )
+)
 
 
 def _histogram_shape(ctx):
@@ -103,10 +150,15 @@ def _histogram_shape(ctx):
     return TensorShape([None if n is None else int(n)])
 
 
-register_op(OpDef("HistogramFixedWidth", inputs=["values: T", "value_range: T", "nbins: int32"],
-                  outputs=["out: dtype"],
-                  attrs=["T: {int32, int64, float, double}", "dtype: {int32, int64} = DT_INT32"],
-                  shape_fn=_histogram_shape))  # fmt: skip
+register_op(
+    OpDef(
+        "HistogramFixedWidth",
+        inputs=["values: T", "value_range: T", "nbins: int32"],
+        outputs=["out: dtype"],
+        attrs=["T: {int32, int64, float, double}", "dtype: {int32, int64} = DT_INT32"],
+        shape_fn=_histogram_shape,
+    )
+)
 
 
 def parse_equation(equation: str, ranks: list) -> tuple[list[str], str]:
@@ -127,7 +179,7 @@ def parse_equation(equation: str, ranks: list) -> tuple[list[str], str]:
             if r is None:
                 raise ValueError(f"Einsum with '...' needs inputs of known rank: {equation!r}")
             widest = max(widest, r - (len(s) - 3))
-    ell = "".join(chr(ord("A") + i) for i in range(widest))  # fmt: skip
+    ell = "".join(chr(ord("A") + i) for i in range(widest))
     expanded = []
     for s, r in zip(inputs, ranks):
         if "..." in s:
@@ -162,9 +214,15 @@ def _einsum_shape(ctx):
     return TensorShape([sizes.get(c) for c in out])
 
 
-register_op(OpDef("Einsum", inputs=["inputs: N * T"], outputs=["output: T"],
-                  attrs=["equation: string", "N: int >= 1", "T: type"],
-                  shape_fn=_einsum_shape))  # fmt: skip
+register_op(
+    OpDef(
+        "Einsum",
+        inputs=["inputs: N * T"],
+        outputs=["output: T"],
+        attrs=["equation: string", "N: int >= 1", "T: type"],
+        shape_fn=_einsum_shape,
+    )
+)
 
 
 def _dense_bincount_shape(ctx):
@@ -177,8 +235,16 @@ def _dense_bincount_shape(ctx):
 
 
 # TF 2's Bincount (what its compat.v1 tf.math.bincount builds): per row for a rank-2 input.
-register_op(OpDef("DenseBincount", inputs=["input: Tidx", "size: Tidx", "weights: T"],
-                  outputs=["output: T"],
-                  attrs=["Tidx: {int32, int64}", "T: {int32, int64, float, double}",
-                         "binary_output: bool = false"],
-                  shape_fn=_dense_bincount_shape))  # fmt: skip
+register_op(
+    OpDef(
+        "DenseBincount",
+        inputs=["input: Tidx", "size: Tidx", "weights: T"],
+        outputs=["output: T"],
+        attrs=[
+            "Tidx: {int32, int64}",
+            "T: {int32, int64, float, double}",
+            "binary_output: bool = false",
+        ],
+        shape_fn=_dense_bincount_shape,
+    )
+)

@@ -31,11 +31,20 @@ def _sparse_to_dense_shape(ctx):
     return ctx.input_as_shape(1)
 
 
-register_op(OpDef("SparseToDense", inputs=["sparse_indices: Tindices", "output_shape: Tindices",
-                                           "sparse_values: T", "default_value: T"],
-                  outputs=["dense: T"],
-                  attrs=["validate_indices: bool = true", "T: type", f"Tindices: {_INDEX}"],
-                  shape_fn=_sparse_to_dense_shape))  # fmt: skip
+register_op(
+    OpDef(
+        "SparseToDense",
+        inputs=[
+            "sparse_indices: Tindices",
+            "output_shape: Tindices",
+            "sparse_values: T",
+            "default_value: T",
+        ],
+        outputs=["dense: T"],
+        attrs=["validate_indices: bool = true", "T: type", f"Tindices: {_INDEX}"],
+        shape_fn=_sparse_to_dense_shape,
+    )
+)
 
 
 def _matmul_shape(ctx):
@@ -48,17 +57,30 @@ def _matmul_shape(ctx):
     return TensorShape([rows, cols])
 
 
-register_op(OpDef("SparseTensorDenseMatMul", inputs=["a_indices: Tindices", "a_values: T",
-                                                     "a_shape: int64", "b: T"],
-                  outputs=["product: T"],
-                  attrs=["T: type", "Tindices: {int32, int64} = DT_INT64",
-                         "adjoint_a: bool = false", "adjoint_b: bool = false"],
-                  shape_fn=_matmul_shape))  # fmt: skip
+register_op(
+    OpDef(
+        "SparseTensorDenseMatMul",
+        inputs=["a_indices: Tindices", "a_values: T", "a_shape: int64", "b: T"],
+        outputs=["product: T"],
+        attrs=[
+            "T: type",
+            "Tindices: {int32, int64} = DT_INT64",
+            "adjoint_a: bool = false",
+            "adjoint_b: bool = false",
+        ],
+        shape_fn=_matmul_shape,
+    )
+)
 
-register_op(OpDef("SparseTensorDenseAdd", inputs=["a_indices: Tindices", "a_values: T",
-                                                  "a_shape: Tindices", "b: T"],
-                  outputs=["output: T"], attrs=["T: numbertypes", f"Tindices: {_INDEX}"],
-                  shape_fn=lambda ctx: ctx.input_shapes[3]))  # fmt: skip
+register_op(
+    OpDef(
+        "SparseTensorDenseAdd",
+        inputs=["a_indices: Tindices", "a_values: T", "a_shape: Tindices", "b: T"],
+        outputs=["output: T"],
+        attrs=["T: numbertypes", f"Tindices: {_INDEX}"],
+        shape_fn=lambda ctx: ctx.input_shapes[3],
+    )
+)
 
 
 def _reduce_shape(ctx):
@@ -74,12 +96,23 @@ def _reduce_shape(ctx):
 
 
 for _op in ("SparseReduceSum", "SparseReduceMax"):
-    register_op(OpDef(_op, inputs=["input_indices: int64", "input_values: T",
-                                   "input_shape: int64", "reduction_axes: int32"],
-                      outputs=["output: T"],
-                      attrs=["keep_dims: bool = false",
-                             "T: numbertypes" if _op.endswith("Sum") else "T: realnumbertypes"],
-                      shape_fn=_reduce_shape))  # fmt: skip
+    register_op(
+        OpDef(
+            _op,
+            inputs=[
+                "input_indices: int64",
+                "input_values: T",
+                "input_shape: int64",
+                "reduction_axes: int32",
+            ],
+            outputs=["output: T"],
+            attrs=[
+                "keep_dims: bool = false",
+                "T: numbertypes" if _op.endswith("Sum") else "T: realnumbertypes",
+            ],
+            shape_fn=_reduce_shape,
+        )
+    )
 
 
 def _concat_shape(ctx):
@@ -91,32 +124,62 @@ def _concat_shape(ctx):
     return _sparse_out(total, rank)
 
 
-register_op(OpDef("SparseConcat", inputs=["indices: N * int64", "values: N * T",
-                                          "shapes: N * int64"],
-                  outputs=["output_indices: int64", "output_values: T", "output_shape: int64"],
-                  attrs=["concat_dim: int", "N: int >= 2", "T: type"],
-                  shape_fn=_concat_shape))  # fmt: skip
+register_op(
+    OpDef(
+        "SparseConcat",
+        inputs=["indices: N * int64", "values: N * T", "shapes: N * int64"],
+        outputs=["output_indices: int64", "output_values: T", "output_shape: int64"],
+        attrs=["concat_dim: int", "N: int >= 2", "T: type"],
+        shape_fn=_concat_shape,
+    )
+)
 
-register_op(OpDef("SparseSoftmax", inputs=["sp_indices: int64", "sp_values: T", "sp_shape: int64"],
-                  outputs=["output: T"], attrs=["T: {half, float, double}"],
-                  shape_fn=lambda ctx: ctx.input_shapes[1].with_rank(1)))  # fmt: skip
+register_op(
+    OpDef(
+        "SparseSoftmax",
+        inputs=["sp_indices: int64", "sp_values: T", "sp_shape: int64"],
+        outputs=["output: T"],
+        attrs=["T: {half, float, double}"],
+        shape_fn=lambda ctx: ctx.input_shapes[1].with_rank(1),
+    )
+)
 
 
 def _add_shape(ctx):
     return _sparse_out(None, _rank(ctx, 2) or _rank(ctx, 5))
 
 
-register_op(OpDef("SparseAdd", inputs=["a_indices: int64", "a_values: T", "a_shape: int64",
-                                       "b_indices: int64", "b_values: T", "b_shape: int64",
-                                       "thresh: Treal"],
-                  outputs=["sum_indices: int64", "sum_values: T", "sum_shape: int64"],
-                  attrs=["T: numbertypes", "Treal: realnumbertypes"],
-                  shape_fn=_add_shape))  # fmt: skip
-register_op(OpDef("SparseAddGrad", inputs=["backprop_val_grad: T", "a_indices: int64",
-                                           "b_indices: int64", "sum_indices: int64"],
-                  outputs=["a_val_grad: T", "b_val_grad: T"], attrs=["T: numbertypes"],
-                  shape_fn=lambda ctx: [TensorShape([_entries(ctx, 1)]),
-                                        TensorShape([_entries(ctx, 2)])]))  # fmt: skip
+register_op(
+    OpDef(
+        "SparseAdd",
+        inputs=[
+            "a_indices: int64",
+            "a_values: T",
+            "a_shape: int64",
+            "b_indices: int64",
+            "b_values: T",
+            "b_shape: int64",
+            "thresh: Treal",
+        ],
+        outputs=["sum_indices: int64", "sum_values: T", "sum_shape: int64"],
+        attrs=["T: numbertypes", "Treal: realnumbertypes"],
+        shape_fn=_add_shape,
+    )
+)
+register_op(
+    OpDef(
+        "SparseAddGrad",
+        inputs=[
+            "backprop_val_grad: T",
+            "a_indices: int64",
+            "b_indices: int64",
+            "sum_indices: int64",
+        ],
+        outputs=["a_val_grad: T", "b_val_grad: T"],
+        attrs=["T: numbertypes"],
+        shape_fn=lambda ctx: [TensorShape([_entries(ctx, 1)]), TensorShape([_entries(ctx, 2)])],
+    )
+)
 
 
 def _reshape_shape(ctx):
@@ -124,32 +187,59 @@ def _reshape_shape(ctx):
     return [TensorShape([_entries(ctx, 0), rank]), TensorShape([rank])]
 
 
-register_op(OpDef("SparseReshape", inputs=["input_indices: int64", "input_shape: int64",
-                                           "new_shape: int64"],
-                  outputs=["output_indices: int64", "output_shape: int64"],
-                  shape_fn=_reshape_shape))  # fmt: skip
+register_op(
+    OpDef(
+        "SparseReshape",
+        inputs=["input_indices: int64", "input_shape: int64", "new_shape: int64"],
+        outputs=["output_indices: int64", "output_shape: int64"],
+        shape_fn=_reshape_shape,
+    )
+)
 
-register_op(OpDef("SparseReorder", inputs=["input_indices: int64", "input_values: T",
-                                           "input_shape: int64"],
-                  outputs=["output_indices: int64", "output_values: T"], attrs=["T: type"],
-                  shape_fn=lambda ctx: ctx.input_shapes[:2]))  # fmt: skip
+register_op(
+    OpDef(
+        "SparseReorder",
+        inputs=["input_indices: int64", "input_values: T", "input_shape: int64"],
+        outputs=["output_indices: int64", "output_values: T"],
+        attrs=["T: type"],
+        shape_fn=lambda ctx: ctx.input_shapes[:2],
+    )
+)
 
 
 def _fill_empty_rows_shape(ctx):
     rank = _rank(ctx, 2)
-    return [TensorShape([None, rank]), TensorShape([None]), TensorShape([None]),
-            TensorShape([_entries(ctx, 0)])]  # fmt: skip
+    return [
+        TensorShape([None, rank]),
+        TensorShape([None]),
+        TensorShape([None]),
+        TensorShape([_entries(ctx, 0)]),
+    ]
 
 
-register_op(OpDef("SparseFillEmptyRows", inputs=["indices: int64", "values: T",
-                                                 "dense_shape: int64", "default_value: T"],
-                  outputs=["output_indices: int64", "output_values: T",
-                           "empty_row_indicator: bool", "reverse_index_map: int64"],
-                  attrs=["T: type"], shape_fn=_fill_empty_rows_shape))  # fmt: skip
-register_op(OpDef("SparseFillEmptyRowsGrad", inputs=["reverse_index_map: int64",
-                                                     "grad_values: T"],
-                  outputs=["d_values: T", "d_default_value: T"], attrs=["T: type"],
-                  shape_fn=lambda ctx: [ctx.input_shapes[0], TensorShape([])]))  # fmt: skip
+register_op(
+    OpDef(
+        "SparseFillEmptyRows",
+        inputs=["indices: int64", "values: T", "dense_shape: int64", "default_value: T"],
+        outputs=[
+            "output_indices: int64",
+            "output_values: T",
+            "empty_row_indicator: bool",
+            "reverse_index_map: int64",
+        ],
+        attrs=["T: type"],
+        shape_fn=_fill_empty_rows_shape,
+    )
+)
+register_op(
+    OpDef(
+        "SparseFillEmptyRowsGrad",
+        inputs=["reverse_index_map: int64", "grad_values: T"],
+        outputs=["d_values: T", "d_default_value: T"],
+        attrs=["T: type"],
+        shape_fn=lambda ctx: [ctx.input_shapes[0], TensorShape([])],
+    )
+)
 
 
 def _split_shape(ctx):
@@ -158,39 +248,88 @@ def _split_shape(ctx):
     return [TensorShape([None, rank])] * n + [TensorShape([None])] * n + [TensorShape([rank])] * n
 
 
-register_op(OpDef("SparseSplit", inputs=["split_dim: int64", "indices: int64", "values: T",
-                                         "shape: int64"],
-                  outputs=["output_indices: num_split * int64", "output_values: num_split * T",
-                           "output_shape: num_split * int64"],
-                  attrs=["num_split: int >= 1", "T: type"], shape_fn=_split_shape))  # fmt: skip
+register_op(
+    OpDef(
+        "SparseSplit",
+        inputs=["split_dim: int64", "indices: int64", "values: T", "shape: int64"],
+        outputs=[
+            "output_indices: num_split * int64",
+            "output_values: num_split * T",
+            "output_shape: num_split * int64",
+        ],
+        attrs=["num_split: int >= 1", "T: type"],
+        shape_fn=_split_shape,
+    )
+)
 
 # Element-wise ops of a SparseTensor and a dense tensor broadcast to its shape; the result has
 # the sparse operand's entries (TF's sparse_dense_cwise_*).
 for _op in ("SparseDenseCwiseMul", "SparseDenseCwiseDiv", "SparseDenseCwiseAdd"):
-    register_op(OpDef(_op, inputs=["sp_indices: int64", "sp_values: T", "sp_shape: int64",
-                                   "dense: T"],
-                      outputs=["output: T"], attrs=["T: numbertypes"],
-                      shape_fn=lambda ctx: TensorShape([_entries(ctx, 0)])))  # fmt: skip
+    register_op(
+        OpDef(
+            _op,
+            inputs=["sp_indices: int64", "sp_values: T", "sp_shape: int64", "dense: T"],
+            outputs=["output: T"],
+            attrs=["T: numbertypes"],
+            shape_fn=lambda ctx: TensorShape([_entries(ctx, 0)]),
+        )
+    )
 
-register_op(OpDef("SparseSlice", inputs=["indices: int64", "values: T", "shape: int64",
-                                         "start: int64", "size: int64"],
-                  outputs=["output_indices: int64", "output_values: T", "output_shape: int64"],
-                  attrs=["T: type"],
-                  shape_fn=lambda ctx: _sparse_out(None, _rank(ctx, 2))))  # fmt: skip
-register_op(OpDef("SparseSliceGrad", inputs=["backprop_val_grad: T", "input_indices: int64",
-                                             "input_start: int64", "output_indices: int64"],
-                  outputs=["val_grad: T"], attrs=["T: numbertypes"],
-                  shape_fn=lambda ctx: TensorShape([_entries(ctx, 1)])))  # fmt: skip
+register_op(
+    OpDef(
+        "SparseSlice",
+        inputs=["indices: int64", "values: T", "shape: int64", "start: int64", "size: int64"],
+        outputs=["output_indices: int64", "output_values: T", "output_shape: int64"],
+        attrs=["T: type"],
+        shape_fn=lambda ctx: _sparse_out(None, _rank(ctx, 2)),
+    )
+)
+register_op(
+    OpDef(
+        "SparseSliceGrad",
+        inputs=[
+            "backprop_val_grad: T",
+            "input_indices: int64",
+            "input_start: int64",
+            "output_indices: int64",
+        ],
+        outputs=["val_grad: T"],
+        attrs=["T: numbertypes"],
+        shape_fn=lambda ctx: TensorShape([_entries(ctx, 1)]),
+    )
+)
 for _op in ("SparseSparseMaximum", "SparseSparseMinimum"):
-    register_op(OpDef(_op, inputs=["a_indices: int64", "a_values: T", "a_shape: int64",
-                                   "b_indices: int64", "b_values: T", "b_shape: int64"],
-                      outputs=["output_indices: int64", "output_values: T"],
-                      attrs=["T: realnumbertypes"],
-                      shape_fn=lambda ctx: _sparse_out(None, _rank(ctx, 2))[:2]))  # fmt: skip
+    register_op(
+        OpDef(
+            _op,
+            inputs=[
+                "a_indices: int64",
+                "a_values: T",
+                "a_shape: int64",
+                "b_indices: int64",
+                "b_values: T",
+                "b_shape: int64",
+            ],
+            outputs=["output_indices: int64", "output_values: T"],
+            attrs=["T: realnumbertypes"],
+            shape_fn=lambda ctx: _sparse_out(None, _rank(ctx, 2))[:2],
+        )
+    )
 for _op in ("SparseReduceSumSparse", "SparseReduceMaxSparse"):
-    register_op(OpDef(_op, inputs=["input_indices: int64", "input_values: T",
-                                   "input_shape: int64", "reduction_axes: int32"],
-                      outputs=["output_indices: int64", "output_values: T", "output_shape: int64"],
-                      attrs=["keep_dims: bool = false",
-                             "T: numbertypes" if "Sum" in _op else "T: realnumbertypes"],
-                      shape_fn=lambda ctx: _sparse_out(None, None)))  # fmt: skip
+    register_op(
+        OpDef(
+            _op,
+            inputs=[
+                "input_indices: int64",
+                "input_values: T",
+                "input_shape: int64",
+                "reduction_axes: int32",
+            ],
+            outputs=["output_indices: int64", "output_values: T", "output_shape: int64"],
+            attrs=[
+                "keep_dims: bool = false",
+                "T: numbertypes" if "Sum" in _op else "T: realnumbertypes",
+            ],
+            shape_fn=lambda ctx: _sparse_out(None, None),
+        )
+    )

@@ -40,11 +40,19 @@ def floor_div(x, y, name=None):
     return math.floordiv(x, y, name=name)
 
 
-def sparse_matmul(a, b, transpose_a=False, transpose_b=False, a_is_sparse=False,
-                  b_is_sparse=False, name=None):  # fmt: skip
+def sparse_matmul(
+    a, b, transpose_a=False, transpose_b=False, a_is_sparse=False, b_is_sparse=False, name=None
+):
     """a @ b for float matrices; the sparsity hints choose no other algorithm (BLAS either way)."""
-    return linalg.matmul(a, b, transpose_a=transpose_a, transpose_b=transpose_b,
-                         a_is_sparse=a_is_sparse, b_is_sparse=b_is_sparse, name=name)  # fmt: skip
+    return linalg.matmul(
+        a,
+        b,
+        transpose_a=transpose_a,
+        transpose_b=transpose_b,
+        a_is_sparse=a_is_sparse,
+        b_is_sparse=b_is_sparse,
+        name=name,
+    )
 
 
 def op_scope(values, name, default_name=None):

@@ -66,9 +66,14 @@ class _Table(LookupInterface):
 
     def __init__(self, op_type, key_dtype, value_dtype, default_value, shared_name, name):
         super().__init__(key_dtype, value_dtype, name)
-        self._resource_handle = apply_op(op_type, [], name=name, key_dtype=self._key_dtype,
-                                         value_dtype=self._value_dtype,
-                                         shared_name=shared_name or "").outputs[0]  # fmt: skip
+        self._resource_handle = apply_op(
+            op_type,
+            [],
+            name=name,
+            key_dtype=self._key_dtype,
+            value_dtype=self._value_dtype,
+            shared_name=shared_name or "",
+        ).outputs[0]
         self._name = self._resource_handle.op.name
         self._default_value = convert_to_tensor(default_value, self._value_dtype)
 
@@ -95,8 +100,9 @@ class _Table(LookupInterface):
 
                 keys = cast(keys, dtypes.int64)  # int32 ids look up an int64-keyed table
             self._check_keys(keys)
-            values = apply_op("LookupTableFindV2", [self._resource_handle, keys,
-                                                    self._default_value]).outputs[0]  # fmt: skip
+            values = apply_op(
+                "LookupTableFindV2", [self._resource_handle, keys, self._default_value]
+            ).outputs[0]
             if sparse is not None:
                 return SparseTensor(sparse.indices, values, sparse.dense_shape)
             return values
@@ -104,8 +110,14 @@ class _Table(LookupInterface):
     def export(self, name=None):
         """(keys, values) of every entry."""
         with name_scope(name, f"{self._name}_Export", [self._resource_handle]):
-            return tuple(apply_op("LookupTableExportV2", [self._resource_handle],
-                                  Tkeys=self._key_dtype, Tvalues=self._value_dtype).outputs)  # fmt: skip
+            return tuple(
+                apply_op(
+                    "LookupTableExportV2",
+                    [self._resource_handle],
+                    Tkeys=self._key_dtype,
+                    Tvalues=self._value_dtype,
+                ).outputs
+            )
 
 
 class HashTable(_Table):
@@ -115,13 +127,19 @@ class HashTable(_Table):
     Example:
       table = tf.contrib.lookup.HashTable(
           tf.contrib.lookup.KeyValueTensorInitializer(["a", "b"], [1, 2], value_dtype=tf.int64), -1)
-      ids = table.lookup(tf.constant(["b", "c"]))   # [2, -1] after sess.run(tf.tables_initializer())
+      ids = table.lookup(tf.constant(["b", "c"]))  # [2, -1] once tf.tables_initializer() ran
     """
 
     def __init__(self, initializer, default_value, shared_name=None, name=None):
         with name_scope(name, "hash_table", (initializer, default_value)) as scope:
-            super().__init__("HashTableV2", initializer.key_dtype, initializer.value_dtype,
-                             default_value, shared_name, scope)  # fmt: skip
+            super().__init__(
+                "HashTableV2",
+                initializer.key_dtype,
+                initializer.value_dtype,
+                default_value,
+                shared_name,
+                scope,
+            )
             self._initializer = initializer.initialize(self)
             default_graph.get().add_to_collection(GraphKeys.TABLE_INITIALIZERS, self._initializer)
 
@@ -135,11 +153,19 @@ class HashTable(_Table):
 class MutableHashTable(_Table):
     """A table changed at run time by insert() and remove(); unknown keys give default_value."""
 
-    def __init__(self, key_dtype, value_dtype, default_value, shared_name=None,
-                 name="MutableHashTable", checkpoint=True):  # fmt: skip
+    def __init__(
+        self,
+        key_dtype,
+        value_dtype,
+        default_value,
+        shared_name=None,
+        name="MutableHashTable",
+        checkpoint=True,
+    ):
         with name_scope(name, "MutableHashTable") as scope:
-            super().__init__("MutableHashTableV2", key_dtype, value_dtype, default_value,
-                             shared_name, scope)  # fmt: skip
+            super().__init__(
+                "MutableHashTableV2", key_dtype, value_dtype, default_value, shared_name, scope
+            )
 
     def insert(self, keys, values, name=None):
         """Sets the values of `keys` (replacing existing ones)."""
@@ -180,11 +206,22 @@ class TextFileInitializer:
     """Fills a table from a text file: keys and values are columns `key_index`/`value_index`
     (split at `delimiter`), or TextFileIndex.WHOLE_LINE / LINE_NUMBER."""
 
-    def __init__(self, filename, key_dtype, key_index, value_dtype, value_index, vocab_size=None,
-                 delimiter="\t", name=None):  # fmt: skip
+    def __init__(
+        self,
+        filename,
+        key_dtype,
+        key_index,
+        value_dtype,
+        value_index,
+        vocab_size=None,
+        delimiter="\t",
+        name=None,
+    ):
         self.key_dtype, self.value_dtype = dtypes.as_dtype(key_dtype), dtypes.as_dtype(value_dtype)
-        for what, index, dtype in (("key", key_index, self.key_dtype),
-                                   ("value", value_index, self.value_dtype)):  # fmt: skip
+        for what, index, dtype in (
+            ("key", key_index, self.key_dtype),
+            ("value", value_index, self.value_dtype),
+        ):
             if index < -2:
                 raise ValueError(f"Invalid {what} index {index}.")
             if index == TextFileIndex.LINE_NUMBER and dtype != dtypes.int64:
@@ -206,10 +243,14 @@ class TextFileInitializer:
     def initialize(self, table):
         with name_scope(self._name, "text_file_init", (table.resource_handle,)):
             filename = convert_to_tensor(self._filename, dtypes.string, name="asset_filepath")
-            op = apply_op("InitializeTableFromTextFileV2", [table.resource_handle, filename],
-                          key_index=self._key_index, value_index=self._value_index,
-                          vocab_size=-1 if self._vocab_size is None else self._vocab_size,
-                          delimiter=self._delimiter)  # fmt: skip
+            op = apply_op(
+                "InitializeTableFromTextFileV2",
+                [table.resource_handle, filename],
+                key_index=self._key_index,
+                value_index=self._value_index,
+                vocab_size=-1 if self._vocab_size is None else self._vocab_size,
+                delimiter=self._delimiter,
+            )
             default_graph.get().add_to_collection(GraphKeys.ASSET_FILEPATHS, filename)
             return op
 
@@ -217,21 +258,50 @@ class TextFileInitializer:
 class TextFileStringTableInitializer(TextFileInitializer):
     """Line number (int64) -> the line's column `value_column_index` (whole line by default)."""
 
-    def __init__(self, filename, key_column_index=TextFileIndex.LINE_NUMBER,
-                 value_column_index=TextFileIndex.WHOLE_LINE, vocab_size=None, delimiter="\t",
-                 name="text_file_string_table_init"):  # fmt: skip
-        super().__init__(filename, dtypes.int64, key_column_index, dtypes.string,
-                         value_column_index, vocab_size, delimiter, name)  # fmt: skip
+    def __init__(
+        self,
+        filename,
+        key_column_index=TextFileIndex.LINE_NUMBER,
+        value_column_index=TextFileIndex.WHOLE_LINE,
+        vocab_size=None,
+        delimiter="\t",
+        name="text_file_string_table_init",
+    ):
+        super().__init__(
+            filename,
+            dtypes.int64,
+            key_column_index,
+            dtypes.string,
+            value_column_index,
+            vocab_size,
+            delimiter,
+            name,
+        )
 
 
 class TextFileIdTableInitializer(TextFileInitializer):
     """The line's column `key_column_index` (whole line by default) -> line number (int64)."""
 
-    def __init__(self, filename, key_column_index=TextFileIndex.WHOLE_LINE,
-                 value_column_index=TextFileIndex.LINE_NUMBER, vocab_size=None, delimiter="\t",
-                 name="text_file_id_table_init", key_dtype=dtypes.string):  # fmt: skip
-        super().__init__(filename, key_dtype, key_column_index, dtypes.int64,
-                         value_column_index, vocab_size, delimiter, name)  # fmt: skip
+    def __init__(
+        self,
+        filename,
+        key_column_index=TextFileIndex.WHOLE_LINE,
+        value_column_index=TextFileIndex.LINE_NUMBER,
+        vocab_size=None,
+        delimiter="\t",
+        name="text_file_id_table_init",
+        key_dtype=dtypes.string,
+    ):
+        super().__init__(
+            filename,
+            key_dtype,
+            key_column_index,
+            dtypes.int64,
+            value_column_index,
+            vocab_size,
+            delimiter,
+            name,
+        )
 
 
 HasherSpec = collections.namedtuple("HasherSpec", ["hasher", "key"])
@@ -247,8 +317,7 @@ class IdTableWithHashBuckets(LookupInterface):
     """A string (or integer) -> id table whose unknown keys go to `num_oov_buckets` extra ids,
     size() + FarmHash(key) % num_oov_buckets, as in TensorFlow."""
 
-    def __init__(self, table, num_oov_buckets, hasher_spec=FastHashSpec, name=None,
-                 key_dtype=None):  # fmt: skip
+    def __init__(self, table, num_oov_buckets, hasher_spec=FastHashSpec, name=None, key_dtype=None):
         if hasher_spec is not FastHashSpec and getattr(hasher_spec, "hasher", None) != "fasthash":
             raise NotImplementedError(f"hasher_spec {hasher_spec!r}: only FastHashSpec is provided")
         if num_oov_buckets < 0:
@@ -301,9 +370,15 @@ def _int_keys(dtype):
     return dtype
 
 
-def index_table_from_tensor(vocabulary_list=None, num_oov_buckets=0, default_value=-1,
-                            hasher_spec=FastHashSpec, dtype=dtypes.string, name=None,
-                            mapping=None):  # fmt: skip
+def index_table_from_tensor(
+    vocabulary_list=None,
+    num_oov_buckets=0,
+    default_value=-1,
+    hasher_spec=FastHashSpec,
+    dtype=dtypes.string,
+    name=None,
+    mapping=None,
+):
     """word -> its position in `vocabulary_list`; unknown words -> `default_value`, or one of
     `num_oov_buckets` hash buckets after the vocabulary."""
     from flowgraph.ops.array import range_, size
@@ -324,27 +399,40 @@ def index_table_from_tensor(vocabulary_list=None, num_oov_buckets=0, default_val
         return table
 
 
-def index_table_from_file(vocabulary_file=None, num_oov_buckets=0, vocab_size=None,
-                          default_value=-1, hasher_spec=FastHashSpec, key_dtype=dtypes.string,
-                          name=None, key_column_index=TextFileIndex.WHOLE_LINE,
-                          value_column_index=TextFileIndex.LINE_NUMBER, delimiter="\t"):  # fmt: skip
+def index_table_from_file(
+    vocabulary_file=None,
+    num_oov_buckets=0,
+    vocab_size=None,
+    default_value=-1,
+    hasher_spec=FastHashSpec,
+    key_dtype=dtypes.string,
+    name=None,
+    key_column_index=TextFileIndex.WHOLE_LINE,
+    value_column_index=TextFileIndex.LINE_NUMBER,
+    delimiter="\t",
+):
     """word -> its line number in `vocabulary_file`; unknown words as index_table_from_tensor."""
     if vocabulary_file is None or (isinstance(vocabulary_file, str) and not vocabulary_file):
         raise ValueError("vocabulary_file must be specified and must not be empty.")
     key_dtype = _int_keys(key_dtype)
     with name_scope(name, "string_to_index"):
-        init = TextFileIdTableInitializer(vocabulary_file, key_column_index, value_column_index,
-                                          vocab_size, delimiter,
-                                          key_dtype=dtypes.int64 if key_dtype.is_integer
-                                          else key_dtype)  # fmt: skip
+        init = TextFileIdTableInitializer(
+            vocabulary_file,
+            key_column_index,
+            value_column_index,
+            vocab_size,
+            delimiter,
+            key_dtype=dtypes.int64 if key_dtype.is_integer else key_dtype,
+        )
         table = HashTable(init, default_value, name="hash_table")
         if num_oov_buckets:
             return IdTableWithHashBuckets(table, num_oov_buckets, hasher_spec)
         return table
 
 
-def index_to_string_table_from_tensor(vocabulary_list=None, default_value="UNK", name=None,
-                                      mapping=None):  # fmt: skip
+def index_to_string_table_from_tensor(
+    vocabulary_list=None, default_value="UNK", name=None, mapping=None
+):
     """int64 id -> the word at that position of `vocabulary_list`, else `default_value`."""
     from flowgraph.ops.array import range_, size
 
@@ -360,14 +448,20 @@ def index_to_string_table_from_tensor(vocabulary_list=None, default_value="UNK",
         return HashTable(init, default_value, name="hash_table")
 
 
-def index_to_string_table_from_file(vocabulary_file, vocab_size=None, default_value="UNK",
-                                    name=None, key_column_index=TextFileIndex.LINE_NUMBER,
-                                    value_column_index=TextFileIndex.WHOLE_LINE,
-                                    delimiter="\t"):  # fmt: skip
+def index_to_string_table_from_file(
+    vocabulary_file,
+    vocab_size=None,
+    default_value="UNK",
+    name=None,
+    key_column_index=TextFileIndex.LINE_NUMBER,
+    value_column_index=TextFileIndex.WHOLE_LINE,
+    delimiter="\t",
+):
     """int64 line number -> that line of `vocabulary_file`, else `default_value`."""
     with name_scope(name, "index_to_string"):
-        init = TextFileStringTableInitializer(vocabulary_file, key_column_index,
-                                              value_column_index, vocab_size, delimiter)  # fmt: skip
+        init = TextFileStringTableInitializer(
+            vocabulary_file, key_column_index, value_column_index, vocab_size, delimiter
+        )
         return HashTable(init, default_value, name="hash_table")
 
 
@@ -384,18 +478,24 @@ def string_to_index(tensor, mapping, default_value=-1, name=None):
 
 
 LOOKUP_NAMESPACE = {  # tf.contrib.lookup.<name>, also the TF1.15 tf.lookup names
-    "HashTable": HashTable, "StaticHashTable": HashTable, "MutableHashTable": MutableHashTable,
-    "KeyValueTensorInitializer": KeyValueTensorInitializer, "TextFileIndex": TextFileIndex,
+    "HashTable": HashTable,
+    "StaticHashTable": HashTable,
+    "MutableHashTable": MutableHashTable,
+    "KeyValueTensorInitializer": KeyValueTensorInitializer,
+    "TextFileIndex": TextFileIndex,
     "TextFileInitializer": TextFileInitializer,
     "TextFileStringTableInitializer": TextFileStringTableInitializer,
     "TextFileIdTableInitializer": TextFileIdTableInitializer,
-    "IdTableWithHashBuckets": IdTableWithHashBuckets, "HasherSpec": HasherSpec,
-    "FastHashSpec": FastHashSpec, "StrongHashSpec": StrongHashSpec,
+    "IdTableWithHashBuckets": IdTableWithHashBuckets,
+    "HasherSpec": HasherSpec,
+    "FastHashSpec": FastHashSpec,
+    "StrongHashSpec": StrongHashSpec,
     "LookupInterface": LookupInterface,
     "index_table_from_tensor": index_table_from_tensor,
     "index_table_from_file": index_table_from_file,
     "index_to_string_table_from_tensor": index_to_string_table_from_tensor,
     "index_to_string_table_from_file": index_to_string_table_from_file,
-    "index_to_string": index_to_string, "string_to_index": string_to_index,
+    "index_to_string": index_to_string,
+    "string_to_index": string_to_index,
     "tables_initializer": tables_initializer,
-}  # fmt: skip
+}

@@ -27,7 +27,7 @@ __all__ = [
     "unsorted_segment_min",
     "unsorted_segment_prod",
     "unsorted_segment_sqrt_n",
-]  # fmt: skip
+]
 
 
 def _sorted(op_type: str, what: str):
@@ -114,8 +114,11 @@ def unsorted_segment_sqrt_n(data, segment_ids, num_segments, name=None):
 def _sparse(kind: str):
     def wrapper(data, indices, segment_ids, name=None, num_segments=None):
         if num_segments is not None:
-            return apply_op(f"SparseSegment{kind}WithNumSegments",
-                            [data, indices, segment_ids, num_segments], name=name).outputs[0]  # fmt: skip
+            return apply_op(
+                f"SparseSegment{kind}WithNumSegments",
+                [data, indices, segment_ids, num_segments],
+                name=name,
+            ).outputs[0]
         return apply_op(f"SparseSegment{kind}", [data, indices, segment_ids], name=name).outputs[0]
 
     wrapper.__name__ = wrapper.__qualname__ = "sparse_segment_" + {"SqrtN": "sqrt_n"}.get(
@@ -138,8 +141,9 @@ def dynamic_partition(data, partitions, num_partitions, name=None) -> list:
 
     Example: tf.dynamic_partition([10, 20, 30], [1, 0, 1], 2)  # [[20], [10, 30]]
     """
-    return apply_op("DynamicPartition", [data, partitions], name=name,
-                    num_partitions=num_partitions).outputs  # fmt: skip
+    return apply_op(
+        "DynamicPartition", [data, partitions], name=name, num_partitions=num_partitions
+    ).outputs
 
 
 def bincount(arr, weights=None, minlength=None, maxlength=None, dtype=dtypes.int32, name=None):
@@ -174,8 +178,9 @@ def histogram_fixed_width(values, value_range, nbins=100, dtype=dtypes.int32, na
     with name_scope(name, "histogram_fixed_width", [values, value_range, nbins]) as scope:
         values = convert_to_tensor(values, name="values")
         value_range = convert_to_tensor(value_range, values.dtype.base_dtype, name="value_range")
-        return apply_op("HistogramFixedWidth", [values, value_range, nbins], name=scope,
-                        dtype=dtype).outputs[0]  # fmt: skip
+        return apply_op(
+            "HistogramFixedWidth", [values, value_range, nbins], name=scope, dtype=dtype
+        ).outputs[0]
 
 
 def histogram_fixed_width_bins(values, value_range, nbins=100, dtype=dtypes.int32, name=None):

@@ -15,7 +15,7 @@ from flowgraph.framework.sparse_tensor import (
     SparseTensor,
     SparseTensorValue,
     convert_to_tensor_or_sparse_tensor,
-)  # fmt: skip
+)
 from flowgraph.ops import segment
 
 __all__ = [
@@ -38,7 +38,7 @@ __all__ = [
     "sparse_to_dense",
     "sparse_to_indicator",
     "sparse_transpose",
-]  # fmt: skip
+]
 __all__ += [
     "deserialize_many_sparse",
     "serialize_many_sparse",
@@ -51,7 +51,7 @@ __all__ += [
     "sparse_reduce_sum_sparse",
     "sparse_reset_shape",
     "sparse_slice",
-]  # fmt: skip
+]
 
 
 def _sparse(value, name="sp_input") -> SparseTensor:
@@ -84,10 +84,12 @@ def sparse_placeholder(dtype, shape=None, name=None) -> SparseTensor:
         rank = static.ndims
         default = [-1 if d is None else d for d in static.as_list()]
         dense_shape = placeholder_with_default(
-            convert_to_tensor(default, dtypes.int64, name=None if name is None else
-                              name + "/shape_default"),
-            shape=[rank], name=shape_name,
-        )  # fmt: skip
+            convert_to_tensor(
+                default, dtypes.int64, name=None if name is None else name + "/shape_default"
+            ),
+            shape=[rank],
+            name=shape_name,
+        )
     result = SparseTensor(
         values=placeholder(dtype, shape=[None], name=None if name is None else name + "/values"),
         indices=placeholder(
@@ -99,21 +101,31 @@ def sparse_placeholder(dtype, shape=None, name=None) -> SparseTensor:
     return result
 
 
-def sparse_to_dense(sparse_indices, output_shape, sparse_values, default_value=0,
-                    validate_indices=True, name=None) -> Tensor:  # fmt: skip
+def sparse_to_dense(
+    sparse_indices, output_shape, sparse_values, default_value=0, validate_indices=True, name=None
+) -> Tensor:
     """A dense tensor of `output_shape` holding `sparse_values` at `sparse_indices` and
     `default_value` elsewhere; indices must be in row-major order without repeats."""
     values = convert_to_tensor(sparse_values, name="sparse_values")
-    return apply_op("SparseToDense", [sparse_indices, output_shape, values,
-                                      convert_to_tensor(default_value, values.dtype.base_dtype)],
-                    name=name, validate_indices=validate_indices).outputs[0]  # fmt: skip
+    return apply_op(
+        "SparseToDense",
+        [
+            sparse_indices,
+            output_shape,
+            values,
+            convert_to_tensor(default_value, values.dtype.base_dtype),
+        ],
+        name=name,
+        validate_indices=validate_indices,
+    ).outputs[0]
 
 
 def sparse_tensor_to_dense(sp_input, default_value=0, validate_indices=True, name=None):
     """`sp_input` as a dense tensor, `default_value` where it has no entry (tf.sparse.to_dense)."""
     sp = _sparse(sp_input)
-    return sparse_to_dense(sp.indices, sp.dense_shape, sp.values, default_value,
-                           validate_indices, name)  # fmt: skip
+    return sparse_to_dense(
+        sp.indices, sp.dense_shape, sp.values, default_value, validate_indices, name
+    )
 
 
 def sparse_tensor_dense_matmul(sp_a, b, adjoint_a=False, adjoint_b=False, name=None):
@@ -121,12 +133,17 @@ def sparse_tensor_dense_matmul(sp_a, b, adjoint_a=False, adjoint_b=False, name=N
     sp = _sparse(sp_a, "sp_a")
     with name_scope(name, "SparseTensorDenseMatMul", [sp.indices, sp.values, b]) as scope:
         b = convert_to_tensor(b, name="b")
-        return apply_op("SparseTensorDenseMatMul", [sp.indices, sp.values, sp.dense_shape, b],
-                        name=scope, adjoint_a=adjoint_a, adjoint_b=adjoint_b).outputs[0]  # fmt: skip
+        return apply_op(
+            "SparseTensorDenseMatMul",
+            [sp.indices, sp.values, sp.dense_shape, b],
+            name=scope,
+            adjoint_a=adjoint_a,
+            adjoint_b=adjoint_b,
+        ).outputs[0]
 
 
 def _axes(sp: SparseTensor, axis):
-    """The reduction axes: `axis`, or all of them (computed at run time if the rank is not known)."""
+    """The reduction axes: `axis`, or all of them (at run time if the rank is not known)."""
     if axis is not None:
         return axis
     rank = sp.dense_shape.shape[0].value
@@ -153,8 +170,11 @@ def sparse_reduce_sum(sp_input, axis=None, keepdims=None, reduction_axes=None, k
     """The dense sum of `sp_input`'s entries over `axis` (all axes if None)."""
     sp = _sparse(sp_input)
     axes = _axes(sp, _axis_arg(axis, reduction_axes))
-    return apply_op("SparseReduceSum", [sp.indices, sp.values, sp.dense_shape, axes],
-                    keep_dims=_keep(keepdims, keep_dims)).outputs[0]  # fmt: skip
+    return apply_op(
+        "SparseReduceSum",
+        [sp.indices, sp.values, sp.dense_shape, axes],
+        keep_dims=_keep(keepdims, keep_dims),
+    ).outputs[0]
 
 
 def sparse_reduce_max(sp_input, axis=None, keepdims=None, reduction_axes=None, keep_dims=None):
@@ -162,21 +182,33 @@ def sparse_reduce_max(sp_input, axis=None, keepdims=None, reduction_axes=None, k
     dtype's lowest value (-inf for floats)."""
     sp = _sparse(sp_input)
     axes = _axes(sp, _axis_arg(axis, reduction_axes))
-    return apply_op("SparseReduceMax", [sp.indices, sp.values, sp.dense_shape, axes],
-                    keep_dims=_keep(keepdims, keep_dims)).outputs[0]  # fmt: skip
+    return apply_op(
+        "SparseReduceMax",
+        [sp.indices, sp.values, sp.dense_shape, axes],
+        keep_dims=_keep(keepdims, keep_dims),
+    ).outputs[0]
 
 
-def sparse_concat(axis, sp_inputs, name=None, expand_nonconcat_dim=False, concat_dim=None,
-                  expand_nonconcat_dims=None) -> SparseTensor:  # fmt: skip
+def sparse_concat(
+    axis,
+    sp_inputs,
+    name=None,
+    expand_nonconcat_dim=False,
+    concat_dim=None,
+    expand_nonconcat_dims=None,
+) -> SparseTensor:
     """Concatenates SparseTensors along `axis`; the result's entries are in row-major order."""
     if concat_dim is not None:
         axis = concat_dim
     if expand_nonconcat_dim or expand_nonconcat_dims:
         raise NotImplementedError("sparse_concat(expand_nonconcat_dim=True) is not supported")
     sps = [_sparse(s, "sp_inputs") for s in sp_inputs]
-    op = apply_op("SparseConcat", [[s.indices for s in sps], [s.values for s in sps],
-                                   [s.dense_shape for s in sps]],
-                  name=name, concat_dim=int(axis))  # fmt: skip
+    op = apply_op(
+        "SparseConcat",
+        [[s.indices for s in sps], [s.values for s in sps], [s.dense_shape for s in sps]],
+        name=name,
+        concat_dim=int(axis),
+    )
     return SparseTensor(*op.outputs)
 
 
@@ -198,8 +230,10 @@ def sparse_add(a, b, thresh=0, threshold=None):
         raise TypeError("At least one input should be SparseTensor; do you mean to use tf.add()?")
     if isinstance(a, SparseTensor) and isinstance(b, SparseTensor):
         thresh = convert_to_tensor(thresh, a.values.dtype.real_dtype, name="threshold")
-        out = apply_op("SparseAdd", [a.indices, a.values, a.dense_shape, b.indices, b.values,
-                                     b.dense_shape, thresh])  # fmt: skip
+        out = apply_op(
+            "SparseAdd",
+            [a.indices, a.values, a.dense_shape, b.indices, b.values, b.dense_shape, thresh],
+        )
         return SparseTensor(*out.outputs)
     if isinstance(b, SparseTensor):
         a, b = b, a
@@ -210,8 +244,11 @@ def sparse_reshape(sp_input, shape, name=None) -> SparseTensor:
     """The same entries in a dense tensor of `shape` (row-major order, one -1 allowed)."""
     sp = _sparse(sp_input)
     with name_scope(name, "SparseReshape", [sp.values]) as scope:
-        out = apply_op("SparseReshape", [sp.indices, sp.dense_shape,
-                                         convert_to_tensor(shape, dtypes.int64)], name=scope)  # fmt: skip
+        out = apply_op(
+            "SparseReshape",
+            [sp.indices, sp.dense_shape, convert_to_tensor(shape, dtypes.int64)],
+            name=scope,
+        )
         return SparseTensor(out.outputs[0], sp.values, out.outputs[1])
 
 
@@ -236,13 +273,17 @@ def sparse_fill_empty_rows(sp_input, default_value, name=None):
     sp = _sparse(sp_input)
     with name_scope(name, "SparseFillEmptyRows", [sp]) as scope:
         default_value = convert_to_tensor(default_value, sp.values.dtype.base_dtype)
-        out = apply_op("SparseFillEmptyRows", [sp.indices, sp.values, sp.dense_shape,
-                                               default_value], name=scope).outputs  # fmt: skip
+        out = apply_op(
+            "SparseFillEmptyRows",
+            [sp.indices, sp.values, sp.dense_shape, default_value],
+            name=scope,
+        ).outputs
         return SparseTensor(out[0], out[1], sp.dense_shape), out[2]
 
 
-def sparse_split(keyword_required=None, sp_input=None, num_split=None, axis=None, name=None,
-                 split_dim=None) -> list:  # fmt: skip
+def sparse_split(
+    keyword_required=None, sp_input=None, num_split=None, axis=None, name=None, split_dim=None
+) -> list:
     """`num_split` SparseTensors cut from `sp_input` along `axis` (the first size % num_split
     pieces one larger). Arguments must be given by keyword, as in TF."""
     if keyword_required is not None:
@@ -253,8 +294,12 @@ def sparse_split(keyword_required=None, sp_input=None, num_split=None, axis=None
     if axis is None:
         raise ValueError("axis is required")
     sp = _sparse(sp_input)
-    out = apply_op("SparseSplit", [convert_to_tensor(axis, dtypes.int64), sp.indices, sp.values,
-                                   sp.dense_shape], name=name, num_split=num_split).outputs  # fmt: skip
+    out = apply_op(
+        "SparseSplit",
+        [convert_to_tensor(axis, dtypes.int64), sp.indices, sp.values, sp.dense_shape],
+        name=name,
+        num_split=num_split,
+    ).outputs
     n = num_split
     return [SparseTensor(out[i], out[n + i], out[2 * n + i]) for i in range(n)]
 
@@ -296,8 +341,13 @@ def sparse_to_indicator(sp_input, vocab_size, name=None) -> Tensor:
         ids = cast(sp.values, dtypes.int64)
         outer = strided_slice(sp.indices, [0, 0], [0, -1], end_mask=1)
         indices = concat([outer, expand_dims(ids, 1)], 1)
-        shape = concat([strided_slice(sp.dense_shape, [0], [-1]),
-                        convert_to_tensor([vocab_size], dtypes.int64)], 0)  # fmt: skip
+        shape = concat(
+            [
+                strided_slice(sp.dense_shape, [0], [-1]),
+                convert_to_tensor([vocab_size], dtypes.int64),
+            ],
+            0,
+        )
         reordered = sparse_reorder(SparseTensor(indices, ones_like(ids, dtypes.bool_), shape))
         return sparse_tensor_to_dense(reordered, default_value=False, name=scope)
 
@@ -306,9 +356,17 @@ def sparse_slice(sp_input, start, size, name=None) -> SparseTensor:
     """The entries of `sp_input` inside the box [start, start + size), shifted to start at 0."""
     sp = _sparse(sp_input)
     with name_scope(name, "SparseSlice", [sp]) as scope:
-        out = apply_op("SparseSlice", [sp.indices, sp.values, sp.dense_shape,
-                                       convert_to_tensor(start, dtypes.int64),
-                                       convert_to_tensor(size, dtypes.int64)], name=scope)  # fmt: skip
+        out = apply_op(
+            "SparseSlice",
+            [
+                sp.indices,
+                sp.values,
+                sp.dense_shape,
+                convert_to_tensor(start, dtypes.int64),
+                convert_to_tensor(size, dtypes.int64),
+            ],
+            name=scope,
+        )
         return SparseTensor(*out.outputs)
 
 
@@ -316,8 +374,11 @@ def _sparse_sparse(op_type: str):
     def wrapper(sp_a, sp_b, name=None) -> SparseTensor:
         a, b = _sparse(sp_a, "sp_a"), _sparse(sp_b, "sp_b")
         with name_scope(name, op_type, [a, b]) as scope:
-            out = apply_op(op_type, [a.indices, a.values, a.dense_shape, b.indices, b.values,
-                                     b.dense_shape], name=scope).outputs  # fmt: skip
+            out = apply_op(
+                op_type,
+                [a.indices, a.values, a.dense_shape, b.indices, b.values, b.dense_shape],
+                name=scope,
+            ).outputs
             return SparseTensor(out[0], out[1], a.dense_shape)
 
     wrapper.__doc__ = (
@@ -335,8 +396,11 @@ def _reduce_sparse(op_type: str):
     def wrapper(sp_input, axis=None, keepdims=None, reduction_axes=None, keep_dims=None):
         sp = _sparse(sp_input)
         axes = _axes(sp, _axis_arg(axis, reduction_axes))
-        out = apply_op(op_type, [sp.indices, sp.values, sp.dense_shape, axes],
-                       keep_dims=_keep(keepdims, keep_dims)).outputs  # fmt: skip
+        out = apply_op(
+            op_type,
+            [sp.indices, sp.values, sp.dense_shape, axes],
+            keep_dims=_keep(keepdims, keep_dims),
+        ).outputs
         return SparseTensor(*out)
 
     wrapper.__doc__ = f"{op_type[:-6]} as a SparseTensor of the output positions with entries."
@@ -409,8 +473,11 @@ def sparse_eye(num_rows, num_columns=None, dtype=dtypes.float32, name=None) -> S
         rows = convert_to_tensor(num_rows, dtypes.int64)
         cols = rows if num_columns is None else convert_to_tensor(num_columns, dtypes.int64)
         diag = range_(minimum(rows, cols), dtype=dtypes.int64)
-        return SparseTensor(stack([diag, diag], axis=1), ones(stack([minimum(rows, cols)]), dtype),
-                            stack([rows, cols]))  # fmt: skip
+        return SparseTensor(
+            stack([diag, diag], axis=1),
+            ones(stack([minimum(rows, cols)]), dtype),
+            stack([rows, cols]),
+        )
 
 
 def sparse_expand_dims(sp_input, axis=None, name=None) -> SparseTensor:
@@ -432,8 +499,9 @@ def sparse_expand_dims(sp_input, axis=None, name=None) -> SparseTensor:
         before = strided_slice(sp.indices, [0, 0], [0, axis], end_mask=1)
         after = strided_slice(sp.indices, [0, axis], [0, rank], end_mask=1)
         indices = concat([before, column, after], 1)
-        dense_shape = concat([sp.dense_shape[:axis], convert_to_tensor([1], dtypes.int64),
-                              sp.dense_shape[axis:]], 0)  # fmt: skip
+        dense_shape = concat(
+            [sp.dense_shape[:axis], convert_to_tensor([1], dtypes.int64), sp.dense_shape[axis:]], 0
+        )
         return SparseTensor(indices, sp.values, dense_shape)
 
 
@@ -474,19 +542,39 @@ SparseTensor.__truediv__ = _cwise("SparseDenseCwiseDiv", "truediv", true_div=Tru
 SparseTensor.__div__ = _cwise("SparseDenseCwiseDiv", "div")
 
 SPARSE_NAMESPACE = {  # tf.sparse.<name> (TF 1.15)
-    "SparseTensor": SparseTensor, "placeholder": sparse_placeholder, "to_dense": sparse_tensor_to_dense,
-    "matmul": sparse_tensor_dense_matmul, "sparse_dense_matmul": sparse_tensor_dense_matmul,
-    "reduce_sum": sparse_reduce_sum, "reduce_max": sparse_reduce_max, "concat": sparse_concat,
-    "softmax": sparse_softmax, "add": sparse_add, "reshape": sparse_reshape, "retain": sparse_retain,
-    "fill_empty_rows": sparse_fill_empty_rows, "split": sparse_split, "reorder": sparse_reorder,
-    "transpose": sparse_transpose, "to_indicator": sparse_to_indicator,
-    "slice": sparse_slice, "maximum": sparse_maximum, "minimum": sparse_minimum,
-    "reduce_sum_sparse": sparse_reduce_sum_sparse, "reduce_max_sparse": sparse_reduce_max_sparse,
-    "reset_shape": sparse_reset_shape, "merge": sparse_merge, "mask": sparse_mask,
-    "eye": sparse_eye, "expand_dims": sparse_expand_dims,
-    "segment_sum": segment.sparse_segment_sum, "segment_mean": segment.sparse_segment_mean,
+    "SparseTensor": SparseTensor,
+    "placeholder": sparse_placeholder,
+    "to_dense": sparse_tensor_to_dense,
+    "matmul": sparse_tensor_dense_matmul,
+    "sparse_dense_matmul": sparse_tensor_dense_matmul,
+    "reduce_sum": sparse_reduce_sum,
+    "reduce_max": sparse_reduce_max,
+    "concat": sparse_concat,
+    "softmax": sparse_softmax,
+    "add": sparse_add,
+    "reshape": sparse_reshape,
+    "retain": sparse_retain,
+    "fill_empty_rows": sparse_fill_empty_rows,
+    "split": sparse_split,
+    "reorder": sparse_reorder,
+    "transpose": sparse_transpose,
+    "to_indicator": sparse_to_indicator,
+    "slice": sparse_slice,
+    "maximum": sparse_maximum,
+    "minimum": sparse_minimum,
+    "reduce_sum_sparse": sparse_reduce_sum_sparse,
+    "reduce_max_sparse": sparse_reduce_max_sparse,
+    "reset_shape": sparse_reset_shape,
+    "merge": sparse_merge,
+    "mask": sparse_mask,
+    "eye": sparse_eye,
+    "expand_dims": sparse_expand_dims,
+    "segment_sum": segment.sparse_segment_sum,
+    "segment_mean": segment.sparse_segment_mean,
     "segment_sqrt_n": segment.sparse_segment_sqrt_n,
-    "cross": _not_provided("sparse.cross"), "cross_hashed": _not_provided("sparse.cross_hashed"),
-    "serialize_sparse": serialize_sparse, "serialize_many_sparse": serialize_many_sparse,
+    "cross": _not_provided("sparse.cross"),
+    "cross_hashed": _not_provided("sparse.cross_hashed"),
+    "serialize_sparse": serialize_sparse,
+    "serialize_many_sparse": serialize_many_sparse,
     "deserialize_many_sparse": deserialize_many_sparse,
-}  # fmt: skip
+}

@@ -15,8 +15,9 @@ __all__ = ["embedding_lookup_sparse", "safe_embedding_lookup_sparse"]
 _COMBINERS = ("mean", "sqrtn", "sum")
 
 
-def embedding_lookup_sparse(params, sp_ids, sp_weights, partition_strategy="mod", name=None,
-                            combiner=None, max_norm=None):  # fmt: skip
+def embedding_lookup_sparse(
+    params, sp_ids, sp_weights, partition_strategy="mod", name=None, combiner=None, max_norm=None
+):
     """Row r of the result combines params[id] over the ids of row r of `sp_ids` (weighted by
     `sp_weights` if given): 'sum', 'mean' (default) or 'sqrtn' (sum / sqrt of squared weights)."""
     from flowgraph.ops import array as array_ops
@@ -43,13 +44,17 @@ def embedding_lookup_sparse(params, sp_ids, sp_weights, partition_strategy="mod"
     with name_scope(name, "embedding_lookup_sparse", [sp_ids.values]) as scope:
         segment_ids = math_ops.cast(sp_ids.indices[:, 0], dtypes.int32)
         ids, idx = unique(sp_ids.values)
-        embeddings = embedding_lookup(params, ids, partition_strategy=partition_strategy,
-                                      max_norm=max_norm)  # fmt: skip
+        embeddings = embedding_lookup(
+            params, ids, partition_strategy=partition_strategy, max_norm=max_norm
+        )
         if embeddings.dtype in (dtypes.float16, dtypes.bfloat16):
             embeddings = math_ops.cast(embeddings, dtypes.float32)
         if sp_weights is None:
-            fn = {"sum": segment.sparse_segment_sum, "mean": segment.sparse_segment_mean,
-                  "sqrtn": segment.sparse_segment_sqrt_n}[combiner]  # fmt: skip
+            fn = {
+                "sum": segment.sparse_segment_sum,
+                "mean": segment.sparse_segment_mean,
+                "sqrtn": segment.sparse_segment_sqrt_n,
+            }[combiner]
             return fn(embeddings, idx, segment_ids, name=scope)
         weights = sp_weights.values
         if weights.dtype != embeddings.dtype:
@@ -79,9 +84,16 @@ def _prune(sparse_ids, sparse_weights, keep):
     return ids, (None if sparse_weights is None else sparse_retain(sparse_weights, keep))
 
 
-def safe_embedding_lookup_sparse(embedding_weights, sparse_ids, sparse_weights=None,
-                                 combiner="mean", default_id=None, name=None,
-                                 partition_strategy="div", max_norm=None):  # fmt: skip
+def safe_embedding_lookup_sparse(
+    embedding_weights,
+    sparse_ids,
+    sparse_weights=None,
+    combiner="mean",
+    default_id=None,
+    name=None,
+    partition_strategy="div",
+    max_norm=None,
+):
     """embedding_lookup_sparse that drops invalid ids (< 0) and non-positive weights, gives a
     row without ids the embedding of `default_id` (zeros if None), and accepts ids of rank > 2
     (the result has their leading dimensions)."""
@@ -99,12 +111,19 @@ def safe_embedding_lookup_sparse(embedding_weights, sparse_ids, sparse_weights=N
         original_shape = sparse_ids.dense_shape
         rank_dim = original_shape.shape[0].value
         rank = array_ops.size(original_shape) if rank_dim is None else rank_dim
-        sparse_ids = sparse_reshape(sparse_ids, array_ops.stack([
-            reduction.reduce_prod(slice_(original_shape, [0], array_ops.stack([rank - 1]))),
-            gather(original_shape, rank - 1)]))  # fmt: skip
+        sparse_ids = sparse_reshape(
+            sparse_ids,
+            array_ops.stack(
+                [
+                    reduction.reduce_prod(slice_(original_shape, [0], array_ops.stack([rank - 1]))),
+                    gather(original_shape, rank - 1),
+                ]
+            ),
+        )
         if sparse_weights is not None:
-            sparse_weights = SparseTensor(sparse_ids.indices, sparse_weights.values,
-                                          sparse_ids.dense_shape)  # fmt: skip
+            sparse_weights = SparseTensor(
+                sparse_ids.indices, sparse_weights.values, sparse_ids.dense_shape
+            )
         valid = math_ops.greater_equal(sparse_ids.values, 0)
         sparse_ids, sparse_weights = _prune(sparse_ids, sparse_weights, valid)
         if combiner != "sum" and sparse_weights is not None:
@@ -114,17 +133,24 @@ def safe_embedding_lookup_sparse(embedding_weights, sparse_ids, sparse_weights=N
         sparse_ids, is_row_empty = sparse_fill_empty_rows(sparse_ids, default_id or 0)
         if sparse_weights is not None:
             sparse_weights, _ = sparse_fill_empty_rows(sparse_weights, 1.0)
-        result = embedding_lookup_sparse(embedding_weights, sparse_ids, sparse_weights,
-                                         combiner=combiner, partition_strategy=partition_strategy,
-                                         name=None if default_id is None else scope,
-                                         max_norm=max_norm)  # fmt: skip
+        result = embedding_lookup_sparse(
+            embedding_weights,
+            sparse_ids,
+            sparse_weights,
+            combiner=combiner,
+            partition_strategy=partition_strategy,
+            name=None if default_id is None else scope,
+            max_norm=max_norm,
+        )
         if default_id is None:
             width = array_ops.shape(result)[1]
-            empty = array_ops.tile(array_ops.reshape(is_row_empty, [-1, 1]),
-                                   array_ops.stack([1, width]))  # fmt: skip
+            empty = array_ops.tile(
+                array_ops.reshape(is_row_empty, [-1, 1]), array_ops.stack([1, width])
+            )
             result = math_ops.where(empty, array_ops.zeros_like(result), result, name=scope)
-        leading = slice_(math_ops.cast(original_shape, dtypes.int32), [0],
-                                   array_ops.stack([rank - 1]))  # fmt: skip
+        leading = slice_(
+            math_ops.cast(original_shape, dtypes.int32), [0], array_ops.stack([rank - 1])
+        )
         final = array_ops.reshape(
             result, array_ops.concat([leading, slice_(array_ops.shape(result), [1], [-1])], 0)
         )

@@ -26,15 +26,16 @@ __all__ = [
     "string_to_hash_bucket_strong",
     "string_to_number",
     "substr",
-]  # fmt: skip
+]
 
 
 def _strings(x, name="input") -> Tensor:
     return convert_to_tensor(x, dtypes.string, name=name)
 
 
-def string_split(source, sep=None, skip_empty=True, delimiter=None, result_type="SparseTensor",
-                 name=None) -> SparseTensor:  # fmt: skip
+def string_split(
+    source, sep=None, skip_empty=True, delimiter=None, result_type="SparseTensor", name=None
+) -> SparseTensor:
     """Splits each string of the vector `source` at every byte of `delimiter` (default ' ';
     '' splits into bytes); a SparseTensor of shape [len(source), most tokens]."""
     if result_type != "SparseTensor":
@@ -42,8 +43,9 @@ def string_split(source, sep=None, skip_empty=True, delimiter=None, result_type=
     delimiter = sep if sep is not None else (" " if delimiter is None else delimiter)
     with name_scope(name, "StringSplit", [source]):
         source = _strings(source, "source")
-        out = apply_op("StringSplit", [source, _strings(delimiter, "delimiter")],
-                       skip_empty=skip_empty).outputs  # fmt: skip
+        out = apply_op(
+            "StringSplit", [source, _strings(delimiter, "delimiter")], skip_empty=skip_empty
+        ).outputs
         return SparseTensor(*out)
 
 
@@ -59,15 +61,17 @@ def split(input=None, sep=None, maxsplit=-1, result_type="SparseTensor", source=
             raise NotImplementedError(
                 f"tf.strings.split of a rank-{input.shape.ndims} tensor (a RaggedTensor in TF)"
             )
-        out = apply_op("StringSplitV2", [input, _strings("" if sep is None else sep, "sep")],
-                       maxsplit=maxsplit).outputs  # fmt: skip
+        out = apply_op(
+            "StringSplitV2", [input, _strings("" if sep is None else sep, "sep")], maxsplit=maxsplit
+        ).outputs
         return SparseTensor(*out)
 
 
 def string_join(inputs, separator="", name=None) -> Tensor:
     """Element-wise concatenation of the string tensors `inputs` (scalars broadcast)."""
-    return apply_op("StringJoin", [[_strings(x) for x in inputs]], name=name,
-                    separator=separator).outputs[0]  # fmt: skip
+    return apply_op(
+        "StringJoin", [[_strings(x) for x in inputs]], name=name, separator=separator
+    ).outputs[0]
 
 
 def substr(input, pos, len, name=None, unit="BYTE") -> Tensor:
@@ -76,23 +80,34 @@ def substr(input, pos, len, name=None, unit="BYTE") -> Tensor:
     return apply_op("Substr", [_strings(input), pos, len], name=name, unit=unit).outputs[0]
 
 
-def as_string(input, precision=-1, scientific=False, shortest=False, width=-1, fill="",
-              name=None) -> Tensor:  # fmt: skip
+def as_string(
+    input, precision=-1, scientific=False, shortest=False, width=-1, fill="", name=None
+) -> Tensor:
     """Formats numbers and bools as strings, printf-style (floats: 6 decimals by default)."""
-    return apply_op("AsString", [input], name=name, precision=precision, scientific=scientific,
-                    shortest=shortest, width=width, fill=fill).outputs[0]  # fmt: skip
+    return apply_op(
+        "AsString",
+        [input],
+        name=name,
+        precision=precision,
+        scientific=scientific,
+        shortest=shortest,
+        width=width,
+        fill=fill,
+    ).outputs[0]
 
 
 def string_to_number(string_tensor, out_type=dtypes.float32, name=None) -> Tensor:
     """Parses each string as a number of `out_type`; a malformed one is an InvalidArgumentError."""
-    return apply_op("StringToNumber", [_strings(string_tensor, "string_tensor")], name=name,
-                    out_type=out_type).outputs[0]  # fmt: skip
+    return apply_op(
+        "StringToNumber", [_strings(string_tensor, "string_tensor")], name=name, out_type=out_type
+    ).outputs[0]
 
 
 def string_to_hash_bucket_fast(input, num_buckets, name=None) -> Tensor:
     """FarmHash Fingerprint64(s) % num_buckets: the same bucket ids as TensorFlow."""
-    return apply_op("StringToHashBucketFast", [_strings(input)], name=name,
-                    num_buckets=num_buckets).outputs[0]  # fmt: skip
+    return apply_op(
+        "StringToHashBucketFast", [_strings(input)], name=name, num_buckets=num_buckets
+    ).outputs[0]
 
 
 def string_to_hash_bucket(string_tensor, num_buckets, name=None, input=None):
@@ -113,26 +128,43 @@ def regex_replace(input, pattern, rewrite, replace_global=True, name=None) -> Te
     all of them or only the first."""
     if isinstance(pattern, (str, bytes)) and isinstance(rewrite, (str, bytes)):
         as_str = lambda v: v.decode() if isinstance(v, bytes) else v
-        return apply_op("StaticRegexReplace", [_strings(input)], name=name,
-                        pattern=as_str(pattern), rewrite=as_str(rewrite),
-                        replace_global=replace_global).outputs[0]  # fmt: skip
-    return apply_op("RegexReplace", [_strings(input), _strings(pattern, "pattern"),
-                                     _strings(rewrite, "rewrite")], name=name,
-                    replace_global=replace_global).outputs[0]  # fmt: skip
+        return apply_op(
+            "StaticRegexReplace",
+            [_strings(input)],
+            name=name,
+            pattern=as_str(pattern),
+            rewrite=as_str(rewrite),
+            replace_global=replace_global,
+        ).outputs[0]
+    return apply_op(
+        "RegexReplace",
+        [_strings(input), _strings(pattern, "pattern"), _strings(rewrite, "rewrite")],
+        name=name,
+        replace_global=replace_global,
+    ).outputs[0]
 
 
 def regex_full_match(input, pattern, name=None) -> Tensor:
     """True where the whole string matches `pattern`."""
     if isinstance(pattern, (str, bytes)):
         pattern = pattern.decode() if isinstance(pattern, bytes) else pattern
-        return apply_op("StaticRegexFullMatch", [_strings(input)], name=name,
-                        pattern=pattern).outputs[0]  # fmt: skip
-    return apply_op("RegexFullMatch", [_strings(input), _strings(pattern, "pattern")],
-                    name=name).outputs[0]  # fmt: skip
+        return apply_op(
+            "StaticRegexFullMatch", [_strings(input)], name=name, pattern=pattern
+        ).outputs[0]
+    return apply_op(
+        "RegexFullMatch", [_strings(input), _strings(pattern, "pattern")], name=name
+    ).outputs[0]
 
 
-def reduce_join(inputs, axis=None, keep_dims=None, separator="", name=None,
-                reduction_indices=None, keepdims=None) -> Tensor:  # fmt: skip
+def reduce_join(
+    inputs,
+    axis=None,
+    keep_dims=None,
+    separator="",
+    name=None,
+    reduction_indices=None,
+    keepdims=None,
+) -> Tensor:
     """Joins the strings along `axis` (all axes when None, in row-major order), with
     `separator` between them; several axes are joined first along the first one given."""
     from flowgraph.ops.array import range_, rank
@@ -148,8 +180,9 @@ def reduce_join(inputs, axis=None, keep_dims=None, separator="", name=None,
         if axis is None:  # TF reduces the last axis first, which joins in row-major order
             n = inputs.shape.ndims
             axis = list(range(n - 1, -1, -1)) if n is not None else range_(rank(inputs) - 1, -1, -1)
-        return apply_op("ReduceJoin", [inputs, axis], name=scope, keep_dims=keep,
-                        separator=separator).outputs[0]  # fmt: skip
+        return apply_op(
+            "ReduceJoin", [inputs, axis], name=scope, keep_dims=keep, separator=separator
+        ).outputs[0]
 
 
 def length(input, name=None, unit="BYTE") -> Tensor:
@@ -198,14 +231,35 @@ def _missing(name: str):
 
 
 STRINGS_NAMESPACE = {  # tf.strings.<name> (TF 1.15)
-    "split": split, "join": string_join, "substr": substr, "as_string": as_string,
-    "to_number": string_to_number, "to_hash_bucket_fast": string_to_hash_bucket_fast,
-    "to_hash_bucket": string_to_hash_bucket, "to_hash_bucket_strong": string_to_hash_bucket_strong,
-    "regex_replace": regex_replace, "regex_full_match": regex_full_match,
-    "reduce_join": reduce_join, "length": length, "lower": lower, "upper": upper,
+    "split": split,
+    "join": string_join,
+    "substr": substr,
+    "as_string": as_string,
+    "to_number": string_to_number,
+    "to_hash_bucket_fast": string_to_hash_bucket_fast,
+    "to_hash_bucket": string_to_hash_bucket,
+    "to_hash_bucket_strong": string_to_hash_bucket_strong,
+    "regex_replace": regex_replace,
+    "regex_full_match": regex_full_match,
+    "reduce_join": reduce_join,
+    "length": length,
+    "lower": lower,
+    "upper": upper,
     "strip": string_strip,
-    **{n: _missing(n) for n in ("format", "unicode_decode", "unicode_encode", "unicode_script",
-                                "unicode_split", "unicode_transcode", "bytes_split",
-                                "unicode_decode_with_offsets", "unicode_split_with_offsets",
-                                "ngrams", "unsorted_segment_join")},
-}  # fmt: skip
+    **{
+        n: _missing(n)
+        for n in (
+            "format",
+            "unicode_decode",
+            "unicode_encode",
+            "unicode_script",
+            "unicode_split",
+            "unicode_transcode",
+            "bytes_split",
+            "unicode_decode_with_offsets",
+            "unicode_split_with_offsets",
+            "ngrams",
+            "unsorted_segment_join",
+        )
+    },
+}

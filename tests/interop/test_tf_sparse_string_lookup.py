@@ -23,7 +23,8 @@ tf.disable_v2_behavior()
 out = sys.argv[1]
 g = tf.Graph()
 with g.as_default():
-    st = tf.SparseTensor([[0, 0], [0, 2], [1, 1], [2, 0], [2, 3]], [1.0, 2.0, 3.0, 4.0, 5.0], [3, 4])
+    where = [[0, 0], [0, 2], [1, 1], [2, 0], [2, 3]]
+    st = tf.SparseTensor(where, [1.0, 2.0, 3.0, 4.0, 5.0], [3, 4])
     o = tf.SparseTensor([[0, 2], [1, 0]], [10.0, 20.0], [3, 4])
     d = tf.constant(np.arange(12, dtype=np.float32).reshape(4, 3))
     strs = tf.constant([b"Hello world", b"a,b  c", b""])
@@ -35,7 +36,8 @@ with g.as_default():
         "softmax": tf.sparse.softmax(st).values,
         "add": tf.sparse.add(st, o).indices,
         "reshape": tf.sparse.reshape(st, [2, 6]).indices,
-        "fill": tf.sparse.fill_empty_rows(tf.SparseTensor([[0, 1]], [3.0], [3, 2]), -1.0)[0].indices,
+        "fill": tf.sparse.fill_empty_rows(
+            tf.SparseTensor([[0, 1]], [3.0], [3, 2]), -1.0)[0].indices,
         "split": tf.sparse.split(sp_input=st, num_split=2, axis=1)[1].values,
         "segment_sum": tf.math.segment_sum(d, [0, 0, 1, 1]),
         "segment_mean": tf.math.segment_mean(d, [0, 1, 1, 1]),
@@ -61,7 +63,8 @@ with g.as_default():
         "base64": tf.io.encode_base64(strs),
         "fingerprint": tf.fingerprint(strs),
     }
-    table = tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(["a", "b"], [1, 2], value_dtype=tf.int64), -1)
+    init = tf.lookup.KeyValueTensorInitializer(["a", "b"], [1, 2], value_dtype=tf.int64)
+    table = tf.lookup.StaticHashTable(init, -1)
     fetch["lookup"] = table.lookup(tf.constant(["b", "z"]))
     names = {k: v.name for k, v in fetch.items()}
     with tf.Session() as s:
@@ -71,7 +74,8 @@ with g.as_default():
 open(out + "/graph.pb", "wb").write(g.as_graph_def().SerializeToString())
 np.savez(out + "/want.npz", **{k: np.asarray(v) for k, v in vals.items()})
 import json
-json.dump({"names": names, "init": [op.name for op in g.get_collection(tf.GraphKeys.TABLE_INITIALIZERS)]}, open(out + "/meta.json", "w"))
+inits = [op.name for op in g.get_collection(tf.GraphKeys.TABLE_INITIALIZERS)]
+json.dump({"names": names, "init": inits}, open(out + "/meta.json", "w"))
 """
 
 
@@ -82,8 +86,9 @@ def tf_made(tmp_path_factory):
     out = tmp_path_factory.mktemp("tf_made")
     script = out / "make.py"
     script.write_text(MAKE)
-    subprocess.run([str(TF_PYTHON), str(script), str(out)], check=True, timeout=300,
-                   capture_output=True)  # fmt: skip
+    subprocess.run(
+        [str(TF_PYTHON), str(script), str(out)], check=True, timeout=300, capture_output=True
+    )
     return out
 
 

@@ -17,14 +17,28 @@ def _init_and_run(fetch, feed=None):
         return sess.run(fetch, feed)
 
 
-@pytest.mark.parametrize("keys,values,default,query,want", [
-    (["a", "b"], np.array([1, 2], np.int64), -1, ["a", "c", "b"], [1, -1, 2]),
-    (np.array([3, 9], np.int64), ["x", "y"], "?", np.array([9, 4], np.int64), [b"y", b"?"]),
-    (np.array([3, 9], np.int64), np.array([0.5, 1.5]), -1.0, np.array([[3], [7]], np.int64),
-     [[0.5], [-1.0]]),
-    (["a", "b"], ["A", "B"], "", ["b", "b", "z"], [b"B", b"B", b""]),
-    (np.array([1, 2], np.int32), np.array([5, 6], np.int32), 0, np.array([2, 3], np.int32), [6, 0]),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "keys,values,default,query,want",
+    [
+        (["a", "b"], np.array([1, 2], np.int64), -1, ["a", "c", "b"], [1, -1, 2]),
+        (np.array([3, 9], np.int64), ["x", "y"], "?", np.array([9, 4], np.int64), [b"y", b"?"]),
+        (
+            np.array([3, 9], np.int64),
+            np.array([0.5, 1.5]),
+            -1.0,
+            np.array([[3], [7]], np.int64),
+            [[0.5], [-1.0]],
+        ),
+        (["a", "b"], ["A", "B"], "", ["b", "b", "z"], [b"B", b"B", b""]),
+        (
+            np.array([1, 2], np.int32),
+            np.array([5, 6], np.int32),
+            0,
+            np.array([2, 3], np.int32),
+            [6, 0],
+        ),
+    ],
+)
 def test_hash_table_key_value_dtypes(keys, values, default, query, want):
     table = lookup.HashTable(lookup.KeyValueTensorInitializer(keys, values), default)
     out = table.lookup(tf.constant(query))
@@ -66,8 +80,9 @@ def test_index_table_from_tensor_oov_buckets_match_tf():
     ids = table.lookup(tf.constant(["x", "z", "q", "hello", "world"]))
     got, size = _init_and_run([ids, table.size()])
     assert got.tolist() == [0, 2, 5, 4, 4] and size == 6  # TensorFlow's ids
-    ints = lookup.index_table_from_tensor(tf.constant([5, 7], tf.int64), num_oov_buckets=2,
-                                          dtype=tf.int64)  # fmt: skip
+    ints = lookup.index_table_from_tensor(
+        tf.constant([5, 7], tf.int64), num_oov_buckets=2, dtype=tf.int64
+    )
     assert _init_and_run(ints.lookup(tf.constant([7, 9, 100], tf.int64))).tolist() == [1, 3, 3]
 
 
@@ -78,10 +93,14 @@ def test_index_table_from_file_and_index_to_string(tmp_path):
     first_two = lookup.index_table_from_file(str(vocab), vocab_size=2)
     words = lookup.index_to_string_table_from_tensor(["x", "y", "z"])
     back = lookup.index_to_string_table_from_file(str(vocab), default_value="?")
-    got = _init_and_run([ids.lookup(tf.constant(["lake", "zzz"])),
-                         first_two.lookup(tf.constant(["palmer", "lake"])),
-                         words.lookup(tf.constant([2, 0, 5], tf.int64)),
-                         back.lookup(tf.constant([1, 3], tf.int64))])  # fmt: skip
+    got = _init_and_run(
+        [
+            ids.lookup(tf.constant(["lake", "zzz"])),
+            first_two.lookup(tf.constant(["palmer", "lake"])),
+            words.lookup(tf.constant([2, 0, 5], tf.int64)),
+            back.lookup(tf.constant([1, 3], tf.int64)),
+        ]
+    )
     assert [g.tolist() for g in got] == [[1, 3], [-1, 1], [b"z", b"x", b"UNK"], [b"lake", b"?"]]
     too_many = lookup.index_table_from_file(str(vocab), vocab_size=5)
     with tf.Session() as sess, pytest.raises(errors.InvalidArgumentError, match="vocab_size"):
@@ -93,10 +112,15 @@ def test_text_file_initializer_columns(tmp_path):
     path.write_text("a\t1\t0.5\nb\t2\t1.5\n")
     init = lookup.TextFileInitializer(str(path), tf.string, 0, tf.float32, 2)
     table = lookup.HashTable(init, -1.0)
-    by_id = lookup.HashTable(lookup.TextFileInitializer(str(path), tf.int64, 1, tf.string,
-                                                        lookup.TextFileIndex.WHOLE_LINE), "")  # fmt: skip
-    got = _init_and_run([table.lookup(tf.constant(["b", "c"])),
-                         by_id.lookup(tf.constant([1], tf.int64))])  # fmt: skip
+    by_id = lookup.HashTable(
+        lookup.TextFileInitializer(
+            str(path), tf.int64, 1, tf.string, lookup.TextFileIndex.WHOLE_LINE
+        ),
+        "",
+    )
+    got = _init_and_run(
+        [table.lookup(tf.constant(["b", "c"])), by_id.lookup(tf.constant([1], tf.int64))]
+    )
     assert got[0].dtype == np.float32 and got[0].tolist() == [1.5, -1.0]
     assert got[1].tolist() == [b"a\t1\t0.5"]
     bad = lookup.HashTable(lookup.TextFileInitializer(str(path), tf.string, 5, tf.int64, 1), -1)

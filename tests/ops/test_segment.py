@@ -68,8 +68,11 @@ def test_unsorted_segments_drop_negative_ids(kind, dtype):
     d = data.reshape(3, 2, 3)
     out = _run(getattr(tf, f"unsorted_segment_{kind}")(d, ids, 5))
     info = np.finfo(dtype) if np.dtype(dtype).kind == "f" else np.iinfo(dtype)
-    empty = {"max": -np.inf if np.dtype(dtype).kind == "f" else info.min,
-             "min": np.inf if np.dtype(dtype).kind == "f" else info.max, "prod": 1}[kind]  # fmt: skip
+    empty = {
+        "max": -np.inf if np.dtype(dtype).kind == "f" else info.min,
+        "min": np.inf if np.dtype(dtype).kind == "f" else info.max,
+        "prod": 1,
+    }[kind]
     want = _reference(kind, d, ids, 5, empty)
     np.testing.assert_array_equal(out, want)
 
@@ -80,10 +83,14 @@ def test_unsorted_segment_mean_and_sqrt_n(dtype):
     ids = np.array([3, 0, 3, 3, 0, 1])
     counts = np.bincount(ids, minlength=4).reshape(4, 1)
     sums = _reference("sum", data, ids, 4, 0)
-    np.testing.assert_allclose(_run(tf.unsorted_segment_mean(data, ids, 4)),
-                               sums / np.maximum(counts, 1), rtol=1e-6)  # fmt: skip
-    np.testing.assert_allclose(_run(tf.math.unsorted_segment_sqrt_n(data, ids, 4)),
-                               sums / np.sqrt(np.maximum(counts, 1)), rtol=1e-6)  # fmt: skip
+    np.testing.assert_allclose(
+        _run(tf.unsorted_segment_mean(data, ids, 4)), sums / np.maximum(counts, 1), rtol=1e-6
+    )
+    np.testing.assert_allclose(
+        _run(tf.math.unsorted_segment_sqrt_n(data, ids, 4)),
+        sums / np.sqrt(np.maximum(counts, 1)),
+        rtol=1e-6,
+    )
 
 
 @pytest.mark.parametrize("kind", ["sum", "mean", "sqrt_n"])
@@ -104,8 +111,10 @@ def test_sparse_segments(kind):
 
 
 SEGMENT_GRADS = [
-    (lambda x: tf.segment_sum(x, IDS), [6, 3]), (lambda x: tf.segment_mean(x, IDS), [6, 3]),
-    (lambda x: tf.segment_max(x, IDS), [6, 3]), (lambda x: tf.segment_min(x, IDS), [6, 3]),
+    (lambda x: tf.segment_sum(x, IDS), [6, 3]),
+    (lambda x: tf.segment_mean(x, IDS), [6, 3]),
+    (lambda x: tf.segment_max(x, IDS), [6, 3]),
+    (lambda x: tf.segment_min(x, IDS), [6, 3]),
     (lambda x: tf.segment_prod(x, IDS), [6, 3]),
     (lambda x: tf.unsorted_segment_sum(x, [2, -1, 0, 2, 1, 0], 4), [4, 3]),
     (lambda x: tf.unsorted_segment_max(x, [2, -1, 0, 2, 1, 0], 3), [3, 3]),  # none empty: -inf
@@ -115,7 +124,7 @@ SEGMENT_GRADS = [
     (lambda x: tf.sparse_segment_sum(x, [5, 0, 0, 3], [0, 0, 1, 3]), [4, 3]),
     (lambda x: tf.sparse_segment_mean(x, [5, 0, 0, 3], [0, 0, 1, 3]), [4, 3]),
     (lambda x: tf.sparse_segment_sqrt_n(x, [5, 0, 0, 3], [0, 0, 1, 3], num_segments=5), [5, 3]),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize("i", range(len(SEGMENT_GRADS)))
@@ -139,8 +148,11 @@ def test_segment_prod_gradient_with_zeros():
 
 @pytest.mark.parametrize("dtype", [np.float32, np.int32, np.bool_, object])
 def test_dynamic_partition(dtype):
-    data = np.arange(12).reshape(4, 3).astype(dtype) if dtype is not object else np.array(
-        [[b"a"], [b"b"], [b"c"], [b"d"]], object)  # fmt: skip
+    data = (
+        np.arange(12).reshape(4, 3).astype(dtype)
+        if dtype is not object
+        else np.array([[b"a"], [b"b"], [b"c"], [b"d"]], object)
+    )
     parts = [2, 0, 2, 2]
     out = _run(tf.dynamic_partition(data, parts, 3))
     for k in range(3):
@@ -163,8 +175,10 @@ def test_bincount(dtype):
     np.testing.assert_array_equal(_run(tf.bincount(arr, dtype=dtype)), np.bincount(arr.ravel()))
     assert _run(tf.bincount(arr, dtype=dtype)).dtype == dtype.as_numpy_dtype
     w = np.arange(6.0).reshape(2, 3)
-    np.testing.assert_allclose(_run(tf.bincount(arr, weights=w, minlength=7)),
-                               np.bincount(arr.ravel(), w.ravel(), minlength=7))  # fmt: skip
+    np.testing.assert_allclose(
+        _run(tf.bincount(arr, weights=w, minlength=7)),
+        np.bincount(arr.ravel(), w.ravel(), minlength=7),
+    )
     assert _run(tf.bincount(arr, maxlength=2)).tolist() == [1, 2]
     assert _run(tf.bincount(np.zeros(0, np.int32))).shape == (0,)
 
@@ -181,11 +195,18 @@ def test_histogram_fixed_width(dtype):
 
 
 EINSUMS = [
-    ("ij,jk->ik", [(3, 4), (4, 2)]), ("ij->ji", [(3, 4)]), ("ij->", [(3, 4)]),
-    ("ij->j", [(3, 4)]), ("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]), ("i,j->ij", [(3,), (4,)]),
-    ("ij,ij->i", [(3, 4), (3, 4)]), ("...ij,...jk->...ik", [(2, 3, 4), (2, 4, 2)]),
-    ("ij,jk,kl->il", [(2, 3), (3, 4), (4, 2)]), ("ij,kl->ik", [(2, 3), (4, 5)]), ("ij", [(3, 4)]),
-]  # fmt: skip
+    ("ij,jk->ik", [(3, 4), (4, 2)]),
+    ("ij->ji", [(3, 4)]),
+    ("ij->", [(3, 4)]),
+    ("ij->j", [(3, 4)]),
+    ("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]),
+    ("i,j->ij", [(3,), (4,)]),
+    ("ij,ij->i", [(3, 4), (3, 4)]),
+    ("...ij,...jk->...ik", [(2, 3, 4), (2, 4, 2)]),
+    ("ij,jk,kl->il", [(2, 3), (3, 4), (4, 2)]),
+    ("ij,kl->ik", [(2, 3), (4, 5)]),
+    ("ij", [(3, 4)]),
+]
 
 
 @pytest.mark.parametrize("eq,shapes", EINSUMS, ids=[e for e, _ in EINSUMS])
@@ -220,8 +241,9 @@ def test_dense_bincount_rows_and_binary_output():
 
     arr = tf.constant([[1, 1, 3], [0, 5, 2]])
     counts = apply_op("DenseBincount", [arr, 4, tf.constant([], tf.float32)]).outputs[0]
-    binary = apply_op("DenseBincount", [arr, 4, tf.constant([], tf.int32)],
-                      binary_output=True).outputs[0]  # fmt: skip
+    binary = apply_op(
+        "DenseBincount", [arr, 4, tf.constant([], tf.int32)], binary_output=True
+    ).outputs[0]
     got = _run([counts, binary])
     assert got[0].tolist() == [[0, 2, 0, 1], [1, 0, 1, 0]]
     assert got[1].tolist() == [[0, 1, 0, 1], [1, 0, 1, 0]]

@@ -49,8 +49,11 @@ def test_sparse_to_dense_every_dtype(dtype):
 
 def test_sparse_to_dense_scalar_value_vector_index_and_errors():
     np.testing.assert_array_equal(_run(tf.sparse_to_dense([1, 3], [5], 2.0)), [0, 2, 0, 2, 0])
-    for idx, msg in (([[1], [0]], "out of order"), ([[1], [1]], "is repeated"),
-                     ([[1], [4]], "out of bounds")):  # fmt: skip
+    for idx, msg in (
+        ([[1], [0]], "out of order"),
+        ([[1], [1]], "is repeated"),
+        ([[1], [4]], "out of bounds"),
+    ):
         with pytest.raises(errors.InvalidArgumentError, match=msg):
             _run(tf.sparse_to_dense(idx, [3], [1, 2]))
     out = _run(tf.sparse_to_dense([[1], [0]], [3], [1, 2], validate_indices=False))
@@ -120,14 +123,16 @@ def test_sparse_tensor_dense_matmul_complex_gradient_matches_dense(adj_a, adj_b)
 
 
 @pytest.mark.parametrize("dtype", NUMERIC)
-@pytest.mark.parametrize("axis,keep", [(None, False), (0, False), (1, True), (-1, False),
-                                       ([0, 1], True)])  # fmt: skip
+@pytest.mark.parametrize(
+    "axis,keep", [(None, False), (0, False), (1, True), (-1, False), ([0, 1], True)]
+)
 def test_sparse_reduce_sum(dtype, axis, keep):
     vals = _values(dtype)
     st = tf.SparseTensor(IND, vals, SHAPE)
     out = _run(tf.sparse_reduce_sum(st, axis, keepdims=keep))
-    want = _dense(IND, vals, SHAPE).sum(axis=None if axis is None else tuple(np.atleast_1d(axis)),
-                                       keepdims=keep)  # fmt: skip
+    want = _dense(IND, vals, SHAPE).sum(
+        axis=None if axis is None else tuple(np.atleast_1d(axis)), keepdims=keep
+    )
     np.testing.assert_allclose(out, want, rtol=1e-3)
     if axis is not None and not isinstance(axis, list):
         assert tf.sparse_reduce_sum(st, axis, keepdims=keep).shape.as_list() == list(want.shape)
@@ -282,15 +287,31 @@ def test_sparse_dense_elementwise_and_gradients():
     vals, d = tf.placeholder(tf.float64, [5]), tf.placeholder(tf.float64, [4])
     sp = tf.SparseTensor(IND, vals, SHAPE)
     for y in ((sp * d).values, (sp / d).values):
-        err = compute_gradient_error([vals, d], [[5], [4]], y, [5],
-                                     x_init_value=[np.arange(1.0, 6.0), np.arange(2.0, 6.0)])  # fmt: skip
+        err = compute_gradient_error(
+            [vals, d], [[5], [4]], y, [5], x_init_value=[np.arange(1.0, 6.0), np.arange(2.0, 6.0)]
+        )
         assert err < 1e-6
 
 
 def test_sparse_namespace_names():
-    for name in ("SparseTensor", "placeholder", "to_dense", "matmul", "reduce_sum", "concat",
-                 "softmax", "add", "reshape", "retain", "fill_empty_rows", "split", "reorder",
-                 "transpose", "to_indicator", "reduce_max"):  # fmt: skip
+    for name in (
+        "SparseTensor",
+        "placeholder",
+        "to_dense",
+        "matmul",
+        "reduce_sum",
+        "concat",
+        "softmax",
+        "add",
+        "reshape",
+        "retain",
+        "fill_empty_rows",
+        "split",
+        "reorder",
+        "transpose",
+        "to_indicator",
+        "reduce_max",
+    ):
         assert callable(getattr(tf.sparse, name))
 
 
@@ -305,7 +326,7 @@ TF_MORE = [
     ([[0, 0, 0], [0, 0, 4], [1, 0, 2], [2, 0, 3]], [1.0, 2.0, 3.0, 4.0], [3, 1, 5]),
     ([[0, 1], [0, 3], [1, 2]], [0.25, 0.5, 1.0], [2, 5]),
     [0.0, 5.0, 7.0, 0.0],
-]  # fmt: skip
+]
 
 
 def test_more_sparse_ops_like_tf():
@@ -313,10 +334,16 @@ def test_more_sparse_ops_like_tf():
     o = tf.SparseTensor([[0, 0], [1, 1], [2, 3]], [-1.0, 5.0, 7.0], [3, 5])
     ids = tf.SparseTensor([[0, 0], [0, 1], [1, 0]], tf.constant([3, 1, 2], tf.int64), [2, 2])
     weights = tf.SparseTensor([[0, 0], [0, 1], [1, 0]], [0.5, 0.25, 1.0], [2, 2])
-    built = [tf.sparse_slice(st, [0, 1], [2, 10]), tf.sparse_maximum(st, o),
-             tf.sparse_minimum(st, o), tf.sparse_reduce_sum_sparse(st, 1),
-             tf.sparse_reduce_sum_sparse(st, 0, keepdims=True), tf.sparse_reset_shape(st),
-             tf.sparse.expand_dims(st, 1), tf.sparse_merge(ids, weights, 5)]  # fmt: skip
+    built = [
+        tf.sparse_slice(st, [0, 1], [2, 10]),
+        tf.sparse_maximum(st, o),
+        tf.sparse_minimum(st, o),
+        tf.sparse_reduce_sum_sparse(st, 1),
+        tf.sparse_reduce_sum_sparse(st, 0, keepdims=True),
+        tf.sparse_reset_shape(st),
+        tf.sparse.expand_dims(st, 1),
+        tf.sparse_merge(ids, weights, 5),
+    ]
     v = tf.constant([1.0, 2.0, 3.0, 4.0])
     sliced = tf.sparse_slice(tf.SparseTensor(st.indices, v, st.dense_shape), [0, 1], [2, 10])
     grad = tf.gradients(tf.reduce_sum(sliced.values * [5.0, 7.0]), v)[0]
@@ -331,8 +358,9 @@ def test_more_sparse_ops_like_tf():
 def test_sparse_eye_mask_and_missing_names():
     eye = _run(tf.sparse.to_dense(tf.sparse.eye(3, 4)))
     np.testing.assert_array_equal(eye, np.eye(3, 4))
-    slices = tf.IndexedSlices(tf.constant([[1.0], [2.0], [3.0]]), tf.constant([0, 5, 7]),
-                              tf.constant([10, 1]))  # fmt: skip
+    slices = tf.IndexedSlices(
+        tf.constant([[1.0], [2.0], [3.0]]), tf.constant([0, 5, 7]), tf.constant([10, 1])
+    )
     masked = tf.sparse_mask(slices, [5])
     values, indices = _run([masked.values, masked.indices])
     assert values.tolist() == [[1.0], [3.0]] and indices.tolist() == [0, 7]

@@ -18,8 +18,15 @@ TF_VALUES = [
     [[4.666669845581055, 5.666669845581055], [0.0, 0.0], [4.0, 5.0]],
     [[4.0, 5.0], [4.0, 5.0], [4.666669845581055, 5.666669845581055]],
     [[[2.0, 3.0], [0.0, 0.0]], [[8.0, 9.0], [0.0, 0.0]]],
-    [[0.0, 0.0], [9.111109733581543, 10.777779579162598], [0.0, 0.0], [6.222219944000244, 7.555560111999512], [0.0, 0.0], [6.0, 7.0]],
-]  # fmt: skip
+    [
+        [0.0, 0.0],
+        [9.111109733581543, 10.777779579162598],
+        [0.0, 0.0],
+        [6.222219944000244, 7.555560111999512],
+        [0.0, 0.0],
+        [6.0, 7.0],
+    ],
+]
 
 
 def _inputs(dtype=tf.float32):
@@ -32,15 +39,20 @@ def _inputs(dtype=tf.float32):
 
 def test_matches_tensorflow():
     params, sp, w = _inputs()
-    sp3 = tf.SparseTensor([[0, 0, 0], [0, 1, 1], [1, 0, 0]], tf.constant([1, -1, 4], tf.int64),
-                          [2, 2, 2])  # fmt: skip
+    sp3 = tf.SparseTensor(
+        [[0, 0, 0], [0, 1, 1], [1, 0, 0]], tf.constant([1, -1, 4], tf.int64), [2, 2, 2]
+    )
     outs = []
     for c in ("sum", "mean", "sqrtn"):
-        outs += [tf.nn.embedding_lookup_sparse(params, sp, None, combiner=c),
-                 tf.nn.embedding_lookup_sparse(params, sp, w, combiner=c)]  # fmt: skip
-    outs += [tf.nn.safe_embedding_lookup_sparse(params, sp, w),
-             tf.nn.safe_embedding_lookup_sparse(params, sp, None, default_id=2),
-             tf.nn.safe_embedding_lookup_sparse(params, sp3, None)]  # fmt: skip
+        outs += [
+            tf.nn.embedding_lookup_sparse(params, sp, None, combiner=c),
+            tf.nn.embedding_lookup_sparse(params, sp, w, combiner=c),
+        ]
+    outs += [
+        tf.nn.safe_embedding_lookup_sparse(params, sp, w),
+        tf.nn.safe_embedding_lookup_sparse(params, sp, None, default_id=2),
+        tf.nn.safe_embedding_lookup_sparse(params, sp3, None),
+    ]
     assert outs[-1].shape.as_list() == [None, None, 2]
     grad = tf.gradients(tf.reduce_sum(outs[3] * outs[3]), params)[0]
     with tf.Session() as sess:

@@ -9,18 +9,59 @@ from flowgraph.core import errors
 from flowgraph.kernels.cpu.farmhash import fingerprint64
 
 # Strings of lengths 0..133 (every branch of FarmHash) and their TF buckets (mod 2**62, 1000).
-STRS = [("x" * n + "abcdefghijklmnopqrstuvwxyz0123456789" * 8)[:n].encode()
-        for n in range(0, 140, 7)] + [b"hello", b"", b"\xff\x00abc"]  # fmt: skip
+STRS = [
+    ("x" * n + "abcdefghijklmnopqrstuvwxyz0123456789" * 8)[:n].encode() for n in range(0, 140, 7)
+] + [b"hello", b"", b"\xff\x00abc"]
 TF_BUCKETS_2_62 = [
-    1936946117179621455, 1227340135899025967, 952715409333942654, 1819782497278815980,
-    3272502799666419623, 3220846054272390245, 4520680159619167773, 3192927339393347328,
-    4171585716648927898, 3985643400710983581, 845564307397267841, 414486911242997941,
-    3667505826045338972, 1503371600967865263, 1625754042472962285, 57344928637962240,
-    1152762666975783547, 1150600788886339101, 1275233072954281152, 1287521988006624130,
-    3786372426573024488, 1936946117179621455, 4494088134771661858,
-]  # fmt: skip
-TF_BUCKETS_1000 = [263, 679, 462, 980, 527, 957, 485, 232, 898, 581, 745, 653, 780, 975, 285,
-                   952, 259, 5, 152, 938, 296, 263, 762]  # fmt: skip
+    1936946117179621455,
+    1227340135899025967,
+    952715409333942654,
+    1819782497278815980,
+    3272502799666419623,
+    3220846054272390245,
+    4520680159619167773,
+    3192927339393347328,
+    4171585716648927898,
+    3985643400710983581,
+    845564307397267841,
+    414486911242997941,
+    3667505826045338972,
+    1503371600967865263,
+    1625754042472962285,
+    57344928637962240,
+    1152762666975783547,
+    1150600788886339101,
+    1275233072954281152,
+    1287521988006624130,
+    3786372426573024488,
+    1936946117179621455,
+    4494088134771661858,
+]
+TF_BUCKETS_1000 = [
+    263,
+    679,
+    462,
+    980,
+    527,
+    957,
+    485,
+    232,
+    898,
+    581,
+    745,
+    653,
+    780,
+    975,
+    285,
+    952,
+    259,
+    5,
+    152,
+    938,
+    296,
+    263,
+    762,
+]
 
 
 def _run(fetch):
@@ -45,16 +86,25 @@ def _sparse(value):
 def test_string_split_like_tf():
     st = tf.string_split(["a b  c", "", "d,e f"], delimiter=" ,")
     assert isinstance(st, tf.SparseTensor)
-    assert _sparse(_run(st)) == ([[0, 0], [0, 1], [0, 2], [2, 0], [2, 1], [2, 2]],
-                                 [b"a", b"b", b"c", b"d", b"e", b"f"], [3, 3])  # fmt: skip
+    assert _sparse(_run(st)) == (
+        [[0, 0], [0, 1], [0, 2], [2, 0], [2, 1], [2, 2]],
+        [b"a", b"b", b"c", b"d", b"e", b"f"],
+        [3, 3],
+    )
     assert _sparse(_run(tf.string_split(["ab", "c"], delimiter=""))) == (
-        [[0, 0], [0, 1], [1, 0]], [b"a", b"b", b"c"], [2, 2])  # fmt: skip
+        [[0, 0], [0, 1], [1, 0]],
+        [b"a", b"b", b"c"],
+        [2, 2],
+    )
     assert _run(tf.string_split(["a  b"], skip_empty=False)).values.tolist() == [b"a", b"", b"b"]
 
 
 def test_strings_split_like_python():
     assert _sparse(_run(tf.strings.split(["a  b c", " x "]))) == (
-        [[0, 0], [0, 1], [0, 2], [1, 0]], [b"a", b"b", b"c", b"x"], [2, 3])  # fmt: skip
+        [[0, 0], [0, 1], [0, 2], [1, 0]],
+        [b"a", b"b", b"c", b"x"],
+        [2, 3],
+    )
     assert _run(tf.strings.split(["a,,b", "c"], sep=",")).values.tolist() == [b"a", b"", b"b", b"c"]
     assert _run(tf.strings.split(["a,,b,c"], sep=",", maxsplit=1)).values.tolist() == [
         b"a",
@@ -84,14 +134,30 @@ def test_substr():
 
 
 def test_as_string_formats_like_tf():
-    got = _run([tf.as_string([3.5, 1e10, -0.1, float("nan"), float("inf")]),
-                tf.as_string([3, -4]), tf.as_string([True, False]),
-                tf.as_string([1.23456789], precision=3), tf.as_string([1.5], scientific=True),
-                tf.as_string([1.5], shortest=True), tf.as_string([7], width=4, fill="0"),
-                tf.as_string(np.array([1.5])), tf.as_string(np.array([1 + 2j], np.complex64))])  # fmt: skip
-    want = [[b"3.500000", b"10000000000.000000", b"-0.100000", b"nan", b"inf"], [b"3", b"-4"],
-            [b"true", b"false"], [b"1.235"], [b"1.500000e+00"], [b"1.5"], [b"0007"],
-            [b"1.500000"], [b"(1.000000,2.000000)"]]  # fmt: skip
+    got = _run(
+        [
+            tf.as_string([3.5, 1e10, -0.1, float("nan"), float("inf")]),
+            tf.as_string([3, -4]),
+            tf.as_string([True, False]),
+            tf.as_string([1.23456789], precision=3),
+            tf.as_string([1.5], scientific=True),
+            tf.as_string([1.5], shortest=True),
+            tf.as_string([7], width=4, fill="0"),
+            tf.as_string(np.array([1.5])),
+            tf.as_string(np.array([1 + 2j], np.complex64)),
+        ]
+    )
+    want = [
+        [b"3.500000", b"10000000000.000000", b"-0.100000", b"nan", b"inf"],
+        [b"3", b"-4"],
+        [b"true", b"false"],
+        [b"1.235"],
+        [b"1.500000e+00"],
+        [b"1.5"],
+        [b"0007"],
+        [b"1.500000"],
+        [b"(1.000000,2.000000)"],
+    ]
     assert [g.tolist() for g in got] == want
 
 
@@ -115,29 +181,54 @@ def test_regex_replace_static_and_dynamic():
 
 
 def test_length_case_strip():
-    got = _run([tf.strings.length(["abc", "", "é"]), tf.strings.length(["é"], unit="UTF8_CHAR"),
-                tf.strings.lower(["AbC"]), tf.strings.upper(["aBc"]),
-                tf.strings.strip(["  a b \n"]), tf.strings.upper(["é"], encoding="utf-8")])  # fmt: skip
-    assert [g.tolist() for g in got] == [[3, 0, 2], [1], [b"abc"], [b"ABC"], [b"a b"],
-                                         ["É".encode()]]  # fmt: skip
+    got = _run(
+        [
+            tf.strings.length(["abc", "", "é"]),
+            tf.strings.length(["é"], unit="UTF8_CHAR"),
+            tf.strings.lower(["AbC"]),
+            tf.strings.upper(["aBc"]),
+            tf.strings.strip(["  a b \n"]),
+            tf.strings.upper(["é"], encoding="utf-8"),
+        ]
+    )
+    assert [g.tolist() for g in got] == [
+        [3, 0, 2],
+        [1],
+        [b"abc"],
+        [b"ABC"],
+        [b"a b"],
+        ["É".encode()],
+    ]
     with pytest.raises(NotImplementedError, match="tf.strings.format"):
         tf.strings.format("{}", [1])
 
 
 def test_base64_web_safe_like_tf():
-    got = _run([tf.encode_base64([b"hello?>", b"\xff\xfe"]), tf.encode_base64([b"ab"], pad=True),
-                tf.decode_base64(["aGVsbG8_Pg", "YWI="])])  # fmt: skip
+    got = _run(
+        [
+            tf.encode_base64([b"hello?>", b"\xff\xfe"]),
+            tf.encode_base64([b"ab"], pad=True),
+            tf.decode_base64(["aGVsbG8_Pg", "YWI="]),
+        ]
+    )
     assert [g.tolist() for g in got] == [[b"aGVsbG8_Pg", b"__4"], [b"YWI="], [b"hello?>", b"ab"]]
     with pytest.raises(errors.InvalidArgumentError, match="base64"):
         _run(tf.decode_base64(["a$b"]))
 
 
 def test_fingerprint_like_tf():
-    got = _run([tf.fingerprint(tf.constant([b"hello", b""])),
-                tf.fingerprint(tf.constant([[1, 2], [3, 4]], tf.int32)),
-                tf.fingerprint(tf.constant([1.5], tf.float64)),
-                tf.fingerprint(tf.constant([[b"a", b"b"]]))])  # fmt: skip
-    want = [[[232, 12, 56, 49, 169, 229, 139, 180], [79, 64, 144, 47, 59, 106, 225, 154]],
-            [[76, 18, 253, 133, 168, 204, 240, 10], [254, 162, 60, 240, 103, 244, 53, 255]],
-            [[179, 164, 179, 195, 72, 236, 82, 76]], [[122, 64, 59, 169, 136, 60, 55, 83]]]  # fmt: skip
+    got = _run(
+        [
+            tf.fingerprint(tf.constant([b"hello", b""])),
+            tf.fingerprint(tf.constant([[1, 2], [3, 4]], tf.int32)),
+            tf.fingerprint(tf.constant([1.5], tf.float64)),
+            tf.fingerprint(tf.constant([[b"a", b"b"]])),
+        ]
+    )
+    want = [
+        [[232, 12, 56, 49, 169, 229, 139, 180], [79, 64, 144, 47, 59, 106, 225, 154]],
+        [[76, 18, 253, 133, 168, 204, 240, 10], [254, 162, 60, 240, 103, 244, 53, 255]],
+        [[179, 164, 179, 195, 72, 236, 82, 76]],
+        [[122, 64, 59, 169, 136, 60, 55, 83]],
+    ]
     assert [g.tolist() for g in got] == want and got[0].dtype == np.uint8

@@ -60,8 +60,11 @@ def _wrap(kdef):
 
 def _type_attrs(op_def) -> list[str]:
     """The type attrs that admit bfloat16 explicitly (not 'any type')."""
-    return [name for name, a in op_def.attrs.items()
-            if a.type == "type" and a.allowed is not None and dtypes.bfloat16 in a.allowed]  # fmt: skip
+    return [
+        name
+        for name, a in op_def.attrs.items()
+        if a.type == "type" and a.allowed is not None and dtypes.bfloat16 in a.allowed
+    ]
 
 
 def register_all():
@@ -75,8 +78,14 @@ def register_all():
             kdef = find_kernel(op_type, "CPU", float_attrs)
             if kdef.step or kdef.async_:
                 continue
-            register_kernel(op_type, dtypes_=[dtypes.bfloat16], type_attr=attr, first=True,
-                            expensive=kdef.expensive, intra_op=kdef.intra_op)(_wrap(kdef))  # fmt: skip
+            register_kernel(
+                op_type,
+                dtypes_=[dtypes.bfloat16],
+                type_attr=attr,
+                first=True,
+                expensive=kdef.expensive,
+                intra_op=kdef.intra_op,
+            )(_wrap(kdef))
 
 
 register_all()

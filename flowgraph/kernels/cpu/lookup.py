@@ -44,20 +44,22 @@ class LookupTable:
             value_dtype is not None and value_dtype != self.value_dtype
         ):
             raise errors.InvalidArgumentError(
-                None, None,
+                None,
+                None,
                 f"Conflicting {what} dtypes for table {self.name}: the table maps "
                 f"{self.key_dtype.name} to {self.value_dtype.name}, got {key_dtype.name}"
                 + ("" if value_dtype is None else f" to {value_dtype.name}"),
-            )  # fmt: skip
+            )
 
     def insert(self, keys: np.ndarray, values: np.ndarray, replace: bool):
         keys = np.asarray(keys, _np(self.key_dtype)).reshape(-1)
         values = np.asarray(values, _np(self.value_dtype))
         if values.shape != keys.shape:
             raise errors.InvalidArgumentError(
-                None, None,
+                None,
+                None,
                 f"Expected shape {list(keys.shape)} for values, got {list(values.shape)}",
-            )  # fmt: skip
+            )
         with self.lock:
             all_keys = np.concatenate([keys, self.keys])  # new entries first: they win replaces
             all_values = np.concatenate([values, self.values])
@@ -68,10 +70,11 @@ class LookupTable:
                 if clash.any():
                     i = int(np.argmax(clash))
                     raise errors.FailedPreconditionError(
-                        None, None,
+                        None,
+                        None,
                         f"HashTable has different value for same key. Key {_show(all_keys[i])} "
                         f"has {_show(kept[i])} and trying to add value {_show(all_values[i])}",
-                    )  # fmt: skip
+                    )
             self.keys, self.values = uniq.astype(self.keys.dtype), all_values[first]
             self.initialized = True
 
@@ -176,10 +179,11 @@ def _column(lines: list[bytes], index: int, dtype, delimiter: bytes, filename: s
         for n, cols in enumerate(split):
             if len(cols) <= index:
                 raise errors.InvalidArgumentError(
-                    None, None,
+                    None,
+                    None,
                     f"Invalid number of columns in {filename} line {n} ({lines[n]!r}) : expected "
                     f"{index + 1} got {len(cols)}",
-                )  # fmt: skip
+                )
         column = [cols[index] for cols in split]
     if dtype == dtypes.string:
         out = np.empty(len(column), object)

@@ -84,8 +84,10 @@ def _check_unsorted(data, ids, num_segments):
         raise _invalid(f"num_segments should be a scalar, not shape {list(np.shape(num_segments))}")
     n = int(num_segments)
     if data.shape[: ids.ndim] != ids.shape:
-        raise _invalid(f"data.shape = {list(data.shape)} does not start with segment_ids.shape = "
-                       f"{list(ids.shape)}")  # fmt: skip
+        raise _invalid(
+            f"data.shape = {list(data.shape)} does not start with segment_ids.shape = "
+            f"{list(ids.shape)}"
+        )
     if ids.size and ids.max() >= n:
         raise _invalid(f"segment_ids value {int(ids.max())} is out of range [0, {n})")
     return n
@@ -111,8 +113,9 @@ def _sparse_segment(kind: str, with_num: bool):
             raise _invalid("segment_ids and indices should have the same size")
         if indices.size and (indices.min() < 0 or indices.max() >= data.shape[0]):
             bad = int(np.argmax((indices < 0) | (indices >= data.shape[0])))
-            raise _invalid(f"Bad: indices[{bad}] == {int(indices[bad])} out of range "
-                           f"[0, {data.shape[0]})")  # fmt: skip
+            raise _invalid(
+                f"Bad: indices[{bad}] == {int(indices[bad])} out of range [0, {data.shape[0]})"
+            )
         if (np.diff(ids) < 0).any() or (ids.size and ids[0] < 0):
             raise _invalid("segment ids are not increasing")
         if with_num:
@@ -135,8 +138,10 @@ for _kind in ("Sum", "Mean", "SqrtN"):
 def dynamic_partition(ctx, data, partitions):
     n = ctx.attrs["num_partitions"]
     if data.shape[: partitions.ndim] != partitions.shape:
-        raise _invalid(f"data.shape must start with partitions.shape, got data.shape = "
-                       f"{list(data.shape)}, partitions.shape = {list(partitions.shape)}")  # fmt: skip
+        raise _invalid(
+            f"data.shape must start with partitions.shape, got data.shape = "
+            f"{list(data.shape)}, partitions.shape = {list(partitions.shape)}"
+        )
     flat = partitions.reshape(-1)
     if flat.size and (flat.min() < 0 or flat.max() >= n):
         bad = int(np.argmax((flat < 0) | (flat >= n)))
@@ -173,8 +178,9 @@ def histogram_fixed_width(ctx, values, value_range, nbins):
         raise _invalid(f"nbins should be a positive number, but got '{n}'")
     lo, hi = value_range[0], value_range[1]
     if not lo < hi:
-        raise _invalid(f"value_range should satisfy value_range[0] < value_range[1], but got "
-                       f"'[{lo}, {hi}]'")  # fmt: skip
+        raise _invalid(
+            f"value_range should satisfy value_range[0] < value_range[1], but got '[{lo}, {hi}]'"
+        )
     # TF's arithmetic: offsets in T, the bin in double, clamped to the last bin.
     step = (float(hi) - float(lo)) / n
     offset = (np.maximum(values, lo) - lo).astype(np.float64)

@@ -35,8 +35,9 @@ def linear_index(indices: np.ndarray, shape: np.ndarray, what: str = "indices") 
     bad = np.any((indices < 0) | (indices >= shape), axis=1)
     if bad.any():
         i = int(np.argmax(bad))
-        raise _invalid(f"{what}[{i}] = {_fmt(indices[i])} is out of bounds: need 0 <= index < "
-                       f"{_fmt(shape)}")  # fmt: skip
+        raise _invalid(
+            f"{what}[{i}] = {_fmt(indices[i])} is out of bounds: need 0 <= index < {_fmt(shape)}"
+        )
     if shape.size == 0:
         return np.zeros(len(indices), np.int64)
     strides = np.concatenate([np.cumprod(shape[::-1])[:-1][::-1], [1]]).astype(np.int64)
@@ -146,8 +147,11 @@ def _reduce_sparse(ctx, indices, values, shape, axes, ufunc, identity):
     out, pos, kept_dims, kept = _reduce_groups(indices, values, shape, axes, ufunc, identity)
     present = np.unique(pos)
     dims = kept_dims if ctx.attrs["keep_dims"] else kept
-    out_indices = np.stack(np.unravel_index(present, dims), axis=1) if len(dims) else (
-        np.zeros((present.size, 0), np.int64))  # fmt: skip
+    out_indices = (
+        np.stack(np.unravel_index(present, dims), axis=1)
+        if len(dims)
+        else (np.zeros((present.size, 0), np.int64))
+    )
     return out_indices.astype(np.int64), out[present], np.asarray(dims, np.int64)
 
 
@@ -168,8 +172,9 @@ def sparse_slice(ctx, indices, values, shape, start, size):
     start = np.asarray(start, np.int64).reshape(-1)
     size = np.asarray(size, np.int64).reshape(-1)
     if start.size != shape.size or size.size != shape.size:
-        raise _invalid(f"Expected start and size of rank {shape.size}, got {start.size} and "
-                       f"{size.size}")  # fmt: skip
+        raise _invalid(
+            f"Expected start and size of rank {shape.size}, got {start.size} and {size.size}"
+        )
     indices = np.asarray(indices, np.int64).reshape(-1, shape.size)
     stop = np.minimum(start + size, shape)
     inside = np.all((indices >= start) & (indices < stop), axis=1)
@@ -192,8 +197,9 @@ def _sparse_sparse(ufunc):
     def kernel(ctx, a_indices, a_values, a_shape, b_indices, b_values, b_shape):
         a_shape, b_shape = (np.asarray(x, np.int64).reshape(-1) for x in (a_shape, b_shape))
         if a_shape.shape != b_shape.shape or (a_shape != b_shape).any():
-            raise _invalid(f"Operands' shapes do not match: got {_fmt(a_shape)} and "
-                           f"{_fmt(b_shape)}")  # fmt: skip
+            raise _invalid(
+                f"Operands' shapes do not match: got {_fmt(a_shape)} and {_fmt(b_shape)}"
+            )
         lin_a = linear_index(a_indices, a_shape, "a_indices")
         lin_b = linear_index(b_indices, b_shape, "b_indices")
         pos, first = np.unique(np.concatenate([lin_a, lin_b]), return_index=True)
@@ -201,8 +207,12 @@ def _sparse_sparse(ufunc):
         b_full = np.zeros(len(pos), a_values.dtype)
         a_full[np.searchsorted(pos, lin_a)] = a_values
         b_full[np.searchsorted(pos, lin_b)] = b_values
-        all_indices = np.concatenate([np.asarray(a_indices, np.int64).reshape(-1, a_shape.size),
-                                      np.asarray(b_indices, np.int64).reshape(-1, a_shape.size)])  # fmt: skip
+        all_indices = np.concatenate(
+            [
+                np.asarray(a_indices, np.int64).reshape(-1, a_shape.size),
+                np.asarray(b_indices, np.int64).reshape(-1, a_shape.size),
+            ]
+        )
         return all_indices[first], ufunc(a_full, b_full)
 
     return kernel

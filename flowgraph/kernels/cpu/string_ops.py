@@ -99,8 +99,10 @@ def string_split_v2(ctx, values, sep):
     """Python's bytes.split: an empty `sep` splits on whitespace runs and drops empty tokens."""
     sep = _bytes(np.asarray(sep, dtype=object).reshape(-1)[0]) or None
     maxsplit = ctx.attrs["maxsplit"]
-    tokens = [_bytes(s).split(sep, maxsplit) if _bytes(s) or sep is None else []
-              for s in values.reshape(-1)]  # fmt: skip
+    tokens = [
+        _bytes(s).split(sep, maxsplit) if _bytes(s) or sep is None else []
+        for s in values.reshape(-1)
+    ]
     return _sparse_tokens(tokens)
 
 
@@ -152,8 +154,11 @@ def as_string(ctx, values):
     fill = ctx.attrs["fill"]
 
     def one(x) -> bytes:
-        text = fmt % x if kind != "f" or np.isfinite(x) else ("nan" if np.isnan(x) else
-                                                            ("-inf" if x < 0 else "inf"))  # fmt: skip
+        text = (
+            fmt % x
+            if kind != "f" or np.isfinite(x)
+            else ("nan" if np.isnan(x) else ("-inf" if x < 0 else "inf"))
+        )
         if fill not in ("", "0") and ctx.attrs["width"] > len(text):
             text = text.rjust(ctx.attrs["width"], fill)
         return text.encode()
@@ -176,8 +181,9 @@ def string_to_number(ctx, values):
         try:
             v = parse(s.decode("ascii"))
         except (ValueError, UnicodeDecodeError):
-            raise _invalid(f"StringToNumberOp could not correctly convert string: "
-                           f"{s.decode(errors='replace')}") from None  # fmt: skip
+            raise _invalid(
+                f"StringToNumberOp could not correctly convert string: {s.decode(errors='replace')}"
+            ) from None
         if parse is int and not np.iinfo(out_type).min <= v <= np.iinfo(out_type).max:
             raise _invalid(f"StringToNumberOp could not correctly convert string: {s.decode()}")
         return v
@@ -273,9 +279,8 @@ def string_strip(ctx, values):
 @register_kernel("EncodeBase64")
 def encode_base64(ctx, values):
     """Web-safe base64 ('-' and '_'), '=' padding only with pad=True, as TF's."""
-    pad = ctx.attrs["pad"]
-    return _map(lambda s: (lambda e: e if pad else e.rstrip(b"="))(base64.urlsafe_b64encode(s)),
-                values)  # fmt: skip
+    strip = b"" if ctx.attrs["pad"] else b"="
+    return _map(lambda s: base64.urlsafe_b64encode(s).rstrip(strip), values)
 
 
 @register_kernel("DecodeBase64")
