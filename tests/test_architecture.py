@@ -7,8 +7,14 @@ from pathlib import Path
 import pytest
 
 PKG = Path(__file__).resolve().parents[1] / "flowgraph"
-CLIENT = ("flowgraph.framework", "flowgraph.ops", "flowgraph.session", "flowgraph.gradients",
-          "flowgraph.train", "flowgraph.layers")  # fmt: skip
+CLIENT = (
+    "flowgraph.framework",
+    "flowgraph.ops",
+    "flowgraph.session",
+    "flowgraph.gradients",
+    "flowgraph.train",
+    "flowgraph.layers",
+)
 SERVER_SIDE = ["runtime", "kernels", "opdefs", "core", "distributed"]
 
 

@@ -35,8 +35,14 @@ SCRIPT = textwrap.dedent(
 
 def _flowgraph(*args, cwd=None):
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    return subprocess.run([sys.executable, "-m", "flowgraph", *args], capture_output=True, text=True,
-                          timeout=120, env=env, cwd=cwd)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "flowgraph", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=cwd,
+    )
 
 
 @pytest.fixture

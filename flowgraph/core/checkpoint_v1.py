@@ -46,16 +46,22 @@ def _fill(proto: TensorProto, arr: np.ndarray) -> None:
         proto.string_val.extend(x if isinstance(x, bytes) else str(x).encode() for x in flat)
         return
     fields = {
-        DataType.DT_FLOAT: ("float_val", None), DataType.DT_DOUBLE: ("double_val", None),
-        DataType.DT_INT32: ("int_val", None), DataType.DT_INT16: ("int_val", None),
-        DataType.DT_INT8: ("int_val", None), DataType.DT_UINT8: ("int_val", None),
-        DataType.DT_UINT16: ("int_val", None), DataType.DT_INT64: ("int64_val", None),
-        DataType.DT_UINT32: ("uint32_val", None), DataType.DT_UINT64: ("uint64_val", None),
-        DataType.DT_BOOL: ("bool_val", None), DataType.DT_HALF: ("half_val", np.uint16),
+        DataType.DT_FLOAT: ("float_val", None),
+        DataType.DT_DOUBLE: ("double_val", None),
+        DataType.DT_INT32: ("int_val", None),
+        DataType.DT_INT16: ("int_val", None),
+        DataType.DT_INT8: ("int_val", None),
+        DataType.DT_UINT8: ("int_val", None),
+        DataType.DT_UINT16: ("int_val", None),
+        DataType.DT_INT64: ("int64_val", None),
+        DataType.DT_UINT32: ("uint32_val", None),
+        DataType.DT_UINT64: ("uint64_val", None),
+        DataType.DT_BOOL: ("bool_val", None),
+        DataType.DT_HALF: ("half_val", np.uint16),
         DataType.DT_BFLOAT16: ("half_val", np.uint16),
         DataType.DT_COMPLEX64: ("scomplex_val", np.float32),
         DataType.DT_COMPLEX128: ("dcomplex_val", np.float64),
-    }  # fmt: skip
+    }
     if enum not in fields:
         raise errors.UnimplementedError(None, None, f"V1 checkpoints of DataType {enum}")
     field, view = fields[enum]
@@ -118,9 +124,11 @@ class V1Reader:
         files = matching_files(file_pattern)
         if not files:
             raise errors.NotFoundError(
-                None, None, "Unsuccessful TensorSliceReader constructor: Failed to find any "
-                f"matching files for {file_pattern}"
-            )  # fmt: skip
+                None,
+                None,
+                "Unsuccessful TensorSliceReader constructor: Failed to find any "
+                f"matching files for {file_pattern}",
+            )
         self._tables: list[dict] = []
         self._meta: dict = {}  # name -> (dtype enum, shape, [(Slice, table index)])
         for path in files:

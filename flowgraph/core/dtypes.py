@@ -159,9 +159,25 @@ double = float64
 invalid = DType(0, "invalid", None)
 
 _ALL = [
-    float16, float32, float64, bfloat16, int8, int16, int32, int64, uint8, uint16, uint32,
-    uint64, complex64, complex128, string, bool_, resource, variant,
-]  # fmt: skip
+    float16,
+    float32,
+    float64,
+    bfloat16,
+    int8,
+    int16,
+    int32,
+    int64,
+    uint8,
+    uint16,
+    uint32,
+    uint64,
+    complex64,
+    complex128,
+    string,
+    bool_,
+    resource,
+    variant,
+]
 _INTEGERS = (int8, int16, int32, int64, uint8, uint16, uint32, uint64)
 _BY_ENUM: dict[int, DType] = {0: invalid}
 for _name, _d in list(globals().items()):

@@ -2,24 +2,25 @@
 
     Exception
      └── OpError(node_def, op, message, error_code)
-          ├── CancelledError          CANCELLED            a step was cancelled (another kernel failed)
+          ├── CancelledError          CANCELLED            a step was cancelled
           ├── UnknownError            UNKNOWN              a kernel raised something unexpected
-          ├── InvalidArgumentError    INVALID_ARGUMENT     bad shape, dtype or value (also a ValueError)
+          ├── InvalidArgumentError    INVALID_ARGUMENT     bad shape, dtype or value (a ValueError)
           ├── DeadlineExceededError   DEADLINE_EXCEEDED    RunOptions.timeout_in_ms passed
-          ├── NotFoundError           NOT_FOUND            op type, kernel, device, tensor or file missing
+          ├── NotFoundError           NOT_FOUND            an op, kernel, device or file missing
           ├── AlreadyExistsError      ALREADY_EXISTS       a registration or resource exists already
           ├── PermissionDeniedError   PERMISSION_DENIED
           ├── ResourceExhaustedError  RESOURCE_EXHAUSTED   out of memory or quota
           ├── FailedPreconditionError FAILED_PRECONDITION  e.g. reading an uninitialized variable
           ├── AbortedError            ABORTED              a step was aborted (a worker restarted)
           ├── OutOfRangeError         OUT_OF_RANGE         a queue or input is exhausted
-          ├── UnimplementedError      UNIMPLEMENTED        an op, dtype or argument value not supported
+          ├── UnimplementedError      UNIMPLEMENTED        an op, dtype or argument unsupported
           ├── InternalError           INTERNAL
           ├── UnavailableError        UNAVAILABLE          a task cannot be reached
           ├── DataLossError           DATA_LOSS            a corrupt file or record
           └── UnauthenticatedError    UNAUTHENTICATED
 
-On the wire an error travels as (code, message); `exception_type_from_error_code` rebuilds the class.
+On the wire an error travels as (code, message); `exception_type_from_error_code` rebuilds
+the class.
 """
 
 from __future__ import annotations
@@ -127,12 +128,24 @@ UnauthenticatedError = _error("UnauthenticatedError", UNAUTHENTICATED, "No valid
 _BY_CODE = {
     cls.code: cls
     for cls in (
-        CancelledError, UnknownError, InvalidArgumentError, DeadlineExceededError, NotFoundError,
-        AlreadyExistsError, PermissionDeniedError, ResourceExhaustedError, FailedPreconditionError,
-        AbortedError, OutOfRangeError, UnimplementedError, InternalError, UnavailableError,
-        DataLossError, UnauthenticatedError,
+        CancelledError,
+        UnknownError,
+        InvalidArgumentError,
+        DeadlineExceededError,
+        NotFoundError,
+        AlreadyExistsError,
+        PermissionDeniedError,
+        ResourceExhaustedError,
+        FailedPreconditionError,
+        AbortedError,
+        OutOfRangeError,
+        UnimplementedError,
+        InternalError,
+        UnavailableError,
+        DataLossError,
+        UnauthenticatedError,
     )
-}  # fmt: skip
+}
 
 
 def exception_type_from_error_code(error_code: int) -> type:

@@ -229,8 +229,15 @@ class FixedLengthFile:
     """Records of `record_bytes` bytes between a header and a footer; with `hop_bytes` they start
     every hop_bytes (and may overlap). `record_number` counts records read so far."""
 
-    def __init__(self, path: str, record_bytes: int, header_bytes: int = 0, footer_bytes: int = 0,
-                 hop_bytes: int = 0, compression_type: str = ""):  # fmt: skip
+    def __init__(
+        self,
+        path: str,
+        record_bytes: int,
+        header_bytes: int = 0,
+        footer_bytes: int = 0,
+        hop_bytes: int = 0,
+        compression_type: str = "",
+    ):
         if record_bytes <= 0:
             raise errors.InvalidArgumentError(
                 None, None, f"record_bytes must be > 0, got {record_bytes}"

@@ -160,8 +160,19 @@ def _num_increasing(n: int) -> bytes:
     return bytes([len(body)]) + body
 
 
-_HEADER_BITS = [(0, 0), (0x80, 0), (0xC0, 0), (0xE0, 0), (0xF0, 0), (0xF8, 0), (0xFC, 0),
-                (0xFE, 0), (0xFF, 0), (0xFF, 0x80), (0xFF, 0xC0)]  # fmt: skip
+_HEADER_BITS = [
+    (0, 0),
+    (0x80, 0),
+    (0xC0, 0),
+    (0xE0, 0),
+    (0xF0, 0),
+    (0xF8, 0),
+    (0xFC, 0),
+    (0xFE, 0),
+    (0xFF, 0),
+    (0xFF, 0x80),
+    (0xFF, 0xC0),
+]
 
 
 def _signed_num_increasing(n: int) -> bytes:
@@ -449,9 +460,11 @@ class BundleReader:
             part = self._entries.get(key)
             if part is None:
                 raise errors.DataLossError(
-                    None, None, f"{index_filename(self.prefix)}: slice {sl.extents} of {name} "
-                    "is listed but not stored"
-                )  # fmt: skip
+                    None,
+                    None,
+                    f"{index_filename(self.prefix)}: slice {sl.extents} of {name} "
+                    "is listed but not stored",
+                )
             out[sl.index(shape)] = self._read(part, name)
         return out
 
@@ -479,9 +492,11 @@ class BundleReader:
         where = f"tensor {name} in {path}"
         if got != entry.size:
             raise errors.DataLossError(
-                None, None, f"{where}: file is truncated (wanted {entry.size} bytes at offset "
-                f"{entry.offset}, got {got})"
-            )  # fmt: skip
+                None,
+                None,
+                f"{where}: file is truncated (wanted {entry.size} bytes at offset "
+                f"{entry.offset}, got {got})",
+            )
         shape = _shape_of(entry.shape)
         n = int(np.prod(shape, dtype=np.int64))
         if entry.dtype == DataType.DT_STRING:
@@ -500,9 +515,11 @@ class BundleReader:
                 arr = arr.astype(dt)
         if crc != entry.crc32c:
             raise errors.DataLossError(
-                None, None, f"Checksum does not match: stored {entry.crc32c} vs. calculated on "
-                f"the restored bytes {crc} ({where})"
-            )  # fmt: skip
+                None,
+                None,
+                f"Checksum does not match: stored {entry.crc32c} vs. calculated on "
+                f"the restored bytes {crc} ({where})",
+            )
         return arr.reshape(shape)
 
 
@@ -514,8 +531,12 @@ def _string_crc(data: bytes, arr: np.ndarray) -> int:
     return google_crc32c.extend(crc, data[pos:])
 
 
-def merge_bundles(sources: list[str], destination: str, delete_old_dirs: bool = True,
-                  allow_missing_files: bool = False) -> None:  # fmt: skip
+def merge_bundles(
+    sources: list[str],
+    destination: str,
+    delete_old_dirs: bool = True,
+    allow_missing_files: bool = False,
+) -> None:
     """Merges bundles into one with a data file per source shard (MergeV2Checkpoints): data
     files are renamed, then the merged index is committed, then the sources' indexes and (with
     `delete_old_dirs`) their emptied directories are removed."""
@@ -572,6 +593,8 @@ def _merge_entry(merged: dict, key: bytes, entry: BundleEntryProto, base: int, d
         old.slices.extend(entry.slices)
     else:
         raise errors.InvalidArgumentError(
-            None, None, f"Duplicate tensor keyed by {key.decode(errors='replace')} encountered, "
-            f"when merging prefix into {dest}"
-        )  # fmt: skip
+            None,
+            None,
+            f"Duplicate tensor keyed by {key.decode(errors='replace')} encountered, "
+            f"when merging prefix into {dest}",
+        )

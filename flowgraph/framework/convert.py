@@ -135,8 +135,9 @@ def constant(value, dtype=None, shape=None, name="Const", verify_shape=False, gr
     ).outputs[0]
 
 
-def convert_to_tensor(value, dtype=None, name=None, preferred_dtype=None, as_ref=False,
-                      graph=None, dtype_hint=None) -> Tensor:  # fmt: skip
+def convert_to_tensor(
+    value, dtype=None, name=None, preferred_dtype=None, as_ref=False, graph=None, dtype_hint=None
+) -> Tensor:
     """Returns `value` as a Tensor: Tensors pass through, registered types convert, the rest
     become Const ops."""
     dtype = None if dtype is None else dtypes.as_dtype(dtype)
@@ -155,7 +156,8 @@ def convert_to_tensor(value, dtype=None, name=None, preferred_dtype=None, as_ref
                 return result
     if isinstance(value, Operation):
         raise TypeError(
-            f"Can't convert Operation '{value.name}' to Tensor (target dtype={dtype}, name={name!r}, as_ref={as_ref})"
+            f"Can't convert Operation '{value.name}' to Tensor (target dtype={dtype}, "
+            f"name={name!r}, as_ref={as_ref})"
         )
     if dtype is None and preferred_dtype is not None:
         try:

@@ -143,7 +143,7 @@ class Graph:
 
     @contextlib.contextmanager
     def name_scope(self, name):
-        """Opens scope `name` (made unique); `name/` re-enters a scope exactly; None or '' resets."""
+        """Opens scope `name` (made unique); `name/` re-enters a scope; None or '' resets."""
         if name:
             valid = _VALID_SCOPE_NAME if self._name_stack else _VALID_OP_NAME
             if not valid.match(name):
@@ -259,13 +259,30 @@ class Graph:
             self._gradient_override_map = saved
 
     # -- creating ops -------------------------------------------------------------------------
-    def create_op(self, op_type, inputs, dtypes=None, input_types=None, name=None, attrs=None,
-                  op_def=None, compute_shapes=True, compute_device=True):  # fmt: skip
+    def create_op(
+        self,
+        op_type,
+        inputs,
+        dtypes=None,
+        input_types=None,
+        name=None,
+        attrs=None,
+        op_def=None,
+        compute_shapes=True,
+        compute_device=True,
+    ):
         """TF1's low-level constructor: inputs are Tensors; attrs are already resolved."""
         from flowgraph.framework import apply_op
 
-        return apply_op.create(self, op_type, list(inputs), dict(attrs or {}), name,
-                               output_types=dtypes, input_types=input_types)  # fmt: skip
+        return apply_op.create(
+            self,
+            op_type,
+            list(inputs),
+            dict(attrs or {}),
+            name,
+            output_types=dtypes,
+            input_types=input_types,
+        )
 
     def _add_op(self, op_type, name, op_def, inputs, attrs, output_types, input_types=None):
         """Registers a new, validated Operation, applying the active scopes."""
@@ -273,8 +290,19 @@ class Graph:
             raise RuntimeError("Graph is finalized and cannot be modified.")
         input_ops = [t.op for t in inputs]
         control = self._control_inputs_for(input_ops)
-        op = Operation(self, len(self._ops) + 1, name, op_type, op_def, inputs, control, attrs,
-                       output_types, "", input_types)  # fmt: skip
+        op = Operation(
+            self,
+            len(self._ops) + 1,
+            name,
+            op_type,
+            op_def,
+            inputs,
+            control,
+            attrs,
+            output_types,
+            "",
+            input_types,
+        )
         if op_type in self._gradient_override_map:  # TF1 applies the map active at creation
             op._attrs["_gradient_op_type"] = self._gradient_override_map[op_type]
         if self._colocation_stack:
@@ -354,7 +382,8 @@ class Graph:
             owner = obj.graph
             if owner is not self:
                 raise ValueError(
-                    f"{obj!r} belongs to {owner!r}, not to {self!r}: it is not an element of this graph."
+                    f"{obj!r} belongs to {owner!r}, not to {self!r}: it is not an element of this "
+                    "graph."
                 )
             return obj
         if hasattr(obj, "_as_graph_element"):
@@ -373,19 +402,22 @@ class Graph:
             op = self._by_name.get(op_name)
             if op is None:
                 raise KeyError(
-                    f"The name '{obj}' refers to a Tensor which does not exist. The operation, '{op_name}', does not exist in the graph."
+                    f"The name '{obj}' refers to a Tensor which does not exist. The operation, "
+                    f"'{op_name}', does not exist in the graph."
                 )
             try:
                 return op.outputs[int(index)]
             except (IndexError, ValueError):
                 raise KeyError(
-                    f"The name '{obj}' refers to a Tensor which does not exist. The operation, '{op_name}', "
+                    f"The name '{obj}' refers to a Tensor which does not exist. The operation, "
+                    f"'{op_name}', "
                     f"exists but only has {len(op.outputs)} outputs."
                 ) from None
         if not allow_operation:
             if obj in self._by_name:
                 raise ValueError(
-                    f"The name '{obj}' refers to an Operation, not a Tensor. Tensor names must be of the form \"<op_name>:<output_index>\"."
+                    f"The name '{obj}' refers to an Operation, not a Tensor. Tensor names must be "
+                    'of the form "<op_name>:<output_index>".'
                 )
             raise KeyError(f"The name '{obj}' looks a like a Tensor name, but is not a valid one.")
         op = self._by_name.get(obj)
@@ -446,7 +478,7 @@ class Graph:
 
 
 def _control_target(c):
-    """Variables and other objects expose the op to depend on through `.op` or `_as_graph_element`."""
+    """Variables and other objects expose the op to depend on (`.op`, `_as_graph_element`)."""
     if isinstance(c, (Tensor, Operation, str)):
         return c
     if hasattr(c, "_as_graph_element"):

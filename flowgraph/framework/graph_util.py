@@ -61,9 +61,13 @@ def _resource_reads(graph_def) -> dict:
     return reads
 
 
-def convert_variables_to_constants(sess, input_graph_def, output_node_names,
-                                   variable_names_whitelist=None,
-                                   variable_names_blacklist=None) -> GraphDef:  # fmt: skip
+def convert_variables_to_constants(
+    sess,
+    input_graph_def,
+    output_node_names,
+    variable_names_whitelist=None,
+    variable_names_blacklist=None,
+) -> GraphDef:
     """Freezes a graph: the subgraph of `output_node_names` with every variable replaced by a
     Const holding its current value in `sess` (resource reads become Identity).
 
@@ -149,9 +153,12 @@ def remove_training_nodes(input_graph, protected_nodes=None) -> GraphDef:
     splice = {
         n.name: n.input[0]
         for n in kept
-        if n.op == "Identity" and n.name not in protected and n.name not in with_control
-        and n.name not in control_sources and not n.input[0].startswith("^")
-    }  # fmt: skip
+        if n.op == "Identity"
+        and n.name not in protected
+        and n.name not in with_control
+        and n.name not in control_sources
+        and not n.input[0].startswith("^")
+    }
     out = GraphDef()
     out.versions.CopyFrom(input_graph.versions)
     out.library.CopyFrom(input_graph.library)

@@ -51,8 +51,9 @@ _NEWER_ATTR_DEFAULTS = {
 }
 
 
-def import_graph_def(graph_def, input_map=None, return_elements=None, name=None, op_dict=None,
-                     producer_op_list=None):  # fmt: skip
+def import_graph_def(
+    graph_def, input_map=None, return_elements=None, name=None, op_dict=None, producer_op_list=None
+):
     """Imports the nodes of `graph_def` into the default graph.
 
     Args:
@@ -87,7 +88,8 @@ def import_graph_def(graph_def, input_map=None, return_elements=None, name=None,
             None,
             None,
             f"import_graph_def: GraphDefs with a function library are not supported "
-            f"({len(graph_def.library.function)} functions, e.g. '{graph_def.library.function[0].signature.name}')",
+            f"({len(graph_def.library.function)} functions, e.g. "
+            f"'{graph_def.library.function[0].signature.name}')",
         )
     graph = default_graph.get()
     graph._check_not_finalized()
@@ -147,7 +149,8 @@ def _check_versions(graph_def):
     v = graph_def.versions
     if v.min_consumer > GRAPH_DEF_VERSION or GRAPH_DEF_VERSION in v.bad_consumers:
         raise ValueError(
-            f"GraphDef min consumer version {v.min_consumer} (bad consumers {list(v.bad_consumers)}) "
+            f"GraphDef min consumer version {v.min_consumer} (bad consumers "
+            f"{list(v.bad_consumers)}) "
             f"does not admit this consumer, GraphDef version {GRAPH_DEF_VERSION}."
         )
 
@@ -191,14 +194,17 @@ class _Importer:
                 tensor = self._tensor(text, op.name, index)
                 if tensor.dtype.base_dtype != op.inputs[index].dtype.base_dtype:
                     raise ValueError(
-                        f"Input {index} of node {op.name} was passed {tensor.dtype.base_dtype.name} "
-                        f"from {tensor.name} incompatible with expected {op.inputs[index].dtype.base_dtype.name}."
+                        f"Input {index} of node {op.name} was passed "
+                        f"{tensor.dtype.base_dtype.name} "
+                        f"from {tensor.name} incompatible with expected "
+                        f"{op.inputs[index].dtype.base_dtype.name}."
                     )
                 op._update_input(index, tensor)
             unused = sorted(set(self.input_map) - self.used_keys)
             if unused:
                 raise ValueError(
-                    f"Attempted to map inputs that were not found in graph_def: [{', '.join(unused)}]"
+                    "Attempted to map inputs that were not found in graph_def: "
+                    f"[{', '.join(unused)}]"
                 )
             for op in new_ops:
                 if "_class" in op._attrs:
@@ -282,7 +288,8 @@ class _Importer:
                 if self._known_default(nd.op, key, value):
                     continue
                 raise ValueError(
-                    f"NodeDef '{nd.name}' mentions attr '{key}' not in Op<name={nd.op}>; its attrs: "
+                    f"NodeDef '{nd.name}' mentions attr '{key}' not in Op<name={nd.op}>; its "
+                    "attrs: "
                     f"{', '.join(sorted(op_def.attrs)) or 'none'}"
                 )
             attrs[key] = value
@@ -401,8 +408,16 @@ class _Importer:
                     break
 
 
-_ATTR_KINDS = {"s": "string", "i": "int", "f": "float", "b": "bool", "type": "type",
-               "shape": "shape", "tensor": "tensor", "func": "func"}  # fmt: skip
+_ATTR_KINDS = {
+    "s": "string",
+    "i": "int",
+    "f": "float",
+    "b": "bool",
+    "type": "type",
+    "shape": "shape",
+    "tensor": "tensor",
+    "func": "func",
+}
 
 
 def _attr_kind(av) -> str | None:

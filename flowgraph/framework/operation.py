@@ -30,8 +30,20 @@ def user_frame() -> tuple[str, int, str]:
 class Operation:
     """A node of the graph. Created by `Graph.create_op`; see the module docstring."""
 
-    def __init__(self, graph, op_id, name, op_type, op_def, inputs, control_inputs, attrs,
-                 output_types, device, input_types=None):  # fmt: skip
+    def __init__(
+        self,
+        graph,
+        op_id,
+        name,
+        op_type,
+        op_def,
+        inputs,
+        control_inputs,
+        attrs,
+        output_types,
+        device,
+        input_types=None,
+    ):
         self._graph = graph
         self._id = op_id
         self._name = name
@@ -159,12 +171,39 @@ class Tensor:
 
     __array_priority__ = 100
     OVERLOADABLE_OPERATORS = {
-        "__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__div__",
-        "__rdiv__", "__truediv__", "__rtruediv__", "__floordiv__", "__rfloordiv__", "__mod__",
-        "__rmod__", "__lt__", "__le__", "__gt__", "__ge__", "__and__", "__rand__", "__or__",
-        "__ror__", "__xor__", "__rxor__", "__getitem__", "__pow__", "__rpow__", "__invert__",
-        "__neg__", "__abs__", "__matmul__", "__rmatmul__",
-    }  # fmt: skip
+        "__add__",
+        "__radd__",
+        "__sub__",
+        "__rsub__",
+        "__mul__",
+        "__rmul__",
+        "__div__",
+        "__rdiv__",
+        "__truediv__",
+        "__rtruediv__",
+        "__floordiv__",
+        "__rfloordiv__",
+        "__mod__",
+        "__rmod__",
+        "__lt__",
+        "__le__",
+        "__gt__",
+        "__ge__",
+        "__and__",
+        "__rand__",
+        "__or__",
+        "__ror__",
+        "__xor__",
+        "__rxor__",
+        "__getitem__",
+        "__pow__",
+        "__rpow__",
+        "__invert__",
+        "__neg__",
+        "__abs__",
+        "__matmul__",
+        "__rmatmul__",
+    }
 
     def __init__(self, op: Operation, value_index: int, dtype: dtypes.DType):
         self._op = op

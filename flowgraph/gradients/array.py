@@ -31,8 +31,12 @@ def _identity_n_grad(op, *grads):
 
 @register_gradient("CheckNumerics")
 def _check_numerics_grad(op, grad):
-    return build("CheckNumerics", grad, message="Not a number (NaN) or infinity (Inf) values "
-                 "detected in gradient. " + op.get_attr("message"))  # fmt: skip
+    return build(
+        "CheckNumerics",
+        grad,
+        message="Not a number (NaN) or infinity (Inf) values "
+        "detected in gradient. " + op.get_attr("message"),
+    )
 
 
 @register_gradient("Print")
@@ -137,8 +141,10 @@ def _slice_grad(op, grad):
 @register_gradient("StridedSlice")
 def _strided_slice_grad(op, grad):
     x, begin, end, strides = op.inputs
-    masks = {k: op.get_attr(k) for k in ("begin_mask", "end_mask", "ellipsis_mask",
-                                          "new_axis_mask", "shrink_axis_mask")}  # fmt: skip
+    masks = {
+        k: op.get_attr(k)
+        for k in ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask")
+    }
     dx = build(
         "StridedSliceGrad", shape(x, begin.dtype.base_dtype), begin, end, strides, grad, **masks
     )
@@ -148,8 +154,10 @@ def _strided_slice_grad(op, grad):
 @register_gradient("StridedSliceGrad")
 def _strided_slice_grad_grad(op, grad):
     _, begin, end, strides, _ = op.inputs
-    masks = {k: op.get_attr(k) for k in ("begin_mask", "end_mask", "ellipsis_mask",
-                                          "new_axis_mask", "shrink_axis_mask")}  # fmt: skip
+    masks = {
+        k: op.get_attr(k)
+        for k in ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask")
+    }
     return None, None, None, None, build("StridedSlice", grad, begin, end, strides, **masks)
 
 
@@ -163,8 +171,18 @@ def _gather_axis0(params, indices, grad):
     if inner is not None and inner.is_fully_defined():
         values_shape = [-1] + inner.as_list()
     else:
-        tail = build("StridedSlice", dense_shape, [1], [0], [1], begin_mask=0, end_mask=1,
-                     ellipsis_mask=0, new_axis_mask=0, shrink_axis_mask=0)  # fmt: skip
+        tail = build(
+            "StridedSlice",
+            dense_shape,
+            [1],
+            [0],
+            [1],
+            begin_mask=0,
+            end_mask=1,
+            ellipsis_mask=0,
+            new_axis_mask=0,
+            shrink_axis_mask=0,
+        )
         values_shape = build(
             "ConcatV2", [cast(build("ExpandDims", size, 0), dense_shape.dtype), tail], 0
         )
@@ -204,8 +222,18 @@ def _gather_v2_grad(op, grad):
     ]
     moved = build("Transpose", grad, flat_perm)
     moved_shape = build("Shape", moved)
-    rest = build("StridedSlice", moved_shape, [n_idx], [0], [1], begin_mask=0, end_mask=1,
-                 ellipsis_mask=0, new_axis_mask=0, shrink_axis_mask=0)  # fmt: skip
+    rest = build(
+        "StridedSlice",
+        moved_shape,
+        [n_idx],
+        [0],
+        [1],
+        begin_mask=0,
+        end_mask=1,
+        ellipsis_mask=0,
+        new_axis_mask=0,
+        shrink_axis_mask=0,
+    )
     values = reshape(
         moved, build("ConcatV2", [constant([-1], dtypes.int32, graph=grad.graph), rest], 0)
     )
@@ -240,8 +268,12 @@ def _tile_grad(op, grad):
     index_type = multiples.dtype.base_dtype
     pairs = build("Pack", [multiples, build("Shape", x, out_type=index_type)], axis=0)
     split = reshape(build("Transpose", pairs, [1, 0]), [-1])
-    axes = build("Range", constant(0, dtypes.int32, graph=x.graph), build("Size", split),
-                 constant(2, dtypes.int32, graph=x.graph))  # fmt: skip
+    axes = build(
+        "Range",
+        constant(0, dtypes.int32, graph=x.graph),
+        build("Size", split),
+        constant(2, dtypes.int32, graph=x.graph),
+    )
     summed = reduce_sum(reshape(grad, split), axes)
     summed.set_shape(x.shape)
     return summed, None
@@ -265,8 +297,13 @@ def _reverse_grad(op, grad):
 @register_gradient("ReverseSequence")
 def _reverse_sequence_grad(op, grad):
     seq_lengths = op.inputs[1]
-    return build("ReverseSequence", grad, seq_lengths, seq_dim=op.get_attr("seq_dim"),
-                 batch_dim=op.get_attr("batch_dim")), None  # fmt: skip
+    return build(
+        "ReverseSequence",
+        grad,
+        seq_lengths,
+        seq_dim=op.get_attr("seq_dim"),
+        batch_dim=op.get_attr("batch_dim"),
+    ), None
 
 
 @register_gradient("BroadcastTo")
@@ -284,9 +321,24 @@ def _one_hot_grad(op, grad):
     return None, None, None, None
 
 
-for _op_type in ("StopGradient", "Shape", "ShapeN", "Size", "Rank", "ZerosLike", "OnesLike",
-                 "Range", "LinSpace", "BroadcastArgs", "BroadcastGradientArgs", "Unique",
-                 "UniqueWithCounts", "ListDiff", "InvertPermutation", "Assert"):  # fmt: skip
+for _op_type in (
+    "StopGradient",
+    "Shape",
+    "ShapeN",
+    "Size",
+    "Rank",
+    "ZerosLike",
+    "OnesLike",
+    "Range",
+    "LinSpace",
+    "BroadcastArgs",
+    "BroadcastGradientArgs",
+    "Unique",
+    "UniqueWithCounts",
+    "ListDiff",
+    "InvertPermutation",
+    "Assert",
+):
     not_differentiable(_op_type)
 
 

@@ -144,7 +144,8 @@ def _check_grad_y(y: Tensor, grad_y, i: int):
             )
         if ydt.is_integer and gdt != ydt:
             raise TypeError(
-                f"Gradient type {gdt.name} generated for integer tensor {y.name} with type {ydt.name} must be {ydt.name}"
+                f"Gradient type {gdt.name} generated for integer tensor {y.name} with type "
+                f"{ydt.name} must be {ydt.name}"
             )
         return grad_y
     return convert.convert_to_tensor(grad_y, dtype=y.dtype.base_dtype, name=f"grad_ys_{i}")
@@ -248,9 +249,17 @@ def _gradient_function(op: Operation):
         ) from None
 
 
-def gradients(ys, xs, grad_ys=None, name="gradients", colocate_gradients_with_ops=False,
-              gate_gradients=False, aggregation_method=None, stop_gradients=None,
-              unconnected_gradients=UnconnectedGradients.NONE):  # fmt: skip
+def gradients(
+    ys,
+    xs,
+    grad_ys=None,
+    name="gradients",
+    colocate_gradients_with_ops=False,
+    gate_gradients=False,
+    aggregation_method=None,
+    stop_gradients=None,
+    unconnected_gradients=UnconnectedGradients.NONE,
+):
     """Symbolic partial derivatives of sum(ys) with respect to each x in xs.
 
     Returns a list with one entry per x: a Tensor, an IndexedSlices (gathers), or None when x is
@@ -269,13 +278,17 @@ def gradients(ys, xs, grad_ys=None, name="gradients", colocate_gradients_with_op
         raise ValueError(f"Passed {len(grad_ys)} grad_ys for {len(ys)} ys")
     if aggregation_method is None:
         aggregation_method = AggregationMethod.DEFAULT
-    if aggregation_method not in (AggregationMethod.ADD_N, AggregationMethod.EXPERIMENTAL_TREE,
-                                  AggregationMethod.EXPERIMENTAL_ACCUMULATE_N):  # fmt: skip
+    if aggregation_method not in (
+        AggregationMethod.ADD_N,
+        AggregationMethod.EXPERIMENTAL_TREE,
+        AggregationMethod.EXPERIMENTAL_ACCUMULATE_N,
+    ):
         raise ValueError(f"Invalid aggregation_method specified {aggregation_method}.")
     unconnected_gradients = UnconnectedGradients(
-        unconnected_gradients.value if isinstance(unconnected_gradients, UnconnectedGradients)
+        unconnected_gradients.value
+        if isinstance(unconnected_gradients, UnconnectedGradients)
         else unconnected_gradients
-    )  # fmt: skip
+    )
     if not ys:
         raise ValueError("gradients() needs at least one y")
     graph = ys[0].graph
@@ -283,8 +296,17 @@ def gradients(ys, xs, grad_ys=None, name="gradients", colocate_gradients_with_op
         if t.graph is not graph:
             raise ValueError(f"{t.name} belongs to {t.graph!r}, but ys belong to {graph!r}")
     with graph.as_default(), graph.name_scope(name or "gradients"):
-        return _backprop(graph, ys, xs, grad_ys, colocate_gradients_with_ops, gate_gradients,
-                         aggregation_method, stop_gradients, unconnected_gradients)  # fmt: skip
+        return _backprop(
+            graph,
+            ys,
+            xs,
+            grad_ys,
+            colocate_gradients_with_ops,
+            gate_gradients,
+            aggregation_method,
+            stop_gradients,
+            unconnected_gradients,
+        )
 
 
 def _backprop(graph, ys, xs, grad_ys, colocate, gate, method, stop_gradients, unconnected):
@@ -302,8 +324,18 @@ def _backprop(graph, ys, xs, grad_ys, colocate, gate, method, stop_gradients, un
     grads: dict[Operation, list] = {}
     for y, g in zip(ys, grad_ys):
         _add_grad(grads, y, g)
-    _propagate(graph, level, [y.op for y in ys], [x.op for x in xs], grads,
-               [s.op for s in stop_gradients], gate, method, colocate, exclude=set())  # fmt: skip
+    _propagate(
+        graph,
+        level,
+        [y.op for y in ys],
+        [x.op for x in xs],
+        grads,
+        [s.op for s in stop_gradients],
+        gate,
+        method,
+        colocate,
+        exclude=set(),
+    )
     return [_result(grads, x, unconnected) for x in xs]
 
 
@@ -365,10 +397,23 @@ def _backprop_loop(graph, loop, between, grads, gate, method, colocate) -> list:
         body_grads: dict[Operation, list] = {}
         for y, g in zip(ys, grad_ys):
             _add_grad(body_grads, y, g)
-        ring = {op for lv in level.loop_vars for op in (lv.merge.op, lv.switch, lv.next_iteration.op,
-                                                      lv.exit.op, lv.enter.op)}  # fmt: skip
-        _propagate(graph, level, [y.op for y in ys], [x.op for x in xs], body_grads, [], gate, method,
-                   colocate, exclude=ring)  # fmt: skip
+        ring = {
+            op
+            for lv in level.loop_vars
+            for op in (lv.merge.op, lv.switch, lv.next_iteration.op, lv.exit.op, lv.enter.op)
+        }
+        _propagate(
+            graph,
+            level,
+            [y.op for y in ys],
+            [x.op for x in xs],
+            body_grads,
+            [],
+            gate,
+            method,
+            colocate,
+            exclude=ring,
+        )
         return [_result(body_grads, x, UnconnectedGradients.NONE) for x in xs]
 
     for outside, g in control_flow.loop_gradient(graph, loop, exit_grads, backprop_body):
@@ -449,16 +494,25 @@ def _result(grads: dict, x: Tensor, unconnected: UnconnectedGradients):
     return g
 
 
-def hessians(ys, xs, name="hessians", colocate_gradients_with_ops=False, gate_gradients=False,
-             aggregation_method=None):  # fmt: skip
+def hessians(
+    ys,
+    xs,
+    name="hessians",
+    colocate_gradients_with_ops=False,
+    gate_gradients=False,
+    aggregation_method=None,
+):
     """The Hessian of sum(ys) with respect to each x in xs: a tensor of shape x.shape + x.shape.
 
     Built as the gradient of each component of the gradient (a Python loop over the components
     of the flattened gradient, so intended for small x).
     """
     xs = _as_list(xs)
-    kwargs = dict(colocate_gradients_with_ops=colocate_gradients_with_ops,
-                  gate_gradients=gate_gradients, aggregation_method=aggregation_method)  # fmt: skip
+    kwargs = dict(
+        colocate_gradients_with_ops=colocate_gradients_with_ops,
+        gate_gradients=gate_gradients,
+        aggregation_method=aggregation_method,
+    )
     graph = default_graph.get() if not xs else _to_graph_tensor(xs[0], "x").graph
     results = []
     with graph.as_default(), graph.name_scope(name):
@@ -467,7 +521,8 @@ def hessians(ys, xs, name="hessians", colocate_gradients_with_ops=False, gate_gr
             n = x.shape.num_elements()
             if n is None:
                 raise ValueError(
-                    f"hessians() needs x with a fully defined static shape; {x.name} has shape {x.shape}"
+                    f"hessians() needs x with a fully defined static shape; {x.name} has shape "
+                    f"{x.shape}"
                 )
             grad = gradients(ys, x, **kwargs)[0]
             if grad is None:
@@ -477,8 +532,18 @@ def hessians(ys, xs, name="hessians", colocate_gradients_with_ops=False, gate_gr
             flat = util.reshape(grad, [-1])
             rows = []
             for j in range(n):
-                component = util.build("StridedSlice", flat, [j], [j + 1], [1], shrink_axis_mask=1,
-                                       begin_mask=0, end_mask=0, ellipsis_mask=0, new_axis_mask=0)  # fmt: skip
+                component = util.build(
+                    "StridedSlice",
+                    flat,
+                    [j],
+                    [j + 1],
+                    [1],
+                    shrink_axis_mask=1,
+                    begin_mask=0,
+                    end_mask=0,
+                    ellipsis_mask=0,
+                    new_axis_mask=0,
+                )
                 row = gradients(component, x, **kwargs)[0]
                 rows.append(util.zeros_like(x) if row is None else convert.convert_to_tensor(row))
             stacked = util.build("Pack", rows, axis=0)

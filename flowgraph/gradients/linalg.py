@@ -23,8 +23,10 @@ def _matmul_grad(op, grad):
         return build("MatMul", grad, b), build("MatMul", grad, a, transpose_a=True)
     if t_a and not t_b:
         return build("MatMul", b, grad, transpose_b=True), build("MatMul", a, grad)
-    return (build("MatMul", b, grad, transpose_a=True, transpose_b=True),
-            build("MatMul", grad, a, transpose_a=True, transpose_b=True))  # fmt: skip
+    return (
+        build("MatMul", b, grad, transpose_a=True, transpose_b=True),
+        build("MatMul", grad, a, transpose_a=True, transpose_b=True),
+    )
 
 
 def _mm(a, b, adj_a=False, adj_b=False):
@@ -110,8 +112,12 @@ def _cholesky_grad(op, grad):
         "Mul", constant(0.5, l.dtype.base_dtype, graph=l.graph), build("MatrixDiagPart", middle)
     )
     middle = build("MatrixSetDiag", middle, half_diag)
-    middle = build("MatrixBandPart", middle, constant(-1, dtypes.int64, graph=l.graph),
-                   constant(0, dtypes.int64, graph=l.graph))  # fmt: skip
+    middle = build(
+        "MatrixBandPart",
+        middle,
+        constant(-1, dtypes.int64, graph=l.graph),
+        constant(0, dtypes.int64, graph=l.graph),
+    )
     grad_a = _mm(_mm(l_inverse, middle, adj_a=True), l_inverse)
     grad_a = build("AddV2", grad_a, _adjoint(grad_a))
     return build("Mul", grad_a, constant(0.5, l.dtype.base_dtype, graph=l.graph))
@@ -141,8 +147,12 @@ def _matrix_triangular_solve_grad(op, grad):
     else:
         grad_a = build("Neg", _mm(grad_b, c, adj_b=True))
     lo, hi = (-1, 0) if lower else (0, -1)
-    band = build("MatrixBandPart", grad_a, constant(lo, dtypes.int64, graph=a.graph),
-                 constant(hi, dtypes.int64, graph=a.graph))  # fmt: skip
+    band = build(
+        "MatrixBandPart",
+        grad_a,
+        constant(lo, dtypes.int64, graph=a.graph),
+        constant(hi, dtypes.int64, graph=a.graph),
+    )
     return band, grad_b
 
 

@@ -357,8 +357,14 @@ def _cast_grad(op, grad):
     """The gradient flows back (cast to the source type) only between float/complex types."""
     src = op.inputs[0].dtype.base_dtype
     dst = op.outputs[0].dtype.base_dtype
-    differentiable = (dtypes.float16, dtypes.float32, dtypes.float64, dtypes.bfloat16,
-                      dtypes.complex64, dtypes.complex128)  # fmt: skip
+    differentiable = (
+        dtypes.float16,
+        dtypes.float32,
+        dtypes.float64,
+        dtypes.bfloat16,
+        dtypes.complex64,
+        dtypes.complex128,
+    )
     if src in differentiable and dst in differentiable:
         if isinstance(grad, type(op.outputs[0])):
             return cast(grad, src)
@@ -386,7 +392,24 @@ def _select_v2_grad(op, grad):
     return None, gx, gy
 
 
-for _op_type in ("Less", "LessEqual", "Greater", "GreaterEqual", "Equal", "NotEqual",
-                 "LogicalAnd", "LogicalOr", "LogicalNot", "IsNan", "IsInf", "IsFinite",
-                 "ArgMax", "ArgMin", "TruncateDiv", "Any", "All", "Where"):  # fmt: skip
+for _op_type in (
+    "Less",
+    "LessEqual",
+    "Greater",
+    "GreaterEqual",
+    "Equal",
+    "NotEqual",
+    "LogicalAnd",
+    "LogicalOr",
+    "LogicalNot",
+    "IsNan",
+    "IsInf",
+    "IsFinite",
+    "ArgMax",
+    "ArgMin",
+    "TruncateDiv",
+    "Any",
+    "All",
+    "Where",
+):
     not_differentiable(_op_type)

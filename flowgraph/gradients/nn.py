@@ -208,8 +208,18 @@ def _top_k_grad_impl(op, grad):
     x, indices = op.inputs[0], op.outputs[1]
     depth = x.shape.as_list()[-1] if x.shape.ndims else None
     if depth is None:
-        depth = build("StridedSlice", shape(x), [-1], [0], [1], shrink_axis_mask=1, begin_mask=0,
-                      end_mask=1, ellipsis_mask=0, new_axis_mask=0)  # fmt: skip
+        depth = build(
+            "StridedSlice",
+            shape(x),
+            [-1],
+            [0],
+            [1],
+            shrink_axis_mask=1,
+            begin_mask=0,
+            end_mask=1,
+            ellipsis_mask=0,
+            new_axis_mask=0,
+        )
     on, off = constant(1, grad.dtype, name="on_value"), constant(0, grad.dtype, name="off_value")
     one_hot = build("OneHot", indices, depth, on, off, axis=-1)
     return reduce_sum(build("Mul", one_hot, _expand_last(grad)), [-2])
@@ -225,6 +235,11 @@ def _top_k_grad(op, grad, _):
     return _top_k_grad_impl(op, grad)
 
 
-for _op in ("InTopK", "InTopKV2", "UniformCandidateSampler", "LogUniformCandidateSampler",
-            "ComputeAccidentalHits"):  # fmt: skip
+for _op in (
+    "InTopK",
+    "InTopKV2",
+    "UniformCandidateSampler",
+    "LogUniformCandidateSampler",
+    "ComputeAccidentalHits",
+):
     not_differentiable(_op)

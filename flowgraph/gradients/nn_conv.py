@@ -34,8 +34,10 @@ def _conv_family(forward: str):
     def forward_grad(op, grad):
         x, f = op.inputs
         a = _attrs(op, _CONV_ATTRS)
-        return (build(backprop_input, shape(x), f, grad, **a),
-                build(backprop_filter, x, shape(f), grad, **a))  # fmt: skip
+        return (
+            build(backprop_input, shape(x), f, grad, **a),
+            build(backprop_filter, x, shape(f), grad, **a),
+        )
 
     def backprop_input_grad(op, grad):
         _, f, dy = op.inputs

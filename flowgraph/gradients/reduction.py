@@ -13,8 +13,15 @@ import numpy as np
 from flowgraph.core import dtypes
 from flowgraph.gradients.registry import register_gradient
 from flowgraph.gradients.util import (
-    build, cast, conj, constant, reshape, shape, size, static_value,
-)  # fmt: skip
+    build,
+    cast,
+    conj,
+    constant,
+    reshape,
+    shape,
+    size,
+    static_value,
+)
 
 
 def _reduced_shape(input_shape, axes):
@@ -24,8 +31,12 @@ def _reduced_shape(input_shape, axes):
     rank = build("Size", input_shape)
     axes = build("FloorMod", build("AddV2", axes, rank), rank)
     ones = build("Fill", build("Shape", axes), constant(1, dtypes.int32, graph=axes.graph))
-    positions = build("Range", constant(0, dtypes.int32, graph=axes.graph), rank,
-                      constant(1, dtypes.int32, graph=axes.graph))  # fmt: skip
+    positions = build(
+        "Range",
+        constant(0, dtypes.int32, graph=axes.graph),
+        rank,
+        constant(1, dtypes.int32, graph=axes.graph),
+    )
     return build("DynamicStitch", [positions, axes], [input_shape, ones])
 
 
@@ -83,8 +94,12 @@ def _mean_grad(op, grad):
         axes = build("FloorMod", build("AddV2", op.inputs[1], rank, name="add"), rank, name="mod")
         picked = build("GatherV2", input_shape, axes, 0)
         factor = build("Prod", picked, constant([0], dtypes.int32, graph=x.graph), keep_dims=False)
-    return build("RealDiv" if not x.dtype.is_complex else "Div", sum_grad,
-                 cast(factor, sum_grad.dtype), name="truediv"), None  # fmt: skip
+    return build(
+        "RealDiv" if not x.dtype.is_complex else "Div",
+        sum_grad,
+        cast(factor, sum_grad.dtype),
+        name="truediv",
+    ), None
 
 
 @register_gradient("Max")
@@ -121,8 +136,12 @@ def _prod_grad(op, grad):
     reduced = cast(
         build("FloorMod", build("AddV2", cast(axes, dtypes.int32), rank), rank), dtypes.int32
     )
-    idx = build("Range", constant(0, dtypes.int32, graph=x.graph), rank,
-                constant(1, dtypes.int32, graph=x.graph))  # fmt: skip
+    idx = build(
+        "Range",
+        constant(0, dtypes.int32, graph=x.graph),
+        rank,
+        constant(1, dtypes.int32, graph=x.graph),
+    )
     other = build("ListDiff", idx, reduced, out_idx=dtypes.int32)[0]
     perm = build("ConcatV2", [reduced, other], 0)
     reduced_num = build("Prod", build("GatherV2", input_shape, reduced, 0), 0)
@@ -140,13 +159,18 @@ def _prod_grad(op, grad):
 @register_gradient("Cumsum")
 def _cumsum_grad(op, grad):
     """A cumulative sum's adjoint is the cumulative sum in the other direction."""
-    return build("Cumsum", grad, op.inputs[1], exclusive=op.get_attr("exclusive"),
-                 reverse=not op.get_attr("reverse")), None  # fmt: skip
+    return build(
+        "Cumsum",
+        grad,
+        op.inputs[1],
+        exclusive=op.get_attr("exclusive"),
+        reverse=not op.get_attr("reverse"),
+    ), None
 
 
 @register_gradient("Cumprod")
 def _cumprod_grad(op, grad):
-    """d cumprod: reverse cumsum of (prod * grad), divided by x (TF's formula; x must be non-zero)."""
+    """d cumprod: reverse cumsum of (prod * grad), divided by x (TF's formula; x non-zero)."""
     x, axis = op.inputs
     exclusive, reverse = op.get_attr("exclusive"), op.get_attr("reverse")
     prod = build("Cumprod", x, axis, exclusive=exclusive, reverse=reverse)

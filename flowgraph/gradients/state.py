@@ -34,20 +34,55 @@ def _resource_gather_grad(op, grad):
     if inner is not None and inner.is_fully_defined():
         values_shape = [-1] + inner.as_list()
     else:
-        tail = build("StridedSlice", params_shape, [1], [0], [1], begin_mask=0, end_mask=1,
-                     ellipsis_mask=0, new_axis_mask=0, shrink_axis_mask=0)  # fmt: skip
+        tail = build(
+            "StridedSlice",
+            params_shape,
+            [1],
+            [0],
+            [1],
+            begin_mask=0,
+            end_mask=1,
+            ellipsis_mask=0,
+            new_axis_mask=0,
+            shrink_axis_mask=0,
+        )
         values_shape = build("ConcatV2", [cast(size, index_type), tail], 0)
     values = reshape(grad, values_shape)
     return IndexedSlices(values, reshape(indices, size), params_shape), None
 
 
-for _op_type in ("Assign", "AssignAdd", "AssignSub", "AssignVariableOp", "AssignAddVariableOp",
-                 "AssignSubVariableOp", "IsVariableInitialized", "VarIsInitializedOp",
-                 "DestroyTemporaryVariable", "CountUpTo", "ScatterUpdate", "ScatterAdd",
-                 "ScatterSub", "ScatterMul", "ScatterDiv", "ScatterMin", "ScatterMax",
-                 "ScatterNdUpdate", "ScatterNdAdd", "ScatterNdSub", "VariableShape",
-                 "ResourceScatterUpdate", "ResourceScatterAdd", "ResourceScatterSub",
-                 "ResourceScatterMul", "ResourceScatterDiv", "ResourceScatterMin",
-                 "ResourceScatterMax", "ResourceScatterNdUpdate", "ResourceScatterNdAdd",
-                 "ResourceScatterNdSub", "ResourceCountUpTo"):  # fmt: skip
+for _op_type in (
+    "Assign",
+    "AssignAdd",
+    "AssignSub",
+    "AssignVariableOp",
+    "AssignAddVariableOp",
+    "AssignSubVariableOp",
+    "IsVariableInitialized",
+    "VarIsInitializedOp",
+    "DestroyTemporaryVariable",
+    "CountUpTo",
+    "ScatterUpdate",
+    "ScatterAdd",
+    "ScatterSub",
+    "ScatterMul",
+    "ScatterDiv",
+    "ScatterMin",
+    "ScatterMax",
+    "ScatterNdUpdate",
+    "ScatterNdAdd",
+    "ScatterNdSub",
+    "VariableShape",
+    "ResourceScatterUpdate",
+    "ResourceScatterAdd",
+    "ResourceScatterSub",
+    "ResourceScatterMul",
+    "ResourceScatterDiv",
+    "ResourceScatterMin",
+    "ResourceScatterMax",
+    "ResourceScatterNdUpdate",
+    "ResourceScatterNdAdd",
+    "ResourceScatterNdSub",
+    "ResourceCountUpTo",
+):
     not_differentiable(_op_type)

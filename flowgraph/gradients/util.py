@@ -86,8 +86,19 @@ def rank(x: Tensor, name: str = "Rank") -> Tensor:
 
 def slice_first(t: Tensor, name: str = "strided_slice") -> Tensor:
     """t[0] for a 1-D tensor (TF's `dense_shape[0]`)."""
-    return build("StridedSlice", t, [0], [1], [1], name=name, shrink_axis_mask=1,
-                 begin_mask=0, end_mask=0, ellipsis_mask=0, new_axis_mask=0)  # fmt: skip
+    return build(
+        "StridedSlice",
+        t,
+        [0],
+        [1],
+        [1],
+        name=name,
+        shrink_axis_mask=1,
+        begin_mask=0,
+        end_mask=0,
+        ellipsis_mask=0,
+        new_axis_mask=0,
+    )
 
 
 def reshape(x, shape_, name: str = "Reshape") -> Tensor:

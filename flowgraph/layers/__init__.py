@@ -8,12 +8,24 @@ from flowgraph.layers.convolutional import (
     average_pooling2d,
     conv2d,
     max_pooling2d,
-)  # fmt: skip
+)
 from flowgraph.layers.core import Dense, Dropout, Flatten, dense, dropout, flatten
 from flowgraph.layers.normalization import BatchNormalization, batch_normalization
 
 __all__ = [
-    "AveragePooling2D", "BatchNormalization", "Conv2D", "Dense", "Dropout", "Flatten", "Layer",
-    "MaxPooling2D", "average_pooling2d", "batch_normalization", "conv2d", "dense", "dropout",
-    "flatten", "max_pooling2d",
-]  # fmt: skip
+    "AveragePooling2D",
+    "BatchNormalization",
+    "Conv2D",
+    "Dense",
+    "Dropout",
+    "Flatten",
+    "Layer",
+    "MaxPooling2D",
+    "average_pooling2d",
+    "batch_normalization",
+    "conv2d",
+    "dense",
+    "dropout",
+    "flatten",
+    "max_pooling2d",
+]

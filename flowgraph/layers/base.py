@@ -122,8 +122,10 @@ class Layer:
     @property
     def scope_name(self) -> str:
         if self._scope is None:
-            raise ValueError("No name available for layer scope because the layer "
-                             f"'{self._name}' has not been used yet.")  # fmt: skip
+            raise ValueError(
+                "No name available for layer scope because the layer "
+                f"'{self._name}' has not been used yet."
+            )
         return self._scope.name
 
     @property
@@ -166,8 +168,18 @@ class Layer:
         raise NotImplementedError(f"{type(self).__name__} does not define compute_output_shape")
 
     # -- variables, updates, losses -----------------------------------------------------------
-    def add_weight(self, name, shape, dtype=None, initializer=None, regularizer=None,
-                   trainable=True, constraint=None, partitioner=None, use_resource=None):  # fmt: skip
+    def add_weight(
+        self,
+        name,
+        shape,
+        dtype=None,
+        initializer=None,
+        regularizer=None,
+        trainable=True,
+        constraint=None,
+        partitioner=None,
+        use_resource=None,
+    ):
         """Creates (or, on reuse, finds) `scope/name` with `get_variable`; tracks it."""
         dtype = dtypes.as_dtype(dtype or self._dtype or dtypes.float32)
         trainable = bool(trainable and self.trainable)
@@ -178,10 +190,16 @@ class Layer:
             with _reenter(graph, scope.original_name_scope):
                 existing = len(graph.get_collection(GraphKeys.REGULARIZATION_LOSSES))
                 variable = vs.get_variable(
-                    name, shape=shape, dtype=dtype, initializer=initializer,
-                    regularizer=regularizer, trainable=trainable, constraint=constraint,
-                    partitioner=partitioner, use_resource=use_resource,
-                )  # fmt: skip
+                    name,
+                    shape=shape,
+                    dtype=dtype,
+                    initializer=initializer,
+                    regularizer=regularizer,
+                    trainable=trainable,
+                    constraint=constraint,
+                    partitioner=partitioner,
+                    use_resource=use_resource,
+                )
                 self._losses.extend(
                     graph.get_collection(GraphKeys.REGULARIZATION_LOSSES)[existing:]
                 )

@@ -73,12 +73,27 @@ def _spatial_shape(shape: TensorShape, data_format, out_hw, channels):
 class Conv2D(Layer):
     """2-D convolution: outputs = activation(conv2d(inputs, kernel) + bias)."""
 
-    def __init__(self, filters, kernel_size, strides=(1, 1), padding="valid",
-                 data_format="channels_last", dilation_rate=(1, 1), activation=None,
-                 use_bias=True, kernel_initializer=None,
-                 bias_initializer=init_ops.zeros_initializer(), kernel_regularizer=None,
-                 bias_regularizer=None, activity_regularizer=None, kernel_constraint=None,
-                 bias_constraint=None, trainable=True, name=None, **kwargs):  # fmt: skip
+    def __init__(
+        self,
+        filters,
+        kernel_size,
+        strides=(1, 1),
+        padding="valid",
+        data_format="channels_last",
+        dilation_rate=(1, 1),
+        activation=None,
+        use_bias=True,
+        kernel_initializer=None,
+        bias_initializer=init_ops.zeros_initializer(),
+        kernel_regularizer=None,
+        bias_regularizer=None,
+        activity_regularizer=None,
+        kernel_constraint=None,
+        bias_constraint=None,
+        trainable=True,
+        name=None,
+        **kwargs,
+    ):
         super().__init__(
             trainable=trainable, name=name, activity_regularizer=activity_regularizer, **kwargs
         )
@@ -108,22 +123,36 @@ class Conv2D(Layer):
         if channels is None:
             raise ValueError("The channel dimension of the inputs should be defined. Found `None`.")
         shape = [*self.kernel_size, channels, self.filters]
-        self.kernel = self.add_weight("kernel", shape, initializer=self.kernel_initializer,
-                                      regularizer=self.kernel_regularizer,
-                                      constraint=self.kernel_constraint)  # fmt: skip
+        self.kernel = self.add_weight(
+            "kernel",
+            shape,
+            initializer=self.kernel_initializer,
+            regularizer=self.kernel_regularizer,
+            constraint=self.kernel_constraint,
+        )
         self.bias = None
         if self.use_bias:
-            self.bias = self.add_weight("bias", [self.filters], initializer=self.bias_initializer,
-                                        regularizer=self.bias_regularizer,
-                                        constraint=self.bias_constraint)  # fmt: skip
+            self.bias = self.add_weight(
+                "bias",
+                [self.filters],
+                initializer=self.bias_initializer,
+                regularizer=self.bias_regularizer,
+                constraint=self.bias_constraint,
+            )
         self.built = True
 
     def call(self, inputs):
         fmt = _nn_format(self.data_format)
         strides = [1, 1, *self.strides] if fmt == "NCHW" else [1, *self.strides, 1]
         dilations = [1, 1, *self.dilation_rate] if fmt == "NCHW" else [1, *self.dilation_rate, 1]
-        outputs = nn_conv.conv2d(inputs, self.kernel, strides=strides, padding=self.padding.upper(),
-                                data_format=fmt, dilations=dilations)  # fmt: skip
+        outputs = nn_conv.conv2d(
+            inputs,
+            self.kernel,
+            strides=strides,
+            padding=self.padding.upper(),
+            data_format=fmt,
+            dilations=dilations,
+        )
         if self.use_bias:
             outputs = nn_ops.bias_add(outputs, self.bias, data_format=fmt)
         if self.activation is not None:
@@ -133,25 +162,59 @@ class Conv2D(Layer):
     def compute_output_shape(self, input_shape):
         shape = TensorShape(input_shape).with_rank(4)
         hw = shape.as_list()[1:3] if self.data_format == "channels_last" else shape.as_list()[2:]
-        out = [_output_length(n, k, self.padding, s, d)
-               for n, k, s, d in zip(hw, self.kernel_size, self.strides, self.dilation_rate)]  # fmt: skip
+        out = [
+            _output_length(n, k, self.padding, s, d)
+            for n, k, s, d in zip(hw, self.kernel_size, self.strides, self.dilation_rate)
+        ]
         return _spatial_shape(shape, self.data_format, out, self.filters)
 
 
-def conv2d(inputs, filters, kernel_size, strides=(1, 1), padding="valid",
-           data_format="channels_last", dilation_rate=(1, 1), activation=None, use_bias=True,
-           kernel_initializer=None, bias_initializer=init_ops.zeros_initializer(),
-           kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None,
-           kernel_constraint=None, bias_constraint=None, trainable=True, name=None,
-           reuse=None):  # fmt: skip
-    """Functional Conv2D. Example: h = tf.layers.conv2d(x, 32, 5, padding="same", activation=tf.nn.relu)"""
-    layer = Conv2D(filters, kernel_size, strides=strides, padding=padding, data_format=data_format,
-                   dilation_rate=dilation_rate, activation=activation, use_bias=use_bias,
-                   kernel_initializer=kernel_initializer, bias_initializer=bias_initializer,
-                   kernel_regularizer=kernel_regularizer, bias_regularizer=bias_regularizer,
-                   activity_regularizer=activity_regularizer, kernel_constraint=kernel_constraint,
-                   bias_constraint=bias_constraint, trainable=trainable, name=name, _reuse=reuse,
-                   _scope=name)  # fmt: skip
+def conv2d(
+    inputs,
+    filters,
+    kernel_size,
+    strides=(1, 1),
+    padding="valid",
+    data_format="channels_last",
+    dilation_rate=(1, 1),
+    activation=None,
+    use_bias=True,
+    kernel_initializer=None,
+    bias_initializer=init_ops.zeros_initializer(),
+    kernel_regularizer=None,
+    bias_regularizer=None,
+    activity_regularizer=None,
+    kernel_constraint=None,
+    bias_constraint=None,
+    trainable=True,
+    name=None,
+    reuse=None,
+):
+    """Functional Conv2D.
+
+    Example: h = tf.layers.conv2d(x, 32, 5, padding="same", activation=tf.nn.relu)
+    """
+    layer = Conv2D(
+        filters,
+        kernel_size,
+        strides=strides,
+        padding=padding,
+        data_format=data_format,
+        dilation_rate=dilation_rate,
+        activation=activation,
+        use_bias=use_bias,
+        kernel_initializer=kernel_initializer,
+        bias_initializer=bias_initializer,
+        kernel_regularizer=kernel_regularizer,
+        bias_regularizer=bias_regularizer,
+        activity_regularizer=activity_regularizer,
+        kernel_constraint=kernel_constraint,
+        bias_constraint=bias_constraint,
+        trainable=trainable,
+        name=name,
+        _reuse=reuse,
+        _scope=name,
+    )
     return layer.apply(inputs)
 
 

@@ -21,10 +21,22 @@ class Dense(Layer):
     Inputs of rank > 2 are multiplied along their last axis.
     """
 
-    def __init__(self, units, activation=None, use_bias=True, kernel_initializer=None,
-                 bias_initializer=init_ops.zeros_initializer(), kernel_regularizer=None,
-                 bias_regularizer=None, activity_regularizer=None, kernel_constraint=None,
-                 bias_constraint=None, trainable=True, name=None, **kwargs):  # fmt: skip
+    def __init__(
+        self,
+        units,
+        activation=None,
+        use_bias=True,
+        kernel_initializer=None,
+        bias_initializer=init_ops.zeros_initializer(),
+        kernel_regularizer=None,
+        bias_regularizer=None,
+        activity_regularizer=None,
+        kernel_constraint=None,
+        bias_constraint=None,
+        trainable=True,
+        name=None,
+        **kwargs,
+    ):
         super().__init__(
             trainable=trainable, name=name, activity_regularizer=activity_regularizer, **kwargs
         )
@@ -47,14 +59,22 @@ class Dense(Layer):
                 "The last dimension of the inputs to `Dense` should be defined. Found `None`."
             )
         last = input_shape[-1].value
-        self.kernel = self.add_weight("kernel", [last, self.units], initializer=self.kernel_initializer,
-                                      regularizer=self.kernel_regularizer,
-                                      constraint=self.kernel_constraint)  # fmt: skip
+        self.kernel = self.add_weight(
+            "kernel",
+            [last, self.units],
+            initializer=self.kernel_initializer,
+            regularizer=self.kernel_regularizer,
+            constraint=self.kernel_constraint,
+        )
         self.bias = None
         if self.use_bias:
-            self.bias = self.add_weight("bias", [self.units], initializer=self.bias_initializer,
-                                        regularizer=self.bias_regularizer,
-                                        constraint=self.bias_constraint)  # fmt: skip
+            self.bias = self.add_weight(
+                "bias",
+                [self.units],
+                initializer=self.bias_initializer,
+                regularizer=self.bias_regularizer,
+                constraint=self.bias_constraint,
+            )
         self.built = True
 
     def call(self, inputs):
@@ -83,17 +103,39 @@ class Dense(Layer):
         return TensorShape(input_shape.as_list()[:-1] + [self.units])
 
 
-def dense(inputs, units, activation=None, use_bias=True, kernel_initializer=None,
-          bias_initializer=init_ops.zeros_initializer(), kernel_regularizer=None,
-          bias_regularizer=None, activity_regularizer=None, kernel_constraint=None,
-          bias_constraint=None, trainable=True, name=None, reuse=None):  # fmt: skip
+def dense(
+    inputs,
+    units,
+    activation=None,
+    use_bias=True,
+    kernel_initializer=None,
+    bias_initializer=init_ops.zeros_initializer(),
+    kernel_regularizer=None,
+    bias_regularizer=None,
+    activity_regularizer=None,
+    kernel_constraint=None,
+    bias_constraint=None,
+    trainable=True,
+    name=None,
+    reuse=None,
+):
     """Functional Dense. Example: h = tf.layers.dense(x, 128, activation=tf.nn.relu)"""
-    layer = Dense(units, activation=activation, use_bias=use_bias,
-                  kernel_initializer=kernel_initializer, bias_initializer=bias_initializer,
-                  kernel_regularizer=kernel_regularizer, bias_regularizer=bias_regularizer,
-                  activity_regularizer=activity_regularizer, kernel_constraint=kernel_constraint,
-                  bias_constraint=bias_constraint, trainable=trainable, name=name,
-                  _scope=name, _reuse=reuse)  # fmt: skip
+    layer = Dense(
+        units,
+        activation=activation,
+        use_bias=use_bias,
+        kernel_initializer=kernel_initializer,
+        bias_initializer=bias_initializer,
+        kernel_regularizer=kernel_regularizer,
+        bias_regularizer=bias_regularizer,
+        activity_regularizer=activity_regularizer,
+        kernel_constraint=kernel_constraint,
+        bias_constraint=bias_constraint,
+        trainable=trainable,
+        name=name,
+        _scope=name,
+        _reuse=reuse,
+    )
     return layer.apply(inputs)
 
 
@@ -174,6 +216,7 @@ def _normalize_data_format(value):
     v = str(value).lower()
     if v not in ("channels_last", "channels_first"):
         raise ValueError(
-            f"The `data_format` argument must be one of 'channels_first', 'channels_last'. Received: {value!r}"
+            "The `data_format` argument must be one of 'channels_first', 'channels_last'. "
+            f"Received: {value!r}"
         )
     return v

@@ -1,7 +1,7 @@
 """Batch normalization (TF1's tf.layers.BatchNormalization).
 
 Training normalizes with the batch's mean and (biased) variance and creates the ops that move
-`moving_mean` and `moving_variance` towards them (moving = moving - (moving - batch)·(1 - momentum));
+`moving_mean` and `moving_variance` towards them (moving -= (moving - batch)·(1 - momentum));
 they go to tf.GraphKeys.UPDATE_OPS, which the program runs with its train op. Inference uses the
 moving statistics. Where TF1 would take its fused kernel (4-D inputs, channel axis 1 or 3; the
 default `fused=None`), the moving variance is updated with the unbiased (n/(n-1)) batch variance,
@@ -27,19 +27,38 @@ __all__ = ["BatchNormalization", "batch_normalization"]
 class BatchNormalization(Layer):
     """Normalizes over every axis but `axis` (the channels); learns `gamma` and `beta`."""
 
-    def __init__(self, axis=-1, momentum=0.99, epsilon=1e-3, center=True, scale=True,
-                 beta_initializer=init_ops.zeros_initializer(),
-                 gamma_initializer=init_ops.ones_initializer(),
-                 moving_mean_initializer=init_ops.zeros_initializer(),
-                 moving_variance_initializer=init_ops.ones_initializer(), beta_regularizer=None,
-                 gamma_regularizer=None, beta_constraint=None, gamma_constraint=None,
-                 renorm=False, renorm_clipping=None, renorm_momentum=0.99, fused=None,
-                 trainable=True, virtual_batch_size=None, adjustment=None, name=None,
-                 **kwargs):  # fmt: skip
+    def __init__(
+        self,
+        axis=-1,
+        momentum=0.99,
+        epsilon=1e-3,
+        center=True,
+        scale=True,
+        beta_initializer=init_ops.zeros_initializer(),
+        gamma_initializer=init_ops.ones_initializer(),
+        moving_mean_initializer=init_ops.zeros_initializer(),
+        moving_variance_initializer=init_ops.ones_initializer(),
+        beta_regularizer=None,
+        gamma_regularizer=None,
+        beta_constraint=None,
+        gamma_constraint=None,
+        renorm=False,
+        renorm_clipping=None,
+        renorm_momentum=0.99,
+        fused=None,
+        trainable=True,
+        virtual_batch_size=None,
+        adjustment=None,
+        name=None,
+        **kwargs,
+    ):
         super().__init__(trainable=trainable, name=name, **kwargs)
-        for arg, value, default in (("renorm", renorm, False), ("renorm_clipping", renorm_clipping, None),
-                                    ("virtual_batch_size", virtual_batch_size, None),
-                                    ("adjustment", adjustment, None)):  # fmt: skip
+        for arg, value, default in (
+            ("renorm", renorm, False),
+            ("renorm_clipping", renorm_clipping, None),
+            ("virtual_batch_size", virtual_batch_size, None),
+            ("adjustment", adjustment, None),
+        ):
             if value != default:
                 raise NotImplementedError(
                     f"BatchNormalization({arg}={value!r}) is not supported by flowgraph."
@@ -91,18 +110,37 @@ class BatchNormalization(Layer):
         shape = [channels]
         self.gamma = self.beta = None
         if self.scale:
-            self.gamma = self.add_weight("gamma", shape, dtype=dtype, initializer=self.gamma_initializer,
-                                         regularizer=self.gamma_regularizer,
-                                         constraint=self.gamma_constraint)  # fmt: skip
+            self.gamma = self.add_weight(
+                "gamma",
+                shape,
+                dtype=dtype,
+                initializer=self.gamma_initializer,
+                regularizer=self.gamma_regularizer,
+                constraint=self.gamma_constraint,
+            )
         if self.center:
-            self.beta = self.add_weight("beta", shape, dtype=dtype, initializer=self.beta_initializer,
-                                        regularizer=self.beta_regularizer,
-                                        constraint=self.beta_constraint)  # fmt: skip
-        self.moving_mean = self.add_weight("moving_mean", shape, dtype=dtype,
-                                           initializer=self.moving_mean_initializer, trainable=False)  # fmt: skip
-        self.moving_variance = self.add_weight("moving_variance", shape, dtype=dtype,
-                                               initializer=self.moving_variance_initializer,
-                                               trainable=False)  # fmt: skip
+            self.beta = self.add_weight(
+                "beta",
+                shape,
+                dtype=dtype,
+                initializer=self.beta_initializer,
+                regularizer=self.beta_regularizer,
+                constraint=self.beta_constraint,
+            )
+        self.moving_mean = self.add_weight(
+            "moving_mean",
+            shape,
+            dtype=dtype,
+            initializer=self.moving_mean_initializer,
+            trainable=False,
+        )
+        self.moving_variance = self.add_weight(
+            "moving_variance",
+            shape,
+            dtype=dtype,
+            initializer=self.moving_variance_initializer,
+            trainable=False,
+        )
         self.built = True
 
     def _broadcast(self, v, ndims):
@@ -117,9 +155,14 @@ class BatchNormalization(Layer):
         ndims = inputs.get_shape().ndims
         pdtype = self.moving_mean.dtype.base_dtype
         x = math_ops.cast(inputs, pdtype) if inputs.dtype.base_dtype != pdtype else inputs
-        out = nn_ops.batch_normalization(x, self._broadcast(mean, ndims), self._broadcast(variance, ndims),
-                                         self._broadcast(self.beta, ndims), self._broadcast(self.gamma, ndims),
-                                         self.epsilon)  # fmt: skip
+        out = nn_ops.batch_normalization(
+            x,
+            self._broadcast(mean, ndims),
+            self._broadcast(variance, ndims),
+            self._broadcast(self.beta, ndims),
+            self._broadcast(self.gamma, ndims),
+            self.epsilon,
+        )
         return (
             math_ops.cast(out, inputs.dtype.base_dtype)
             if out.dtype.base_dtype != inputs.dtype.base_dtype
@@ -151,8 +194,11 @@ class BatchNormalization(Layer):
                 smart_cond(training, lambda: mean, lambda: self.moving_mean),
                 smart_cond(training, lambda: variance, lambda: self.moving_variance),
             )
-            momentum = smart_cond(training, lambda: convert_to_tensor(self.momentum, pdtype),
-                                  lambda: convert_to_tensor(1.0, pdtype))  # fmt: skip
+            momentum = smart_cond(
+                training,
+                lambda: convert_to_tensor(self.momentum, pdtype),
+                lambda: convert_to_tensor(1.0, pdtype),
+            )
         moving_variance_target = variance
         if self.fused:
             n = math_ops.cast(array_ops.size(x), pdtype) / math_ops.cast(
@@ -178,15 +224,32 @@ def _assign_moving_average(variable, value, momentum):
         return state_ops.assign_sub(variable, delta, name=scope)
 
 
-def batch_normalization(inputs, axis=-1, momentum=0.99, epsilon=1e-3, center=True, scale=True,
-                        beta_initializer=init_ops.zeros_initializer(),
-                        gamma_initializer=init_ops.ones_initializer(),
-                        moving_mean_initializer=init_ops.zeros_initializer(),
-                        moving_variance_initializer=init_ops.ones_initializer(),
-                        beta_regularizer=None, gamma_regularizer=None, beta_constraint=None,
-                        gamma_constraint=None, training=False, trainable=True, name=None,
-                        reuse=None, renorm=False, renorm_clipping=None, renorm_momentum=0.99,
-                        fused=None, virtual_batch_size=None, adjustment=None):  # fmt: skip
+def batch_normalization(
+    inputs,
+    axis=-1,
+    momentum=0.99,
+    epsilon=1e-3,
+    center=True,
+    scale=True,
+    beta_initializer=init_ops.zeros_initializer(),
+    gamma_initializer=init_ops.ones_initializer(),
+    moving_mean_initializer=init_ops.zeros_initializer(),
+    moving_variance_initializer=init_ops.ones_initializer(),
+    beta_regularizer=None,
+    gamma_regularizer=None,
+    beta_constraint=None,
+    gamma_constraint=None,
+    training=False,
+    trainable=True,
+    name=None,
+    reuse=None,
+    renorm=False,
+    renorm_clipping=None,
+    renorm_momentum=0.99,
+    fused=None,
+    virtual_batch_size=None,
+    adjustment=None,
+):
     """Functional BatchNormalization.
 
     Example:
@@ -195,14 +258,28 @@ def batch_normalization(inputs, axis=-1, momentum=0.99, epsilon=1e-3, center=Tru
             train_op = optimizer.minimize(loss)
     """
     layer = BatchNormalization(
-        axis=axis, momentum=momentum, epsilon=epsilon, center=center, scale=scale,
-        beta_initializer=beta_initializer, gamma_initializer=gamma_initializer,
+        axis=axis,
+        momentum=momentum,
+        epsilon=epsilon,
+        center=center,
+        scale=scale,
+        beta_initializer=beta_initializer,
+        gamma_initializer=gamma_initializer,
         moving_mean_initializer=moving_mean_initializer,
-        moving_variance_initializer=moving_variance_initializer, beta_regularizer=beta_regularizer,
-        gamma_regularizer=gamma_regularizer, beta_constraint=beta_constraint,
-        gamma_constraint=gamma_constraint, renorm=renorm, renorm_clipping=renorm_clipping,
-        renorm_momentum=renorm_momentum, fused=fused, trainable=trainable,
-        virtual_batch_size=virtual_batch_size, adjustment=adjustment, name=name, _reuse=reuse,
+        moving_variance_initializer=moving_variance_initializer,
+        beta_regularizer=beta_regularizer,
+        gamma_regularizer=gamma_regularizer,
+        beta_constraint=beta_constraint,
+        gamma_constraint=gamma_constraint,
+        renorm=renorm,
+        renorm_clipping=renorm_clipping,
+        renorm_momentum=renorm_momentum,
+        fused=fused,
+        trainable=trainable,
+        virtual_batch_size=virtual_batch_size,
+        adjustment=adjustment,
+        name=name,
+        _reuse=reuse,
         _scope=name,
-    )  # fmt: skip
+    )
     return layer.apply(inputs, training=training)

@@ -19,12 +19,28 @@ from collections.abc import Callable
 from typing import Any
 
 __all__ = [
-    "FLAGS", "FlagValues", "Flag", "Error", "UnrecognizedFlagError", "IllegalFlagValueError",
-    "DuplicateFlagError", "ValidationError", "DEFINE_string", "DEFINE_integer", "DEFINE_float",
-    "DEFINE_boolean", "DEFINE_bool", "DEFINE_list", "DEFINE_enum", "DEFINE_multi_string",
-    "DEFINE_multi_integer", "DEFINE_multi_float", "mark_flag_as_required",
-    "mark_flags_as_required", "register_validator",
-]  # fmt: skip
+    "FLAGS",
+    "FlagValues",
+    "Flag",
+    "Error",
+    "UnrecognizedFlagError",
+    "IllegalFlagValueError",
+    "DuplicateFlagError",
+    "ValidationError",
+    "DEFINE_string",
+    "DEFINE_integer",
+    "DEFINE_float",
+    "DEFINE_boolean",
+    "DEFINE_bool",
+    "DEFINE_list",
+    "DEFINE_enum",
+    "DEFINE_multi_string",
+    "DEFINE_multi_integer",
+    "DEFINE_multi_float",
+    "mark_flag_as_required",
+    "mark_flags_as_required",
+    "register_validator",
+]
 
 
 class Error(Exception):
@@ -81,9 +97,19 @@ class Flag:
     `present` counts the command-line occurrences; `using_default_value` is False once the
     command line or an assignment set the value."""
 
-    def __init__(self, name: str, default, help_: str, parse: Callable, kind: str, *,
-                 boolean: bool = False, multi: bool = False, short_name: str | None = None,
-                 check: Callable | None = None):  # fmt: skip
+    def __init__(
+        self,
+        name: str,
+        default,
+        help_: str,
+        parse: Callable,
+        kind: str,
+        *,
+        boolean: bool = False,
+        multi: bool = False,
+        short_name: str | None = None,
+        check: Callable | None = None,
+    ):
         self.name, self.help, self.kind, self.short_name = name, help_, kind, short_name
         self.boolean, self.multi = boolean, multi
         self._parse, self._check = parse, check
@@ -121,7 +147,8 @@ class Flag:
     def describe(self) -> str:
         """The help entry: `--name: help` and the default."""
         default = ",".join(self.default) if self.kind == "list" and self.default else self.default
-        return f"  --{'[no]' if self.boolean else ''}{self.name}: {self.help}\n    (default: {default!r})"
+        prefix = "[no]" if self.boolean else ""
+        return f"  --{prefix}{self.name}: {self.help}\n    (default: {default!r})"
 
 
 class FlagValues:
@@ -152,7 +179,8 @@ class FlagValues:
             if first[0] == where[0] and first[1] != where[1]:
                 return old  # the same module imported (or run) again: keep the first definition
             raise DuplicateFlagError(
-                f"The flag '{flag.name}' is defined twice. First from {first[0]}, Second from {where[0]}."
+                f"The flag '{flag.name}' is defined twice. First from {first[0]}, Second from "
+                f"{where[0]}."
             )
         flag.allow_override = allow_override
         self._flags[flag.name] = flag
@@ -305,9 +333,17 @@ def _new_flag(kind, parse, args, kwargs, *, boolean=False, multi=False, check=No
     missing = [n for n in names if n not in bound and n != "help"]
     if missing:
         raise TypeError(f"DEFINE_{kind} missing argument(s) {missing}")
-    flag = Flag(bound["name"], bound["default"], bound.get("help") or "", parse, kind,
-                boolean=boolean, multi=multi, short_name=kwargs.get("short_name"),
-                check=check(bound) if check else None)  # fmt: skip
+    flag = Flag(
+        bound["name"],
+        bound["default"],
+        bound.get("help") or "",
+        parse,
+        kind,
+        boolean=boolean,
+        multi=multi,
+        short_name=kwargs.get("short_name"),
+        check=check(bound) if check else None,
+    )
     return flag_values._define(flag, bool(kwargs.get("allow_override")))
 
 
@@ -394,9 +430,11 @@ def register_validator(flag_name, checker, message="Flag validation failed", fla
 def mark_flag_as_required(flag_name: str, flag_values: FlagValues = FLAGS) -> None:
     """Parsing fails unless the flag ends up with a value other than None."""
     register_validator(
-        flag_name, lambda v: v is not None,
-        f"Flag --{flag_name} must have a value other than None.", flag_values,
-    )  # fmt: skip
+        flag_name,
+        lambda v: v is not None,
+        f"Flag --{flag_name} must have a value other than None.",
+        flag_values,
+    )
 
 
 def mark_flags_as_required(flag_names, flag_values: FlagValues = FLAGS) -> None:

@@ -21,23 +21,49 @@ import shutil
 from flowgraph.core import errors
 
 __all__ = [
-    "Exists", "MakeDirs", "MkDir", "DeleteRecursively", "Remove", "Rename", "Copy", "Glob",
-    "IsDirectory", "ListDirectory", "Walk", "Stat", "GFile", "Open", "FastGFile",
-]  # fmt: skip
+    "Exists",
+    "MakeDirs",
+    "MkDir",
+    "DeleteRecursively",
+    "Remove",
+    "Rename",
+    "Copy",
+    "Glob",
+    "IsDirectory",
+    "ListDirectory",
+    "Walk",
+    "Stat",
+    "GFile",
+    "Open",
+    "FastGFile",
+]
 
 _ERRNO_CLASSES = {
     errors.NotFoundError: (errno.ENOENT, errno.ENODEV, errno.ENXIO, errno.ESRCH),
     errors.AlreadyExistsError: (errno.EEXIST,),
     errors.PermissionDeniedError: (errno.EPERM, errno.EACCES, errno.EROFS),
-    errors.FailedPreconditionError: (errno.ENOTEMPTY, errno.EISDIR, errno.ENOTDIR, errno.EBADF,
-                                     errno.EBUSY, errno.EPIPE, errno.ETXTBSY),
-    errors.ResourceExhaustedError: (errno.ENOSPC, errno.EMFILE, errno.ENFILE, errno.EMLINK,
-                                    errno.ENOMEM, errno.EDQUOT),
+    errors.FailedPreconditionError: (
+        errno.ENOTEMPTY,
+        errno.EISDIR,
+        errno.ENOTDIR,
+        errno.EBADF,
+        errno.EBUSY,
+        errno.EPIPE,
+        errno.ETXTBSY,
+    ),
+    errors.ResourceExhaustedError: (
+        errno.ENOSPC,
+        errno.EMFILE,
+        errno.ENFILE,
+        errno.EMLINK,
+        errno.ENOMEM,
+        errno.EDQUOT,
+    ),
     errors.OutOfRangeError: (errno.EFBIG, errno.EOVERFLOW, errno.ERANGE),
     errors.InvalidArgumentError: (errno.EINVAL, errno.ENAMETOOLONG, errno.ELOOP),
     errors.UnimplementedError: (errno.ENOSYS, errno.ENOTSUP),
     errors.UnavailableError: (errno.EAGAIN, errno.EINTR),
-}  # fmt: skip
+}
 _BY_ERRNO = {code: cls for cls, codes in _ERRNO_CLASSES.items() for code in codes}
 
 
@@ -56,9 +82,11 @@ def _local(path) -> str:
         scheme = path.split("://", 1)[0]
         if scheme != "file":
             raise errors.UnimplementedError(
-                None, None, f"File system scheme '{scheme}' not implemented (file: '{path}'); "
-                "flowgraph's gfile reads and writes local files only"
-            )  # fmt: skip
+                None,
+                None,
+                f"File system scheme '{scheme}' not implemented (file: '{path}'); "
+                "flowgraph's gfile reads and writes local files only",
+            )
         path = path[len("file://") :]
     return path
 
@@ -197,8 +225,10 @@ class FileStatistics:
         self.is_directory = is_directory
 
     def __repr__(self):
-        return (f"FileStatistics(length={self.length}, mtime_nsec={self.mtime_nsec}, "
-                f"is_directory={self.is_directory})")  # fmt: skip
+        return (
+            f"FileStatistics(length={self.length}, mtime_nsec={self.mtime_nsec}, "
+            f"is_directory={self.is_directory})"
+        )
 
 
 def Stat(filename) -> FileStatistics:
@@ -224,9 +254,11 @@ class GFile:
         base = mode.replace("b", "", 1) if mode.count("b") == 1 else mode
         if base not in _MODES:
             raise errors.InvalidArgumentError(
-                None, None, f"mode {mode!r} is not 'r' or 'w' or 'a' or 'r+' or 'w+' or 'a+' "
-                "(optionally with 'b')"
-            )  # fmt: skip
+                None,
+                None,
+                f"mode {mode!r} is not 'r' or 'w' or 'a' or 'r+' or 'w+' or 'a+' "
+                "(optionally with 'b')",
+            )
         self._mode = mode
         self._os_mode = _MODES[base]
         self._binary = "b" in mode
@@ -389,7 +421,17 @@ def walk(top, topdown=True, onerror=None):
 
 
 IO_GFILE = {
-    "GFile": GFile, "copy": copy, "exists": exists, "glob": glob, "isdir": isdir,
-    "listdir": listdir, "makedirs": makedirs, "mkdir": mkdir, "remove": remove,
-    "rename": rename, "rmtree": rmtree, "stat": stat, "walk": walk,
-}  # fmt: skip
+    "GFile": GFile,
+    "copy": copy,
+    "exists": exists,
+    "glob": glob,
+    "isdir": isdir,
+    "listdir": listdir,
+    "makedirs": makedirs,
+    "mkdir": mkdir,
+    "remove": remove,
+    "rename": rename,
+    "rmtree": rmtree,
+    "stat": stat,
+    "walk": walk,
+}

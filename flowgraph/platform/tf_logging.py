@@ -15,10 +15,28 @@ import sys as _sys
 import threading as _threading
 
 __all__ = [
-    "DEBUG", "INFO", "WARN", "ERROR", "FATAL", "get_logger", "set_verbosity", "get_verbosity",
-    "log", "debug", "info", "warn", "warning", "error", "fatal", "vlog", "log_if",
-    "log_every_n", "log_first_n", "flush", "TaskLevelStatusMessage",
-]  # fmt: skip
+    "DEBUG",
+    "INFO",
+    "WARN",
+    "ERROR",
+    "FATAL",
+    "get_logger",
+    "set_verbosity",
+    "get_verbosity",
+    "log",
+    "debug",
+    "info",
+    "warn",
+    "warning",
+    "error",
+    "fatal",
+    "vlog",
+    "log_if",
+    "log_every_n",
+    "log_first_n",
+    "flush",
+    "TaskLevelStatusMessage",
+]
 
 DEBUG = _logging.DEBUG
 INFO = _logging.INFO

@@ -24,7 +24,7 @@ from flowgraph.saved_model.signature_def_utils import (
     is_valid_signature,
     predict_signature_def,
     regression_signature_def,
-)  # fmt: skip
+)
 
 builder = types.SimpleNamespace(SavedModelBuilder=_builder.SavedModelBuilder)
 loader = types.SimpleNamespace(
@@ -64,4 +64,4 @@ __all__ = [
     "simple_save",
     "tag_constants",
     "utils",
-]  # fmt: skip
+]

@@ -129,8 +129,12 @@ class SavedModelBuilder:
     def _maybe_create_saver(self, saver=None):
         if saver:
             return saver
-        return Saver(saveable_lib.all_saveable_objects(), sharded=True,
-                     write_version=SaverDef.V2, allow_empty=True)  # fmt: skip
+        return Saver(
+            saveable_lib.all_saveable_objects(),
+            sharded=True,
+            write_version=SaverDef.V2,
+            allow_empty=True,
+        )
 
     def _tag_and_add_meta_graph(self, meta_graph_def, tags, signature_def_map):
         meta_graph_def.meta_info_def.tags.extend(tags)
@@ -138,10 +142,18 @@ class SavedModelBuilder:
             meta_graph_def.signature_def[key].CopyFrom(sig)
         self._saved_model.meta_graphs.add().CopyFrom(meta_graph_def)
 
-    def add_meta_graph_and_variables(self, sess, tags, signature_def_map=None,
-                                     assets_collection=None, legacy_init_op=None,
-                                     clear_devices=False, main_op=None,
-                                     strip_default_attrs=False, saver=None):  # fmt: skip
+    def add_meta_graph_and_variables(
+        self,
+        sess,
+        tags,
+        signature_def_map=None,
+        assets_collection=None,
+        legacy_init_op=None,
+        clear_devices=False,
+        main_op=None,
+        strip_default_attrs=False,
+        saver=None,
+    ):
         """Saves the session's variables under variables/ and adds the graph with `tags`."""
         if self._has_saved_variables:
             raise AssertionError(
@@ -155,16 +167,26 @@ class SavedModelBuilder:
             self._maybe_add_main_op(main_op or legacy_init_op)
             os.makedirs(variables_dir(self._export_dir), exist_ok=True)
             saver = self._maybe_create_saver(saver)
-            saver.save(sess, variables_path(self._export_dir), write_meta_graph=False,
-                       write_state=False)  # fmt: skip
-            meta = saver.export_meta_graph(clear_devices=clear_devices,
-                                           strip_default_attrs=strip_default_attrs)  # fmt: skip
+            saver.save(
+                sess, variables_path(self._export_dir), write_meta_graph=False, write_state=False
+            )
+            meta = saver.export_meta_graph(
+                clear_devices=clear_devices, strip_default_attrs=strip_default_attrs
+            )
         self._tag_and_add_meta_graph(meta, tags, signature_def_map)
         self._has_saved_variables = True
 
-    def add_meta_graph(self, tags, signature_def_map=None, assets_collection=None,
-                       legacy_init_op=None, clear_devices=False, main_op=None,
-                       strip_default_attrs=False, saver=None):  # fmt: skip
+    def add_meta_graph(
+        self,
+        tags,
+        signature_def_map=None,
+        assets_collection=None,
+        legacy_init_op=None,
+        clear_devices=False,
+        main_op=None,
+        strip_default_attrs=False,
+        saver=None,
+    ):
         """Adds the default graph under another tag set, sharing the saved variables."""
         if not self._has_saved_variables:
             raise AssertionError(
@@ -176,8 +198,9 @@ class SavedModelBuilder:
         self._save_and_write_assets(assets_collection)
         self._maybe_add_main_op(main_op or legacy_init_op)
         saver = self._maybe_create_saver(saver)
-        meta = saver.export_meta_graph(clear_devices=clear_devices,
-                                       strip_default_attrs=strip_default_attrs)  # fmt: skip
+        meta = saver.export_meta_graph(
+            clear_devices=clear_devices, strip_default_attrs=strip_default_attrs
+        )
         self._tag_and_add_meta_graph(meta, tags, signature_def_map)
 
     def save(self, as_text=False) -> str:
@@ -209,7 +232,12 @@ def simple_save(session, export_dir, inputs, outputs, legacy_init_op=None):
     b = SavedModelBuilder(export_dir)
     with session.graph.as_default():
         assets = session.graph.get_collection("asset_filepaths")
-    b.add_meta_graph_and_variables(session, [constants.tag_constants.SERVING],
-                                   signature_def_map=sig, assets_collection=assets,
-                                   main_op=legacy_init_op, clear_devices=True)  # fmt: skip
+    b.add_meta_graph_and_variables(
+        session,
+        [constants.tag_constants.SERVING],
+        signature_def_map=sig,
+        assets_collection=assets,
+        main_op=legacy_init_op,
+        clear_devices=True,
+    )
     b.save()

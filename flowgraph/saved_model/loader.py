@@ -23,8 +23,10 @@ log = logging.getLogger(__name__)
 
 def _paths(export_dir):
     d = os.fspath(export_dir)
-    return (os.path.join(d, constants.SAVED_MODEL_FILENAME_PB),
-            os.path.join(d, constants.SAVED_MODEL_FILENAME_PBTXT))  # fmt: skip
+    return (
+        os.path.join(d, constants.SAVED_MODEL_FILENAME_PB),
+        os.path.join(d, constants.SAVED_MODEL_FILENAME_PBTXT),
+    )
 
 
 def parse_saved_model(export_dir) -> SavedModel:

@@ -16,7 +16,7 @@ __all__ = [
     "is_valid_signature",
     "predict_signature_def",
     "regression_signature_def",
-]  # fmt: skip
+]
 
 
 def build_tensor_info(tensor) -> TensorInfo:

@@ -91,8 +91,9 @@ def _gradient_graph(x_list, y, y_shape):
         return gradients(y, x_list, dy), dy
 
 
-def compute_gradient(x, x_shape, y, y_shape, x_init_value=None, delta=1e-3, init_targets=None,
-                     extra_feed_dict=None):  # fmt: skip
+def compute_gradient(
+    x, x_shape, y, y_shape, x_init_value=None, delta=1e-3, init_targets=None, extra_feed_dict=None
+):
     """The (theoretical, numeric) Jacobians of y with respect to x, each [x size, y size].
 
     x may be a list of tensors (then x_shape and x_init_value are lists too, and a list of
@@ -144,8 +145,9 @@ def compute_gradient(x, x_shape, y, y_shape, x_init_value=None, delta=1e-3, init
     return results if isinstance(x, list) else results[0]
 
 
-def compute_gradient_error(x, x_shape, y, y_shape, x_init_value=None, delta=1e-3,
-                           init_targets=None, extra_feed_dict=None):  # fmt: skip
+def compute_gradient_error(
+    x, x_shape, y, y_shape, x_init_value=None, delta=1e-3, init_targets=None, extra_feed_dict=None
+):
     """The largest absolute difference between the theoretical and numeric Jacobians."""
     result = compute_gradient(
         x, x_shape, y, y_shape, x_init_value, delta, init_targets, extra_feed_dict
@@ -186,10 +188,19 @@ def check_gradients(fn, inputs, delta=None, atol=None, rtol=None, **kwargs):
         with tf.Session(graph=graph) as sess, sess.as_default():
             for k, y in enumerate(outs):
                 y_shape = np.shape(sess.run(y, dict(zip(phs, inputs))))
-                pairs = compute_gradient(list(phs), [a.shape for a in inputs], y, y_shape,
-                                         x_init_value=list(inputs), delta=delta)  # fmt: skip
+                pairs = compute_gradient(
+                    list(phs),
+                    [a.shape for a in inputs],
+                    y,
+                    y_shape,
+                    x_init_value=list(inputs),
+                    delta=delta,
+                )
                 for i, (theo, num) in enumerate(pairs):
                     np.testing.assert_allclose(
-                        theo, num, rtol=rtol, atol=atol,
+                        theo,
+                        num,
+                        rtol=rtol,
+                        atol=atol,
                         err_msg=f"gradient of output {k} ({y.name}) w.r.t. input {i}",
-                    )  # fmt: skip
+                    )

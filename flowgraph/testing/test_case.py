@@ -2,9 +2,9 @@
 `main`, and the helpers they call, so a user's own TF1 test file runs unchanged under
 `flowgraph run -m pytest` or `flowgraph run test_file.py`.
 
-A test gets a fresh global default graph with TF's test seeds (TF's setUp resets it). `session()` opens a new Session per
-call, `cached_session()` (and the deprecated `test_session()`) one Session per test, closed in
-tearDown; both make the session and its graph the defaults, and pin the ops built inside to the
+A test gets a fresh global default graph with TF's test seeds (TF's setUp resets it).
+`session()` opens a new Session per call, `cached_session()` (and the deprecated
+`test_session()`) one Session per test, closed in tearDown; both make the session and its graph the defaults, and pin the ops built inside to the
 CPU unless `use_gpu=True`, or to the GPU with `force_gpu=True` (soft placement off, so a missing
 GPU is an error), as TF does. `evaluate` runs in the default session, as TF1's does.
 """
@@ -42,7 +42,7 @@ __all__ = [
     "is_gpu_available",
     "main",
     "mock",
-]  # fmt: skip
+]
 
 
 class TestCase(unittest.TestCase):
@@ -159,9 +159,19 @@ class TestCase(unittest.TestCase):
         raise AssertionError("The two values are close at all elements")
 
     def assertAllCloseAccordingToType(
-        self, a, b, rtol=1e-6, atol=1e-6, float_rtol=1e-6, float_atol=1e-6, half_rtol=1e-3,
-        half_atol=1e-3, bfloat16_rtol=1e-2, bfloat16_atol=1e-2, msg=None,
-    ):  # fmt: skip
+        self,
+        a,
+        b,
+        rtol=1e-6,
+        atol=1e-6,
+        float_rtol=1e-6,
+        float_atol=1e-6,
+        half_rtol=1e-3,
+        half_atol=1e-3,
+        bfloat16_rtol=1e-2,
+        bfloat16_atol=1e-2,
+        msg=None,
+    ):
         """assertAllClose with the tolerances widened to the coarsest float type involved."""
         a, b = self._GetNdArray(a), self._GetNdArray(b)
         kinds = {a.dtype, b.dtype}
@@ -208,8 +218,9 @@ class TestCase(unittest.TestCase):
     def assertAllLessEqual(self, a, comparison_target):
         self.assertLessEqual(np.max(self._GetNdArray(a)), comparison_target)
 
-    def assertAllInRange(self, target, lower_bound, upper_bound, open_lower_bound=False,
-                         open_upper_bound=False):  # fmt: skip
+    def assertAllInRange(
+        self, target, lower_bound, upper_bound, open_lower_bound=False, open_upper_bound=False
+    ):
         target = self._GetNdArray(target)
         low = target > lower_bound if open_lower_bound else target >= lower_bound
         high = target < upper_bound if open_upper_bound else target <= upper_bound
@@ -459,17 +470,42 @@ def _comparable(node, checkpoint_v2, hash_table_shared_name):
 class Benchmark:
     """tf.test.Benchmark: times a Session run (`run_op_benchmark`) and reports the result."""
 
-    def report_benchmark(self, iters=None, cpu_time=None, wall_time=None, throughput=None,
-                         extras=None, name=None, metrics=None):  # fmt: skip
+    def report_benchmark(
+        self,
+        iters=None,
+        cpu_time=None,
+        wall_time=None,
+        throughput=None,
+        extras=None,
+        name=None,
+        metrics=None,
+    ):
         name = name or f"{type(self).__name__}.{_caller()}"
-        entry = {"name": name, "iters": iters, "wall_time": wall_time, "cpu_time": cpu_time,
-                 "throughput": throughput, "extras": extras or {}, "metrics": metrics or []}  # fmt: skip
+        entry = {
+            "name": name,
+            "iters": iters,
+            "wall_time": wall_time,
+            "cpu_time": cpu_time,
+            "throughput": throughput,
+            "extras": extras or {},
+            "metrics": metrics or [],
+        }
         print(f"benchmark {name}: {entry}", flush=True)
         return entry
 
-    def run_op_benchmark(self, sess, op_or_tensor, feed_dict=None, burn_iters=2, min_iters=10,
-                         store_trace=False, store_memory_usage=True, name=None, extras=None,
-                         mbs=0):  # fmt: skip
+    def run_op_benchmark(
+        self,
+        sess,
+        op_or_tensor,
+        feed_dict=None,
+        burn_iters=2,
+        min_iters=10,
+        store_trace=False,
+        store_memory_usage=True,
+        name=None,
+        extras=None,
+        mbs=0,
+    ):
         """Runs `op_or_tensor` burn_iters + min_iters times; reports the median wall time."""
         if store_trace:
             raise NotImplementedError("Benchmark.run_op_benchmark(store_trace=True)")

@@ -16,10 +16,17 @@ import unittest
 from flowgraph.testing.test_case import TestCase, gpu_device_name, is_gpu_available
 
 __all__ = [
-    "TensorFlowTestCase", "also_run_as_tf_function", "deprecated_graph_mode_only",
-    "gpu_device_name", "is_gpu_available", "run_all_in_graph_and_eager_modes",
-    "run_deprecated_v1", "run_in_graph_and_eager_modes", "run_v1_only", "skip_if",
-]  # fmt: skip
+    "TensorFlowTestCase",
+    "also_run_as_tf_function",
+    "deprecated_graph_mode_only",
+    "gpu_device_name",
+    "is_gpu_available",
+    "run_all_in_graph_and_eager_modes",
+    "run_deprecated_v1",
+    "run_in_graph_and_eager_modes",
+    "run_v1_only",
+    "skip_if",
+]
 
 TensorFlowTestCase = TestCase
 
@@ -58,8 +65,9 @@ def run_v1_only(reason, func=None):
     return decorator(func) if func is not None else decorator
 
 
-def run_in_graph_and_eager_modes(func=None, config=None, use_gpu=True, reset_test=True,
-                                 assert_no_eager_garbage=False):  # fmt: skip
+def run_in_graph_and_eager_modes(
+    func=None, config=None, use_gpu=True, reset_test=True, assert_no_eager_garbage=False
+):
     """Runs the test's graph half: in a graph, inside `self.test_session(use_gpu, config)`.
 
     `reset_test` and `assert_no_eager_garbage` concern the eager half, which flowgraph does not

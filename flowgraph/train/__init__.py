@@ -19,9 +19,16 @@ Each name comes from the module that owns it:
 """
 
 from flowgraph.core.protos import (
-    BytesList, Example, Feature, FeatureList, FeatureLists, Features, FloatList, Int64List,
+    BytesList,
+    Example,
+    Feature,
+    FeatureList,
+    FeatureLists,
+    Features,
+    FloatList,
+    Int64List,
     SequenceExample,
-)  # fmt: skip
+)
 from flowgraph.core.protos import CheckpointState, SaverDef
 from flowgraph.train import queue_runner, slot_creator, training_ops
 from flowgraph.train.adam import AdamOptimizer
@@ -33,7 +40,7 @@ from flowgraph.train.checkpoint_management import (
     latest_checkpoint,
     remove_checkpoint,
     update_checkpoint_state,
-)  # fmt: skip
+)
 from flowgraph.train.checkpoint_utils import (
     CheckpointReader,
     NewCheckpointReader,
@@ -41,7 +48,7 @@ from flowgraph.train.checkpoint_utils import (
     list_variables,
     load_checkpoint,
     load_variable,
-)  # fmt: skip
+)
 from flowgraph.train.coordinator import Coordinator, LooperThread
 from flowgraph.train.ftrl import FtrlOptimizer
 from flowgraph.train.graph_io import write_graph
@@ -59,7 +66,7 @@ from flowgraph.train.input import (
     shuffle_batch_join,
     slice_input_producer,
     string_input_producer,
-)  # fmt: skip
+)
 from flowgraph.train.learning_rate_decay import (
     cosine_decay,
     exponential_decay,
@@ -67,7 +74,7 @@ from flowgraph.train.learning_rate_decay import (
     natural_exp_decay,
     piecewise_constant,
     polynomial_decay,
-)  # fmt: skip
+)
 from flowgraph.train.meta_graph import export_meta_graph, import_meta_graph
 from flowgraph.train.moving_averages import ExponentialMovingAverage, assign_moving_average
 from flowgraph.train.optimizer import Optimizer
@@ -77,7 +84,7 @@ from flowgraph.train.optimizers import (
     GradientDescentOptimizer,
     MomentumOptimizer,
     RMSPropOptimizer,
-)  # fmt: skip
+)
 from flowgraph.train.queue_runner import QueueRunner, add_queue_runner, start_queue_runners
 from flowgraph.train.saver import Saver
 from flowgraph.summary import summary_iterator  # TF1 exports it here as well
@@ -87,7 +94,7 @@ from flowgraph.train.training_util import (
     get_global_step,
     get_or_create_global_step,
     global_step,
-)  # fmt: skip
+)
 
 __all__ = [
     "AdadeltaOptimizer",
@@ -113,20 +120,56 @@ __all__ = [
     "polynomial_decay",
     "slot_creator",
     "training_ops",
-]  # fmt: skip
+]
 __all__ += [
-    "Coordinator", "LooperThread", "QueueRunner", "add_queue_runner", "batch", "batch_join",
-    "input_producer", "limit_epochs", "maybe_batch", "maybe_batch_join", "maybe_shuffle_batch",
-    "maybe_shuffle_batch_join", "queue_runner", "range_input_producer", "shuffle_batch",
-    "shuffle_batch_join", "slice_input_producer", "start_queue_runners", "string_input_producer",
-    "BytesList", "Example", "Feature", "FeatureList", "FeatureLists", "Features", "FloatList",
-    "Int64List", "SequenceExample",
-]  # fmt: skip
+    "Coordinator",
+    "LooperThread",
+    "QueueRunner",
+    "add_queue_runner",
+    "batch",
+    "batch_join",
+    "input_producer",
+    "limit_epochs",
+    "maybe_batch",
+    "maybe_batch_join",
+    "maybe_shuffle_batch",
+    "maybe_shuffle_batch_join",
+    "queue_runner",
+    "range_input_producer",
+    "shuffle_batch",
+    "shuffle_batch_join",
+    "slice_input_producer",
+    "start_queue_runners",
+    "string_input_producer",
+    "BytesList",
+    "Example",
+    "Feature",
+    "FeatureList",
+    "FeatureLists",
+    "Features",
+    "FloatList",
+    "Int64List",
+    "SequenceExample",
+]
 __all__ += [
-    "CheckpointReader", "CheckpointState", "NewCheckpointReader", "Saver", "SaverDef",
-    "checkpoint_exists", "export_meta_graph", "generate_checkpoint_state_proto",
-    "get_checkpoint_mtimes", "get_checkpoint_state", "import_meta_graph", "init_from_checkpoint",
-    "latest_checkpoint", "list_variables", "load_checkpoint", "load_variable", "remove_checkpoint",
-    "update_checkpoint_state", "write_graph",
-]  # fmt: skip
+    "CheckpointReader",
+    "CheckpointState",
+    "NewCheckpointReader",
+    "Saver",
+    "SaverDef",
+    "checkpoint_exists",
+    "export_meta_graph",
+    "generate_checkpoint_state_proto",
+    "get_checkpoint_mtimes",
+    "get_checkpoint_state",
+    "import_meta_graph",
+    "init_from_checkpoint",
+    "latest_checkpoint",
+    "list_variables",
+    "load_checkpoint",
+    "load_variable",
+    "remove_checkpoint",
+    "update_checkpoint_state",
+    "write_graph",
+]
 __all__ += ["summary_iterator"]

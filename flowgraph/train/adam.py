@@ -27,8 +27,15 @@ class AdamOptimizer(Optimizer):
     Example: train_op = tf.train.AdamOptimizer(0.01).minimize(loss, global_step)
     """
 
-    def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8, use_locking=False,
-                 name="Adam"):  # fmt: skip
+    def __init__(
+        self,
+        learning_rate=0.001,
+        beta1=0.9,
+        beta2=0.999,
+        epsilon=1e-8,
+        use_locking=False,
+        name="Adam",
+    ):
         super().__init__(use_locking, name)
         self._lr, self._beta1, self._beta2, self._epsilon = learning_rate, beta1, beta2, epsilon
         self._lr_t = self._beta1_t = self._beta2_t = self._epsilon_t = None
@@ -57,10 +64,18 @@ class AdamOptimizer(Optimizer):
         beta1_power, beta2_power = self._get_beta_accumulators(var.op.graph)
         cast = self._cast
         return self._fused(
-            "apply_adam", var, self.get_slot(var, "m"), self.get_slot(var, "v"),
-            cast(beta1_power, var), cast(beta2_power, var), cast(self._lr_t, var),
-            cast(self._beta1_t, var), cast(self._beta2_t, var), cast(self._epsilon_t, var), grad,
-        )  # fmt: skip
+            "apply_adam",
+            var,
+            self.get_slot(var, "m"),
+            self.get_slot(var, "v"),
+            cast(beta1_power, var),
+            cast(beta2_power, var),
+            cast(self._lr_t, var),
+            cast(self._beta1_t, var),
+            cast(self._beta2_t, var),
+            cast(self._epsilon_t, var),
+            grad,
+        )
 
     def _apply_sparse(self, grad, var):
         """m and v decay everywhere and gain the scaled rows; the step then uses all of them."""

@@ -26,7 +26,7 @@ __all__ = [
     "meta_graph_filename",
     "remove_checkpoint",
     "update_checkpoint_state",
-]  # fmt: skip
+]
 
 log = logging.getLogger(__name__)
 
@@ -35,9 +35,13 @@ def _state_path(save_dir: str, latest_filename: str | None) -> str:
     return os.path.join(save_dir, latest_filename or "checkpoint")
 
 
-def generate_checkpoint_state_proto(save_dir, model_checkpoint_path, all_model_checkpoint_paths=None,
-                                    all_model_checkpoint_timestamps=None,
-                                    last_preserved_timestamp=None) -> CheckpointState:  # fmt: skip
+def generate_checkpoint_state_proto(
+    save_dir,
+    model_checkpoint_path,
+    all_model_checkpoint_paths=None,
+    all_model_checkpoint_timestamps=None,
+    last_preserved_timestamp=None,
+) -> CheckpointState:
     """A CheckpointState; paths are made relative to `save_dir` when the given model path is
     relative (TF's rule), and the model path is appended to the list if missing."""
     paths = list(all_model_checkpoint_paths or [])
@@ -64,9 +68,15 @@ def generate_checkpoint_state_proto(save_dir, model_checkpoint_path, all_model_c
     return state
 
 
-def update_checkpoint_state(save_dir, model_checkpoint_path, all_model_checkpoint_paths=None,
-                            latest_filename=None, all_model_checkpoint_timestamps=None,
-                            last_preserved_timestamp=None, save_relative_paths=False):  # fmt: skip
+def update_checkpoint_state(
+    save_dir,
+    model_checkpoint_path,
+    all_model_checkpoint_paths=None,
+    latest_filename=None,
+    all_model_checkpoint_timestamps=None,
+    last_preserved_timestamp=None,
+    save_relative_paths=False,
+):
     """Writes the `checkpoint` file of `save_dir` atomically (temporary file + rename)."""
     path = _state_path(save_dir, latest_filename)
     paths = list(all_model_checkpoint_paths or [])
@@ -74,14 +84,19 @@ def update_checkpoint_state(save_dir, model_checkpoint_path, all_model_checkpoin
         model_checkpoint_path = _relative(model_checkpoint_path, save_dir)
         paths = [_relative(p, save_dir) for p in paths]
     state = generate_checkpoint_state_proto(
-        save_dir, model_checkpoint_path, paths, all_model_checkpoint_timestamps,
+        save_dir,
+        model_checkpoint_path,
+        paths,
+        all_model_checkpoint_timestamps,
         last_preserved_timestamp,
-    )  # fmt: skip
+    )
     if os.path.abspath(path) == os.path.abspath(model_checkpoint_path):
         raise errors.InvalidArgumentError(
-            None, None, f"Save path '{model_checkpoint_path}' conflicts with path used for "
-            "checkpoint state.  Please use a different save path."
-        )  # fmt: skip
+            None,
+            None,
+            f"Save path '{model_checkpoint_path}' conflicts with path used for "
+            "checkpoint state.  Please use a different save path.",
+        )
     if save_dir:
         os.makedirs(save_dir, exist_ok=True)
     tmp = path + temp_suffix()
@@ -150,8 +165,9 @@ def get_checkpoint_mtimes(checkpoint_prefixes) -> list[float]:
     return out
 
 
-def remove_checkpoint(checkpoint_prefix, checkpoint_format_version=SaverDef.V2,
-                      meta_graph_suffix="meta"):  # fmt: skip
+def remove_checkpoint(
+    checkpoint_prefix, checkpoint_format_version=SaverDef.V2, meta_graph_suffix="meta"
+):
     """Deletes a checkpoint's files: the index first (so it stops existing), then data, meta."""
     files = []
     if checkpoint_format_version == SaverDef.V2:

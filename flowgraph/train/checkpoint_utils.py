@@ -22,7 +22,7 @@ __all__ = [
     "list_variables",
     "load_checkpoint",
     "load_variable",
-]  # fmt: skip
+]
 
 
 class CheckpointReader:
@@ -187,8 +187,13 @@ def _set_checkpoint_initializer(var, ckpt_file, tensor_name, slice_spec):
     """var's initializer becomes Assign(var, RestoreV2(ckpt, tensor_name, slice_spec))."""
     graph = var.graph
     with graph.device(var.device), graph.device("/device:CPU:0"):
-        restored = io_ops.restore_v2(ckpt_file, [tensor_name], [slice_spec],
-                                     [var.dtype.base_dtype], name="checkpoint_initializer")[0]  # fmt: skip
+        restored = io_ops.restore_v2(
+            ckpt_file,
+            [tensor_name],
+            [slice_spec],
+            [var.dtype.base_dtype],
+            name="checkpoint_initializer",
+        )[0]
     saveable = saveable_lib.saveable_objects_for_op(var, tensor_name)[0]
     init = saveable.restore([restored], None)
     var._initializer_op = init if not hasattr(init, "op") else init.op

@@ -22,19 +22,33 @@ class FtrlOptimizer(Optimizer):
     Example: tf.train.FtrlOptimizer(0.1, l1_regularization_strength=0.01).minimize(loss)
     """
 
-    def __init__(self, learning_rate, learning_rate_power=-0.5, initial_accumulator_value=0.1,
-                 l1_regularization_strength=0.0, l2_regularization_strength=0.0, use_locking=False,
-                 name="Ftrl", accum_name=None, linear_name=None,
-                 l2_shrinkage_regularization_strength=0.0, beta=None):  # fmt: skip
+    def __init__(
+        self,
+        learning_rate,
+        learning_rate_power=-0.5,
+        initial_accumulator_value=0.1,
+        l1_regularization_strength=0.0,
+        l2_regularization_strength=0.0,
+        use_locking=False,
+        name="Ftrl",
+        accum_name=None,
+        linear_name=None,
+        l2_shrinkage_regularization_strength=0.0,
+        beta=None,
+    ):
         super().__init__(use_locking, name)
         checks = (
             (initial_accumulator_value, "initial_accumulator_value", "positive or zero", 1),
             (learning_rate_power, "learning_rate_power", "negative or zero", -1),
             (l1_regularization_strength, "l1_regularization_strength", "positive or zero", 1),
             (l2_regularization_strength, "l2_regularization_strength", "positive or zero", 1),
-            (l2_shrinkage_regularization_strength, "l2_shrinkage_regularization_strength",
-             "positive or zero", 1),
-        )  # fmt: skip
+            (
+                l2_shrinkage_regularization_strength,
+                "l2_shrinkage_regularization_strength",
+                "positive or zero",
+                1,
+            ),
+        )
         for value, what, needs, sign in checks:
             if value * sign < 0.0:
                 raise ValueError(f"{what} {value:f} needs to be {needs}")

@@ -71,9 +71,18 @@ def limit_epochs(tensor, num_epochs=None, name=None):
             return array_ops.identity(tensor, name=scope)
 
 
-def input_producer(input_tensor, element_shape=None, num_epochs=None, shuffle=True, seed=None,
-                   capacity=32, shared_name=None, summary_name=None, name=None,
-                   cancel_op=None):  # fmt: skip
+def input_producer(
+    input_tensor,
+    element_shape=None,
+    num_epochs=None,
+    shuffle=True,
+    seed=None,
+    capacity=32,
+    shared_name=None,
+    summary_name=None,
+    name=None,
+    cancel_op=None,
+):
     """A FIFOQueue filled with the rows of `input_tensor` (shuffled each epoch if `shuffle`)
     by a QueueRunner, for `num_epochs` epochs (forever if None)."""
     graph = default_graph.get()
@@ -104,8 +113,16 @@ def input_producer(input_tensor, element_shape=None, num_epochs=None, shuffle=Tr
         return q
 
 
-def string_input_producer(string_tensor, num_epochs=None, shuffle=True, seed=None, capacity=32,
-                          shared_name=None, name=None, cancel_op=None):  # fmt: skip
+def string_input_producer(
+    string_tensor,
+    num_epochs=None,
+    shuffle=True,
+    seed=None,
+    capacity=32,
+    shared_name=None,
+    name=None,
+    cancel_op=None,
+):
     """A queue of the strings (file names) of `string_tensor`, for input readers."""
     not_null_err = "string_input_producer requires a non-null input tensor"
     if not isinstance(string_tensor, Tensor) and not len(string_tensor):
@@ -117,25 +134,42 @@ def string_input_producer(string_tensor, num_epochs=None, shuffle=True, seed=Non
         with graph.control_dependencies([check]):
             string_tensor = array_ops.identity(string_tensor)
         return input_producer(
-            string_tensor, [], num_epochs, shuffle, seed, capacity, shared_name,
-            f"fraction_of_{capacity}_full", scope, cancel_op,
-        )  # fmt: skip
+            string_tensor,
+            [],
+            num_epochs,
+            shuffle,
+            seed,
+            capacity,
+            shared_name,
+            f"fraction_of_{capacity}_full",
+            scope,
+            cancel_op,
+        )
 
 
-def range_input_producer(limit, num_epochs=None, shuffle=True, seed=None, capacity=32,
-                         shared_name=None, name=None):  # fmt: skip
+def range_input_producer(
+    limit, num_epochs=None, shuffle=True, seed=None, capacity=32, shared_name=None, name=None
+):
     """A queue of the integers 0..limit-1."""
     graph = default_graph.get()
     with graph.name_scope(name or "input_producer") as scope:
         range_tensor = array_ops.range_(limit)
         return input_producer(
-            range_tensor, [], num_epochs, shuffle, seed, capacity, shared_name,
-            f"fraction_of_{capacity}_full", scope,
-        )  # fmt: skip
+            range_tensor,
+            [],
+            num_epochs,
+            shuffle,
+            seed,
+            capacity,
+            shared_name,
+            f"fraction_of_{capacity}_full",
+            scope,
+        )
 
 
-def slice_input_producer(tensor_list, num_epochs=None, shuffle=True, seed=None, capacity=32,
-                         shared_name=None, name=None):  # fmt: skip
+def slice_input_producer(
+    tensor_list, num_epochs=None, shuffle=True, seed=None, capacity=32, shared_name=None, name=None
+):
     """One row of each tensor of `tensor_list` per evaluation (the same row index for all)."""
     graph = default_graph.get()
     with graph.name_scope(name or "input_producer"):
@@ -144,9 +178,13 @@ def slice_input_producer(tensor_list, num_epochs=None, shuffle=True, seed=None, 
             raise ValueError("Expected at least one tensor in slice_input_producer().")
         range_size = array_ops.shape(tensor_list[0])[0]
         queue = range_input_producer(
-            range_size, num_epochs=num_epochs, shuffle=shuffle, seed=seed, capacity=capacity,
+            range_size,
+            num_epochs=num_epochs,
+            shuffle=shuffle,
+            seed=seed,
+            capacity=capacity,
             shared_name=shared_name,
-        )  # fmt: skip
+        )
         index = queue.dequeue()
         return [gather(t, index) for t in tensor_list]
 
@@ -181,8 +219,9 @@ def _as_original_type(original_tensors, tensor_list):
 def _validate(tensor_list):
     if not isinstance(tensor_list, (list, tuple)):
         tensor_list = [tensor_list]
-    tensor_list = [t if isinstance(t, SparseTensor) else convert.convert_to_tensor(t)
-                   for t in tensor_list]  # fmt: skip
+    tensor_list = [
+        t if isinstance(t, SparseTensor) else convert.convert_to_tensor(t) for t in tensor_list
+    ]
     if not tensor_list:
         raise ValueError("Expected at least one tensor in batch().")
     return tensor_list
@@ -218,8 +257,9 @@ def _store_sparse_tensors(tensor_list, enqueue_many, keep_input, shared=None):
         shared_name = (map_op.get_attr("shared_name") or map_op.name) if map_op else ""
         op = apply_op(op_type, [t.indices, t.values, t.dense_shape], shared_name=shared_name)
         stored.append(op.outputs[0])
-        infos.append(_SparseInfo(map_op or op, rank - 1 if enqueue_many else rank,
-                                 t.values.dtype.base_dtype))  # fmt: skip
+        infos.append(
+            _SparseInfo(map_op or op, rank - 1 if enqueue_many else rank, t.values.dtype.base_dtype)
+        )
     return stored, infos
 
 
@@ -234,9 +274,11 @@ def _restore_sparse_tensors(dequeued, infos):
             out.append(t)
             continue
         op = apply_op(
-            "TakeManySparseFromTensorsMap", [t], dtype=info.dtype,
+            "TakeManySparseFromTensorsMap",
+            [t],
+            dtype=info.dtype,
             shared_name=info.map_op.get_attr("shared_name") or info.map_op.name,
-        )  # fmt: skip
+        )
         indices, values, shape = op.outputs
         indices.set_shape([None, info.rank + 1])
         shape.set_shape([info.rank + 1])
@@ -324,9 +366,19 @@ def _dequeue(queue, batch_size, allow_smaller_final_batch, name):
     return queue.dequeue_many(batch_size, name=name)
 
 
-def _batch(tensors, batch_size, keep_input, num_threads=1, capacity=32, enqueue_many=False,
-           shapes=None, dynamic_pad=False, allow_smaller_final_batch=False, shared_name=None,
-           name=None):  # fmt: skip
+def _batch(
+    tensors,
+    batch_size,
+    keep_input,
+    num_threads=1,
+    capacity=32,
+    enqueue_many=False,
+    shapes=None,
+    dynamic_pad=False,
+    allow_smaller_final_batch=False,
+    shared_name=None,
+    name=None,
+):
     tensor_list = _as_tensor_list(tensors)
     graph = default_graph.get()
     with graph.name_scope(name or "batch") as scope:
@@ -347,9 +399,18 @@ def _batch(tensors, batch_size, keep_input, num_threads=1, capacity=32, enqueue_
         return _as_original_type(tensors, _restore_sparse_tensors(dequeued, infos))
 
 
-def _batch_join(tensors_list, batch_size, keep_input, capacity=32, enqueue_many=False,
-                shapes=None, dynamic_pad=False, allow_smaller_final_batch=False,
-                shared_name=None, name=None):  # fmt: skip
+def _batch_join(
+    tensors_list,
+    batch_size,
+    keep_input,
+    capacity=32,
+    enqueue_many=False,
+    shapes=None,
+    dynamic_pad=False,
+    allow_smaller_final_batch=False,
+    shared_name=None,
+    name=None,
+):
     tensor_list_list = _as_tensor_list_list(tensors_list)
     graph = default_graph.get()
     with graph.name_scope(name or "batch_join") as scope:
@@ -380,8 +441,9 @@ def _store_join(tensor_list_list, enqueue_many, keep_input):
     return stored, infos
 
 
-def _shuffle_queue(tensor_list_list, capacity, min_after_dequeue, seed, enqueue_many, shapes,
-                   shared_name):  # fmt: skip
+def _shuffle_queue(
+    tensor_list_list, capacity, min_after_dequeue, seed, enqueue_many, shapes, shared_name
+):
     if capacity <= min_after_dequeue:
         raise ValueError(
             f"capacity {capacity} must be bigger than min_after_dequeue {min_after_dequeue}."
@@ -389,9 +451,13 @@ def _shuffle_queue(tensor_list_list, capacity, min_after_dequeue, seed, enqueue_
     types = _dtypes(tensor_list_list)
     shapes = _shapes(tensor_list_list, shapes, enqueue_many)
     queue = queues.RandomShuffleQueue(
-        capacity=capacity, min_after_dequeue=min_after_dequeue, seed=seed, dtypes=types,
-        shapes=shapes, shared_name=shared_name,
-    )  # fmt: skip
+        capacity=capacity,
+        min_after_dequeue=min_after_dequeue,
+        seed=seed,
+        dtypes=types,
+        shapes=shapes,
+        shared_name=shared_name,
+    )
     full = math_ops.cast(math_ops.maximum(0, queue.size() - min_after_dequeue), dtypes.float32) * (
         1.0 / (capacity - min_after_dequeue)
     )
@@ -401,9 +467,20 @@ def _shuffle_queue(tensor_list_list, capacity, min_after_dequeue, seed, enqueue_
     return queue
 
 
-def _shuffle_batch(tensors, batch_size, capacity, min_after_dequeue, keep_input, num_threads=1,
-                   seed=None, enqueue_many=False, shapes=None, allow_smaller_final_batch=False,
-                   shared_name=None, name=None):  # fmt: skip
+def _shuffle_batch(
+    tensors,
+    batch_size,
+    capacity,
+    min_after_dequeue,
+    keep_input,
+    num_threads=1,
+    seed=None,
+    enqueue_many=False,
+    shapes=None,
+    allow_smaller_final_batch=False,
+    shared_name=None,
+    name=None,
+):
     tensor_list = _as_tensor_list(tensors)
     graph = default_graph.get()
     with graph.name_scope(name or "shuffle_batch") as scope:
@@ -419,10 +496,19 @@ def _shuffle_batch(tensors, batch_size, capacity, min_after_dequeue, keep_input,
         return _as_original_type(tensors, _restore_sparse_tensors(dequeued, infos))
 
 
-def _shuffle_batch_join(tensors_list, batch_size, capacity, min_after_dequeue, keep_input,
-                        seed=None, enqueue_many=False, shapes=None,
-                        allow_smaller_final_batch=False, shared_name=None,
-                        name=None):  # fmt: skip
+def _shuffle_batch_join(
+    tensors_list,
+    batch_size,
+    capacity,
+    min_after_dequeue,
+    keep_input,
+    seed=None,
+    enqueue_many=False,
+    shapes=None,
+    allow_smaller_final_batch=False,
+    shared_name=None,
+    name=None,
+):
     tensor_list_list = _as_tensor_list_list(tensors_list)
     graph = default_graph.get()
     with graph.name_scope(name or "shuffle_batch_join") as scope:
@@ -439,71 +525,229 @@ def _shuffle_batch_join(tensors_list, batch_size, capacity, min_after_dequeue, k
         return _as_original_type(tensors_list[0], _restore_sparse_tensors(dequeued, infos))
 
 
-def batch(tensors, batch_size, num_threads=1, capacity=32, enqueue_many=False, shapes=None,
-          dynamic_pad=False, allow_smaller_final_batch=False, shared_name=None,
-          name=None):  # fmt: skip
+def batch(
+    tensors,
+    batch_size,
+    num_threads=1,
+    capacity=32,
+    enqueue_many=False,
+    shapes=None,
+    dynamic_pad=False,
+    allow_smaller_final_batch=False,
+    shared_name=None,
+    name=None,
+):
     """Batches `tensors` (a list or dict) through a FIFOQueue filled by `num_threads` threads.
 
     dynamic_pad: pad variable-sized inputs to the largest in the batch (a PaddingFIFOQueue).
     allow_smaller_final_batch: once the input ends, the last batch may be short."""
-    return _batch(tensors, batch_size, True, num_threads, capacity, enqueue_many, shapes,
-                  dynamic_pad, allow_smaller_final_batch, shared_name, name)  # fmt: skip
+    return _batch(
+        tensors,
+        batch_size,
+        True,
+        num_threads,
+        capacity,
+        enqueue_many,
+        shapes,
+        dynamic_pad,
+        allow_smaller_final_batch,
+        shared_name,
+        name,
+    )
 
 
-def maybe_batch(tensors, keep_input, batch_size, num_threads=1, capacity=32, enqueue_many=False,
-                shapes=None, dynamic_pad=False, allow_smaller_final_batch=False,
-                shared_name=None, name=None):  # fmt: skip
+def maybe_batch(
+    tensors,
+    keep_input,
+    batch_size,
+    num_threads=1,
+    capacity=32,
+    enqueue_many=False,
+    shapes=None,
+    dynamic_pad=False,
+    allow_smaller_final_batch=False,
+    shared_name=None,
+    name=None,
+):
     """Like batch, but only inputs whose `keep_input` is true are enqueued."""
-    return _batch(tensors, batch_size, keep_input, num_threads, capacity, enqueue_many, shapes,
-                  dynamic_pad, allow_smaller_final_batch, shared_name, name)  # fmt: skip
+    return _batch(
+        tensors,
+        batch_size,
+        keep_input,
+        num_threads,
+        capacity,
+        enqueue_many,
+        shapes,
+        dynamic_pad,
+        allow_smaller_final_batch,
+        shared_name,
+        name,
+    )
 
 
-def batch_join(tensors_list, batch_size, capacity=32, enqueue_many=False, shapes=None,
-               dynamic_pad=False, allow_smaller_final_batch=False, shared_name=None,
-               name=None):  # fmt: skip
+def batch_join(
+    tensors_list,
+    batch_size,
+    capacity=32,
+    enqueue_many=False,
+    shapes=None,
+    dynamic_pad=False,
+    allow_smaller_final_batch=False,
+    shared_name=None,
+    name=None,
+):
     """Batches from several input lists, one enqueuing thread per list."""
-    return _batch_join(tensors_list, batch_size, True, capacity, enqueue_many, shapes,
-                       dynamic_pad, allow_smaller_final_batch, shared_name, name)  # fmt: skip
+    return _batch_join(
+        tensors_list,
+        batch_size,
+        True,
+        capacity,
+        enqueue_many,
+        shapes,
+        dynamic_pad,
+        allow_smaller_final_batch,
+        shared_name,
+        name,
+    )
 
 
-def maybe_batch_join(tensors_list, keep_input, batch_size, capacity=32, enqueue_many=False,
-                     shapes=None, dynamic_pad=False, allow_smaller_final_batch=False,
-                     shared_name=None, name=None):  # fmt: skip
-    return _batch_join(tensors_list, batch_size, keep_input, capacity, enqueue_many, shapes,
-                       dynamic_pad, allow_smaller_final_batch, shared_name, name)  # fmt: skip
+def maybe_batch_join(
+    tensors_list,
+    keep_input,
+    batch_size,
+    capacity=32,
+    enqueue_many=False,
+    shapes=None,
+    dynamic_pad=False,
+    allow_smaller_final_batch=False,
+    shared_name=None,
+    name=None,
+):
+    return _batch_join(
+        tensors_list,
+        batch_size,
+        keep_input,
+        capacity,
+        enqueue_many,
+        shapes,
+        dynamic_pad,
+        allow_smaller_final_batch,
+        shared_name,
+        name,
+    )
 
 
-def shuffle_batch(tensors, batch_size, capacity, min_after_dequeue, num_threads=1, seed=None,
-                  enqueue_many=False, shapes=None, allow_smaller_final_batch=False,
-                  shared_name=None, name=None):  # fmt: skip
+def shuffle_batch(
+    tensors,
+    batch_size,
+    capacity,
+    min_after_dequeue,
+    num_threads=1,
+    seed=None,
+    enqueue_many=False,
+    shapes=None,
+    allow_smaller_final_batch=False,
+    shared_name=None,
+    name=None,
+):
     """Batches `tensors` in random order through a RandomShuffleQueue that keeps at least
     `min_after_dequeue` elements buffered to mix from."""
-    return _shuffle_batch(tensors, batch_size, capacity, min_after_dequeue, True, num_threads,
-                          seed, enqueue_many, shapes, allow_smaller_final_batch, shared_name,
-                          name)  # fmt: skip
+    return _shuffle_batch(
+        tensors,
+        batch_size,
+        capacity,
+        min_after_dequeue,
+        True,
+        num_threads,
+        seed,
+        enqueue_many,
+        shapes,
+        allow_smaller_final_batch,
+        shared_name,
+        name,
+    )
 
 
-def maybe_shuffle_batch(tensors, batch_size, capacity, min_after_dequeue, keep_input,
-                        num_threads=1, seed=None, enqueue_many=False, shapes=None,
-                        allow_smaller_final_batch=False, shared_name=None,
-                        name=None):  # fmt: skip
-    return _shuffle_batch(tensors, batch_size, capacity, min_after_dequeue, keep_input,
-                          num_threads, seed, enqueue_many, shapes, allow_smaller_final_batch,
-                          shared_name, name)  # fmt: skip
+def maybe_shuffle_batch(
+    tensors,
+    batch_size,
+    capacity,
+    min_after_dequeue,
+    keep_input,
+    num_threads=1,
+    seed=None,
+    enqueue_many=False,
+    shapes=None,
+    allow_smaller_final_batch=False,
+    shared_name=None,
+    name=None,
+):
+    return _shuffle_batch(
+        tensors,
+        batch_size,
+        capacity,
+        min_after_dequeue,
+        keep_input,
+        num_threads,
+        seed,
+        enqueue_many,
+        shapes,
+        allow_smaller_final_batch,
+        shared_name,
+        name,
+    )
 
 
-def shuffle_batch_join(tensors_list, batch_size, capacity, min_after_dequeue, seed=None,
-                       enqueue_many=False, shapes=None, allow_smaller_final_batch=False,
-                       shared_name=None, name=None):  # fmt: skip
-    return _shuffle_batch_join(tensors_list, batch_size, capacity, min_after_dequeue, True,
-                               seed, enqueue_many, shapes, allow_smaller_final_batch,
-                               shared_name, name)  # fmt: skip
+def shuffle_batch_join(
+    tensors_list,
+    batch_size,
+    capacity,
+    min_after_dequeue,
+    seed=None,
+    enqueue_many=False,
+    shapes=None,
+    allow_smaller_final_batch=False,
+    shared_name=None,
+    name=None,
+):
+    return _shuffle_batch_join(
+        tensors_list,
+        batch_size,
+        capacity,
+        min_after_dequeue,
+        True,
+        seed,
+        enqueue_many,
+        shapes,
+        allow_smaller_final_batch,
+        shared_name,
+        name,
+    )
 
 
-def maybe_shuffle_batch_join(tensors_list, batch_size, capacity, min_after_dequeue, keep_input,
-                             seed=None, enqueue_many=False, shapes=None,
-                             allow_smaller_final_batch=False, shared_name=None,
-                             name=None):  # fmt: skip
-    return _shuffle_batch_join(tensors_list, batch_size, capacity, min_after_dequeue,
-                               keep_input, seed, enqueue_many, shapes,
-                               allow_smaller_final_batch, shared_name, name)  # fmt: skip
+def maybe_shuffle_batch_join(
+    tensors_list,
+    batch_size,
+    capacity,
+    min_after_dequeue,
+    keep_input,
+    seed=None,
+    enqueue_many=False,
+    shapes=None,
+    allow_smaller_final_batch=False,
+    shared_name=None,
+    name=None,
+):
+    return _shuffle_batch_join(
+        tensors_list,
+        batch_size,
+        capacity,
+        min_after_dequeue,
+        keep_input,
+        seed,
+        enqueue_many,
+        shapes,
+        allow_smaller_final_batch,
+        shared_name,
+        name,
+    )

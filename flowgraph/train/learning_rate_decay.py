@@ -22,7 +22,7 @@ __all__ = [
     "natural_exp_decay",
     "piecewise_constant",
     "polynomial_decay",
-]  # fmt: skip
+]
 
 
 def _require_step(global_step, schedule: str):
@@ -81,7 +81,7 @@ def natural_exp_decay(
 def inverse_time_decay(
     learning_rate, global_step, decay_steps, decay_rate, staircase=False, name=None
 ):
-    """learning_rate / (1 + decay_rate * global_step / decay_steps) (the ratio floored if staircase).
+    """learning_rate / (1 + decay_rate * global_step / decay_steps) (floored if staircase).
 
     Example: lr = tf.train.inverse_time_decay(0.1, global_step, 1.0, 0.5)
     """
@@ -98,8 +98,15 @@ def inverse_time_decay(
         return math_ops.truediv(rate, denom, name=scope)
 
 
-def polynomial_decay(learning_rate, global_step, decay_steps, end_learning_rate=0.0001, power=1.0,
-                     cycle=False, name=None):  # fmt: skip
+def polynomial_decay(
+    learning_rate,
+    global_step,
+    decay_steps,
+    end_learning_rate=0.0001,
+    power=1.0,
+    cycle=False,
+    name=None,
+):
     """(lr - end) * (1 - step / decay_steps) ^ power + end, holding `end` after decay_steps;
     with `cycle`, decay_steps grows to the first multiple above the step instead.
 
@@ -108,8 +115,9 @@ def polynomial_decay(learning_rate, global_step, decay_steps, end_learning_rate=
     _require_step(global_step, "polynomial_decay")
     graph = default_graph.get()
     with graph.name_scope(name or "PolynomialDecay") as scope:
-        rate, step, decay_steps, end, power = _start(learning_rate, global_step, decay_steps,
-                                                     end_learning_rate, power)  # fmt: skip
+        rate, step, decay_steps, end, power = _start(
+            learning_rate, global_step, decay_steps, end_learning_rate, power
+        )
         if cycle:
             # The first multiple of decay_steps above the step; 1 at step 0.
             multiplier = math_ops.where(
@@ -127,7 +135,7 @@ def polynomial_decay(learning_rate, global_step, decay_steps, end_learning_rate=
 
 
 def cosine_decay(learning_rate, global_step, decay_steps, alpha=0.0, name=None):
-    """learning_rate * ((1 - alpha) * 0.5 * (1 + cos(pi * min(step, decay_steps) / decay_steps)) + alpha).
+    """lr * ((1 - alpha) * 0.5 * (1 + cos(pi * min(step, decay_steps) / decay_steps)) + alpha).
 
     Example: lr = tf.train.cosine_decay(0.1, global_step, 1000, alpha=0.01)
     """
@@ -166,7 +174,8 @@ def piecewise_constant(x, boundaries, values, name=None):
         for v in values[1:]:
             if v.dtype.base_dtype != values[0].dtype.base_dtype:
                 raise ValueError(
-                    f"Values must have elements all with the same dtype ({values[0].dtype.base_dtype.name} "
+                    "Values must have elements all with the same dtype "
+                    f"({values[0].dtype.base_dtype.name} "
                     f"vs {v.dtype.base_dtype.name})."
                 )
         result = values[0]

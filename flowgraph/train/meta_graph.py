@@ -29,11 +29,15 @@ __all__ = ["export_meta_graph", "import_meta_graph", "read_meta_graph_file"]
 log = logging.getLogger(__name__)
 
 VARIABLE_COLLECTIONS = (
-    GraphKeys.GLOBAL_VARIABLES, GraphKeys.LOCAL_VARIABLES, GraphKeys.METRIC_VARIABLES,
-    GraphKeys.MODEL_VARIABLES, GraphKeys.TRAINABLE_VARIABLES,
-    GraphKeys.MOVING_AVERAGE_VARIABLES, GraphKeys.CONCATENATED_VARIABLES,
+    GraphKeys.GLOBAL_VARIABLES,
+    GraphKeys.LOCAL_VARIABLES,
+    GraphKeys.METRIC_VARIABLES,
+    GraphKeys.MODEL_VARIABLES,
+    GraphKeys.TRAINABLE_VARIABLES,
+    GraphKeys.MOVING_AVERAGE_VARIABLES,
+    GraphKeys.CONCATENATED_VARIABLES,
     GraphKeys.TRAINABLE_RESOURCE_VARIABLES,
-)  # fmt: skip
+)
 
 
 def _variable_from_proto(proto: VariableDef, import_scope=None):
@@ -77,7 +81,7 @@ PROTO_FUNCTIONS[GraphKeys.QUEUE_RUNNERS] = (
 
 
 def register_proto_function(collection_name, proto_type=None, to_proto=None, from_proto=None):
-    """How the values of a collection are stored in a MetaGraph (TF1's ops.register_proto_function)."""
+    """How a collection's values are stored in a MetaGraph (TF1's register_proto_function)."""
     PROTO_FUNCTIONS[collection_name] = (proto_type, to_proto, from_proto)
 
 
@@ -179,10 +183,21 @@ def _scoped_graph_def(graph_def, export_scope, clear_devices):
     return out
 
 
-def export_meta_graph(filename=None, meta_info_def=None, graph_def=None, saver_def=None,
-                      collection_list=None, as_text=False, graph=None, export_scope=None,
-                      clear_devices=False, clear_extraneous_savers=False,
-                      strip_default_attrs=False, save_debug_info=False, **kwargs) -> MetaGraphDef:  # fmt: skip
+def export_meta_graph(
+    filename=None,
+    meta_info_def=None,
+    graph_def=None,
+    saver_def=None,
+    collection_list=None,
+    as_text=False,
+    graph=None,
+    export_scope=None,
+    clear_devices=False,
+    clear_extraneous_savers=False,
+    strip_default_attrs=False,
+    save_debug_info=False,
+    **kwargs,
+) -> MetaGraphDef:
     """Builds (and writes to `filename`, atomically) the MetaGraphDef of `graph`.
 
     Example: tf.train.export_meta_graph("/tmp/model.meta")"""
@@ -308,9 +323,15 @@ def read_meta_graph_file(filename) -> MetaGraphDef:
     return meta
 
 
-def import_scoped_meta_graph(meta_graph_or_file, clear_devices=False, graph=None,
-                             import_scope=None, input_map=None, restore_collections_predicate=None,
-                             return_elements=None):  # fmt: skip
+def import_scoped_meta_graph(
+    meta_graph_or_file,
+    clear_devices=False,
+    graph=None,
+    import_scope=None,
+    input_map=None,
+    restore_collections_predicate=None,
+    return_elements=None,
+):
     """Imports the graph and collections; returns ({name: Variable}, return elements)."""
     meta = meta_graph_or_file
     if not isinstance(meta, MetaGraphDef):
@@ -323,8 +344,13 @@ def import_scoped_meta_graph(meta_graph_or_file, clear_devices=False, graph=None
     if producer is not None and not producer.op:
         producer = None
     with graph.as_default():
-        returned = import_graph_def(graph_def, input_map=input_map, name=import_scope or "",
-                                    return_elements=return_elements, producer_op_list=producer)  # fmt: skip
+        returned = import_graph_def(
+            graph_def,
+            input_map=input_map,
+            name=import_scope or "",
+            return_elements=return_elements,
+            producer_op_list=producer,
+        )
     scope = import_scope or ""
     keep = restore_collections_predicate or (lambda key: True)
     objects: dict = {}
@@ -385,9 +411,12 @@ def import_meta_graph(meta_graph_or_file, clear_devices=False, import_scope=None
     if not isinstance(meta, MetaGraphDef):
         meta = read_meta_graph_file(meta)
     var_list, returned = import_scoped_meta_graph(
-        meta, clear_devices=clear_devices, import_scope=import_scope,
-        return_elements=return_elements, **kwargs,
-    )  # fmt: skip
+        meta,
+        clear_devices=clear_devices,
+        import_scope=import_scope,
+        return_elements=return_elements,
+        **kwargs,
+    )
     saver = None
     if meta.HasField("saver_def"):
         saver = Saver(saver_def=meta.saver_def, name=import_scope)

@@ -48,13 +48,19 @@ def _zero_debias(unbiased_var, value, decay):
     with variable_scope.variable_scope(unbiased_var.op.name, values=[unbiased_var, value, decay]):
         with graph.control_dependencies(None):
             biased = variable_scope.get_variable(
-                "biased", initializer=init_ops.zeros_initializer(), shape=unbiased_var.get_shape(),
-                dtype=unbiased_var.dtype.base_dtype, trainable=False,
-            )  # fmt: skip
+                "biased",
+                initializer=init_ops.zeros_initializer(),
+                shape=unbiased_var.get_shape(),
+                dtype=unbiased_var.dtype.base_dtype,
+                trainable=False,
+            )
             local_step = variable_scope.get_variable(
-                "local_step", shape=[], dtype=unbiased_var.dtype.base_dtype,
-                initializer=init_ops.zeros_initializer(), trainable=False,
-            )  # fmt: skip
+                "local_step",
+                shape=[],
+                dtype=unbiased_var.dtype.base_dtype,
+                initializer=init_ops.zeros_initializer(),
+                trainable=False,
+            )
         update_biased = state_ops.assign_sub(biased, (biased - value) * decay)
         update_local_step = local_step.assign_add(1)
         bias_factor = 1 - math_ops.pow(1.0 - decay, update_local_step)

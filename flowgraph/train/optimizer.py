@@ -88,15 +88,26 @@ class Optimizer:
         return self._name
 
     # -- the public API ---------------------------------------------------------------------
-    def minimize(self, loss, global_step=None, var_list=None, gate_gradients=GATE_OP,
-                 aggregation_method=None, colocate_gradients_with_ops=False, name=None,
-                 grad_loss=None):  # fmt: skip
+    def minimize(
+        self,
+        loss,
+        global_step=None,
+        var_list=None,
+        gate_gradients=GATE_OP,
+        aggregation_method=None,
+        colocate_gradients_with_ops=False,
+        name=None,
+        grad_loss=None,
+    ):
         """Adds ops that update `var_list` to minimize `loss`; returns the train op."""
         grads_and_vars = self.compute_gradients(
-            loss, var_list=var_list, gate_gradients=gate_gradients,
+            loss,
+            var_list=var_list,
+            gate_gradients=gate_gradients,
             aggregation_method=aggregation_method,
-            colocate_gradients_with_ops=colocate_gradients_with_ops, grad_loss=grad_loss,
-        )  # fmt: skip
+            colocate_gradients_with_ops=colocate_gradients_with_ops,
+            grad_loss=grad_loss,
+        )
         if not [v for g, v in grads_and_vars if g is not None]:
             raise ValueError(
                 "No gradients provided for any variable, check your graph for ops that do not "
@@ -105,9 +116,15 @@ class Optimizer:
             )
         return self.apply_gradients(grads_and_vars, global_step=global_step, name=name)
 
-    def compute_gradients(self, loss, var_list=None, gate_gradients=GATE_OP,
-                          aggregation_method=None, colocate_gradients_with_ops=False,
-                          grad_loss=None):  # fmt: skip
+    def compute_gradients(
+        self,
+        loss,
+        var_list=None,
+        gate_gradients=GATE_OP,
+        aggregation_method=None,
+        colocate_gradients_with_ops=False,
+        grad_loss=None,
+    ):
         """Returns [(gradient, variable)] for `var_list` (default: the trainable variables).
 
         A gradient is a Tensor, an IndexedSlices, or None where the loss does not depend on the
@@ -137,10 +154,13 @@ class Optimizer:
             raise ValueError("No variables to optimize.")
         targets = [v.handle if _is_resource(v) else _ref(v) for v in var_list]
         grads = gradients_impl.gradients(
-            loss, targets, grad_ys=grad_loss, gate_gradients=gate_gradients == Optimizer.GATE_OP,
+            loss,
+            targets,
+            grad_ys=grad_loss,
+            gate_gradients=gate_gradients == Optimizer.GATE_OP,
             aggregation_method=aggregation_method,
             colocate_gradients_with_ops=colocate_gradients_with_ops,
-        )  # fmt: skip
+        )
         if gate_gradients == Optimizer.GATE_GRAPH:
             grads = array_ops.tuple_(grads)
         grads_and_vars = list(zip(grads, var_list))
@@ -162,7 +182,8 @@ class Optimizer:
                         g = convert_to_tensor(g)
                     except (TypeError, ValueError):
                         raise TypeError(
-                            f"Gradient must be convertible to a Tensor or IndexedSlices, or None: {g}"
+                            "Gradient must be convertible to a Tensor or IndexedSlices, or None: "
+                            f"{g}"
                         ) from None
                 if not isinstance(g, Tensor) and not _is_sparse(g):
                     raise TypeError(f"Gradient must be a Tensor, IndexedSlices, or None: {g}")
@@ -273,7 +294,8 @@ class Optimizer:
             dtype = t.dtype.base_dtype
             if dtype not in valid:
                 raise ValueError(
-                    f"Invalid type {dtype!r} for {t.name}, expected: {sorted(d.name for d in valid)}."
+                    f"Invalid type {dtype!r} for {t.name}, expected: "
+                    f"{sorted(d.name for d in valid)}."
                 )
 
     @staticmethod
@@ -319,8 +341,12 @@ class Optimizer:
         v = self._non_slot_dict.get(key)
         if v is None:
             with graph.as_default(), graph.colocate_with(colocate_with.op):
-                v = variables.Variable(initial_value, name=name, trainable=False,
-                                       use_resource=_is_resource(colocate_with))  # fmt: skip
+                v = variables.Variable(
+                    initial_value,
+                    name=name,
+                    trainable=False,
+                    use_resource=_is_resource(colocate_with),
+                )
             self._non_slot_dict[key] = v
         return v
 

@@ -22,7 +22,7 @@ __all__ = [
     "GradientDescentOptimizer",
     "MomentumOptimizer",
     "RMSPropOptimizer",
-]  # fmt: skip
+]
 
 
 class GradientDescentOptimizer(Optimizer):
@@ -85,13 +85,28 @@ class MomentumOptimizer(Optimizer):
 
     def _apply_dense(self, grad, var):
         lr, mom = self._args(var)
-        return self._fused("apply_momentum", var, self.get_slot(var, "momentum"), lr, grad, mom,
-                           use_nesterov=self._use_nesterov)  # fmt: skip
+        return self._fused(
+            "apply_momentum",
+            var,
+            self.get_slot(var, "momentum"),
+            lr,
+            grad,
+            mom,
+            use_nesterov=self._use_nesterov,
+        )
 
     def _apply_sparse(self, grad, var):
         lr, mom = self._args(var)
-        return self._fused("sparse_apply_momentum", var, self.get_slot(var, "momentum"), lr,
-                           grad.values, grad.indices, mom, use_nesterov=self._use_nesterov)  # fmt: skip
+        return self._fused(
+            "sparse_apply_momentum",
+            var,
+            self.get_slot(var, "momentum"),
+            lr,
+            grad.values,
+            grad.indices,
+            mom,
+            use_nesterov=self._use_nesterov,
+        )
 
 
 class AdagradOptimizer(Optimizer):
@@ -171,8 +186,14 @@ class AdadeltaOptimizer(Optimizer):
         return self._fused("apply_adadelta", var, *self._slots_of(var), *self._args(var), grad)
 
     def _apply_sparse(self, grad, var):
-        return self._fused("sparse_apply_adadelta", var, *self._slots_of(var), *self._args(var),
-                           grad.values, grad.indices)  # fmt: skip
+        return self._fused(
+            "sparse_apply_adadelta",
+            var,
+            *self._slots_of(var),
+            *self._args(var),
+            grad.values,
+            grad.indices,
+        )
 
 
 class RMSPropOptimizer(Optimizer):
@@ -181,8 +202,16 @@ class RMSPropOptimizer(Optimizer):
     Example: tf.train.RMSPropOptimizer(0.01, decay=0.9, momentum=0.5).minimize(loss)
     """
 
-    def __init__(self, learning_rate, decay=0.9, momentum=0.0, epsilon=1e-10, use_locking=False,
-                 centered=False, name="RMSProp"):  # fmt: skip
+    def __init__(
+        self,
+        learning_rate,
+        decay=0.9,
+        momentum=0.0,
+        epsilon=1e-10,
+        use_locking=False,
+        centered=False,
+        name="RMSProp",
+    ):
         super().__init__(use_locking, name)
         self._learning_rate, self._decay, self._momentum = learning_rate, decay, momentum
         self._epsilon, self._centered = epsilon, centered
@@ -233,5 +262,6 @@ class RMSPropOptimizer(Optimizer):
         return self._fused(self._op(False), var, *self._slots_of(var), *self._args(var), grad)
 
     def _apply_sparse(self, grad, var):
-        return self._fused(self._op(True), var, *self._slots_of(var), *self._args(var),
-                           grad.values, grad.indices)  # fmt: skip
+        return self._fused(
+            self._op(True), var, *self._slots_of(var), *self._args(var), grad.values, grad.indices
+        )

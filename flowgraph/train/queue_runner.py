@@ -27,9 +27,16 @@ _log = logging.getLogger(__name__)
 class QueueRunner:
     """Holds a queue, its enqueue ops (one thread each) and the ops that close it."""
 
-    def __init__(self, queue=None, enqueue_ops=None, close_op=None, cancel_op=None,
-                 queue_closed_exception_types=None, queue_runner_def=None,
-                 import_scope=None):  # fmt: skip
+    def __init__(
+        self,
+        queue=None,
+        enqueue_ops=None,
+        close_op=None,
+        cancel_op=None,
+        queue_closed_exception_types=None,
+        queue_runner_def=None,
+        import_scope=None,
+    ):
         if queue_runner_def is not None:
             if queue or enqueue_ops:
                 raise ValueError("queue_runner_def and queue are mutually exclusive.")
@@ -199,8 +206,9 @@ def add_queue_runner(qr, collection=GraphKeys.QUEUE_RUNNERS):
     default_graph.get().add_to_collection(collection, qr)
 
 
-def start_queue_runners(sess=None, coord=None, daemon=True, start=True,
-                        collection=GraphKeys.QUEUE_RUNNERS):  # fmt: skip
+def start_queue_runners(
+    sess=None, coord=None, daemon=True, start=True, collection=GraphKeys.QUEUE_RUNNERS
+):
     """Starts the threads of every QueueRunner in the graph's collection; returns them."""
     from flowgraph.session import default_session
     from flowgraph.session.session import BaseSession

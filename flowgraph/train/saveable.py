@@ -81,8 +81,9 @@ class ResourceVariableSaveable(SaveableObject):
                 value = apply_op("ReadVariableOp", [handle], dtype=var.dtype).outputs[0]
                 return array.identity(value)
 
-        spec = SaveSpec(read, slice_spec, name, dtype=var.dtype, device=handle.device,
-                        shape=var.shape)  # fmt: skip
+        spec = SaveSpec(
+            read, slice_spec, name, dtype=var.dtype, device=handle.device, shape=var.shape
+        )
         super().__init__(var, [spec], name)
 
     def restore(self, restored_tensors, restored_shapes):

@@ -85,10 +85,18 @@ class BaseSaverBuilder:
         save = self.save_op(filename_tensor, saveables)
         return _with_dependencies([save], filename_tensor)
 
-    def _add_restore_ops(self, filename_tensor, saveables, restore_sequentially, reshape,
-                         preferred_shard=-1, name="restore_all"):  # fmt: skip
-        tensors = self.bulk_restore(filename_tensor, saveables, preferred_shard,
-                                    restore_sequentially)  # fmt: skip
+    def _add_restore_ops(
+        self,
+        filename_tensor,
+        saveables,
+        restore_sequentially,
+        reshape,
+        preferred_shard=-1,
+        name="restore_all",
+    ):
+        tensors = self.bulk_restore(
+            filename_tensor, saveables, preferred_shard, restore_sequentially
+        )
         assigns, idx = [], 0
         for s in saveables:
             shapes = None
@@ -136,16 +144,21 @@ class BaseSaverBuilder:
         with graph.control_dependencies([s.op for s in saves]):
             return io_ops.sharded_filespec(filename_tensor, num_shards)
 
-    def _add_sharded_restore_ops(self, filename_tensor, per_device, restore_sequentially,
-                                 reshape):  # fmt: skip
+    def _add_sharded_restore_ops(self, filename_tensor, per_device, restore_sequentially, reshape):
         graph = default_graph.get()
         shards = []
         for shard, (device, saveables) in enumerate(per_device):
             with graph.device(device):
                 shards.append(
-                    self._add_restore_ops(filename_tensor, saveables, restore_sequentially,
-                                          reshape, preferred_shard=shard, name="restore_shard")
-                )  # fmt: skip
+                    self._add_restore_ops(
+                        filename_tensor,
+                        saveables,
+                        restore_sequentially,
+                        reshape,
+                        preferred_shard=shard,
+                        name="restore_shard",
+                    )
+                )
         return array.group(*shards, name="restore_all")
 
     @staticmethod
@@ -160,13 +173,23 @@ class BaseSaverBuilder:
             per_device.setdefault(devices.pop(), []).append(s)
         return sorted(per_device.items(), key=lambda t: t[0])
 
-    def _build_internal(self, names_to_saveables, reshape=False, sharded=False, max_to_keep=5,
-                        keep_checkpoint_every_n_hours=10000.0, name=None,
-                        restore_sequentially=False, filename="model", build_save=True,
-                        build_restore=True) -> SaverDef:  # fmt: skip
+    def _build_internal(
+        self,
+        names_to_saveables,
+        reshape=False,
+        sharded=False,
+        max_to_keep=5,
+        keep_checkpoint_every_n_hours=10000.0,
+        name=None,
+        restore_sequentially=False,
+        filename="model",
+        build_save=True,
+        build_restore=True,
+    ) -> SaverDef:
         if not build_save or not build_restore:
             raise ValueError(
-                "save and restore operations need to be built together when eager execution is not enabled."
+                "save and restore operations need to be built together when eager execution is "
+                "not enabled."
             )
         saveables = saveable_lib.validate_and_slice_inputs(names_to_saveables)
         graph = default_graph.get()
@@ -178,17 +201,21 @@ class BaseSaverBuilder:
             if sharded:
                 per_device = self._group_by_devices(saveables)
                 save_tensor = self._add_sharded_save_ops(fname, per_device)
-                restore_op = self._add_sharded_restore_ops(fname, per_device,
-                                                           restore_sequentially, reshape)  # fmt: skip
+                restore_op = self._add_sharded_restore_ops(
+                    fname, per_device, restore_sequentially, reshape
+                )
             else:
                 save_tensor = self._add_save_ops(fname, saveables)
                 restore_op = self._add_restore_ops(fname, saveables, restore_sequentially, reshape)
         return SaverDef(
-            filename_tensor_name=fname.name, save_tensor_name=save_tensor.name,
-            restore_op_name=restore_op.name, max_to_keep=max_to_keep or 0, sharded=sharded,
+            filename_tensor_name=fname.name,
+            save_tensor_name=save_tensor.name,
+            restore_op_name=restore_op.name,
+            max_to_keep=max_to_keep or 0,
+            sharded=sharded,
             keep_checkpoint_every_n_hours=keep_checkpoint_every_n_hours,
             version=self._write_version,
-        )  # fmt: skip
+        )
 
 
 class BulkSaverBuilder(BaseSaverBuilder):
@@ -199,8 +226,12 @@ class BulkSaverBuilder(BaseSaverBuilder):
         specs = [spec for s in saveables for spec in s.specs]
         graph = default_graph.get()
         with graph.device("/device:CPU:0"):
-            return io_ops.restore_v2(filename_tensor, [s.name for s in specs],
-                                     [s.slice_spec for s in specs], [s.dtype for s in specs])  # fmt: skip
+            return io_ops.restore_v2(
+                filename_tensor,
+                [s.name for s in specs],
+                [s.slice_spec for s in specs],
+                [s.dtype for s in specs],
+            )
 
 
 def _with_dependencies(deps, tensor):
@@ -216,8 +247,9 @@ def _canonical(device) -> str:
 
 def _cpu_of(device: str) -> str:
     spec = DeviceSpec.from_string(device or "")
-    return DeviceSpec(job=spec.job, replica=spec.replica, task=spec.task,
-                      device_type="CPU", device_index=0).to_string()  # fmt: skip
+    return DeviceSpec(
+        job=spec.job, replica=spec.replica, task=spec.task, device_type="CPU", device_index=0
+    ).to_string()
 
 
 class Saver:
@@ -229,11 +261,24 @@ class Saver:
         saver.restore(sess, tf.train.latest_checkpoint("/tmp/run"))
     """
 
-    def __init__(self, var_list=None, reshape=False, sharded=False, max_to_keep=5,
-                 keep_checkpoint_every_n_hours=10000.0, name=None, restore_sequentially=False,
-                 saver_def=None, builder=None, defer_build=False, allow_empty=False,
-                 write_version=SaverDef.V2, pad_step_number=False, save_relative_paths=False,
-                 filename=None):  # fmt: skip
+    def __init__(
+        self,
+        var_list=None,
+        reshape=False,
+        sharded=False,
+        max_to_keep=5,
+        keep_checkpoint_every_n_hours=10000.0,
+        name=None,
+        restore_sequentially=False,
+        saver_def=None,
+        builder=None,
+        defer_build=False,
+        allow_empty=False,
+        write_version=SaverDef.V2,
+        pad_step_number=False,
+        save_relative_paths=False,
+        filename=None,
+    ):
         if defer_build and var_list:
             raise ValueError(
                 "If `var_list` is provided then build cannot be deferred. Either set "
@@ -286,12 +331,17 @@ class Saver:
                 raise ValueError("No variables to save")
             self._is_empty = False
             self.saver_def = self._builder._build_internal(
-                self._var_list, reshape=self._reshape, sharded=self._sharded,
+                self._var_list,
+                reshape=self._reshape,
+                sharded=self._sharded,
                 max_to_keep=self._max_to_keep,
                 keep_checkpoint_every_n_hours=self._keep_checkpoint_every_n_hours,
-                name=self._name, restore_sequentially=self._restore_sequentially,
-                filename=checkpoint_path, build_save=build_save, build_restore=build_restore,
-            )  # fmt: skip
+                name=self._name,
+                restore_sequentially=self._restore_sequentially,
+                filename=checkpoint_path,
+                build_save=build_save,
+                build_restore=build_restore,
+            )
         elif self._name and self._name.rstrip("/"):
             # a SaverDef imported under a scope: its names gain the scope (import_meta_graph)
             scope = self._name.rstrip("/")
@@ -359,8 +409,11 @@ class Saver:
         """The SaverDef with `export_scope` stripped from its names (None if outside it)."""
         if export_scope is None:
             return self.saver_def
-        names = [self.saver_def.filename_tensor_name, self.saver_def.save_tensor_name,
-                 self.saver_def.restore_op_name]  # fmt: skip
+        names = [
+            self.saver_def.filename_tensor_name,
+            self.saver_def.save_tensor_name,
+            self.saver_def.restore_op_name,
+        ]
         if not all(n.startswith(export_scope + "/") for n in names):
             return None
         out = SaverDef()
@@ -376,9 +429,18 @@ class Saver:
         return Saver(saver_def=saver_def, name=import_scope)
 
     # -- save and restore -----------------------------------------------------------------------
-    def save(self, sess, save_path, global_step=None, latest_filename=None,
-             meta_graph_suffix="meta", write_meta_graph=True, write_state=True,
-             strip_default_attrs=False, save_debug_info=False):  # fmt: skip
+    def save(
+        self,
+        sess,
+        save_path,
+        global_step=None,
+        latest_filename=None,
+        meta_graph_suffix="meta",
+        write_meta_graph=True,
+        write_state=True,
+        strip_default_attrs=False,
+        save_debug_info=False,
+    ):
         """Runs the save op; returns the checkpoint's prefix (None for an empty Saver).
 
         The bundle, then the MetaGraph, then the `checkpoint` state file are committed, each by
@@ -408,8 +470,10 @@ class Saver:
         parent = os.path.dirname(save_path)
         path = None
         if not self._is_empty:
-            path = sess.run(self.saver_def.save_tensor_name,
-                            {self.saver_def.filename_tensor_name: checkpoint_file})  # fmt: skip
+            path = sess.run(
+                self.saver_def.save_tensor_name,
+                {self.saver_def.filename_tensor_name: checkpoint_file},
+            )
             path = path.decode() if isinstance(path, bytes) else str(path)
         if write_meta_graph:
             meta_file = cm.meta_graph_filename(checkpoint_file, meta_graph_suffix)
@@ -418,25 +482,40 @@ class Saver:
         if path is not None and write_state:
             self._record_last_checkpoint(path)
             cm.update_checkpoint_state(
-                parent, path, all_model_checkpoint_paths=self.last_checkpoints,
-                latest_filename=latest_filename, save_relative_paths=self._save_relative_paths,
-            )  # fmt: skip
+                parent,
+                path,
+                all_model_checkpoint_paths=self.last_checkpoints,
+                latest_filename=latest_filename,
+                save_relative_paths=self._save_relative_paths,
+            )
             self._maybe_delete_old_checkpoints(meta_graph_suffix)
         return path
 
-    def export_meta_graph(self, filename=None, collection_list=None, as_text=False,
-                          export_scope=None, clear_devices=False,
-                          clear_extraneous_savers=False, strip_default_attrs=False,
-                          save_debug_info=False):  # fmt: skip
+    def export_meta_graph(
+        self,
+        filename=None,
+        collection_list=None,
+        as_text=False,
+        export_scope=None,
+        clear_devices=False,
+        clear_extraneous_savers=False,
+        strip_default_attrs=False,
+        save_debug_info=False,
+    ):
         """A MetaGraphDef of the default graph with this Saver's SaverDef (written if named)."""
         from flowgraph.train import meta_graph
 
         return meta_graph.export_meta_graph(
-            filename=filename, saver_def=self.saver_def, collection_list=collection_list,
-            as_text=as_text, export_scope=export_scope, clear_devices=clear_devices,
+            filename=filename,
+            saver_def=self.saver_def,
+            collection_list=collection_list,
+            as_text=as_text,
+            export_scope=export_scope,
+            clear_devices=clear_devices,
             clear_extraneous_savers=clear_extraneous_savers,
-            strip_default_attrs=strip_default_attrs, save_debug_info=save_debug_info,
-        )  # fmt: skip
+            strip_default_attrs=strip_default_attrs,
+            save_debug_info=save_debug_info,
+        )
 
     def restore(self, sess, save_path):
         """Runs the restore op. Before running anything it checks the checkpoint against the
@@ -520,10 +599,12 @@ def _assigned_shape(tensor, depth: int = 0):
 
 def _restore_error(cls, reason: str, original: str):
     return cls(
-        None, None, "Restoring from checkpoint failed. This is most likely due to "
+        None,
+        None,
+        "Restoring from checkpoint failed. This is most likely due to "
         f"{reason} from the checkpoint. Please ensure that you have not altered the graph "
-        f"expected based on the checkpoint. Original error:\n\n{original}"
-    )  # fmt: skip
+        f"expected based on the checkpoint. Original error:\n\n{original}",
+    )
 
 
 def _check_spec(reader, spec, save_path: str, reshape: bool):

@@ -41,9 +41,14 @@ def _create_slot_var(primary, val, shape, dtype, validate_shape):
     scope.set_partitioner(None)  # slots mirror an unpartitioned primary
     try:
         slot = variable_scope.get_variable(
-            "", initializer=val, trainable=False, use_resource=_slot_kind(primary),
-            shape=shape if callable(val) else None, dtype=dtype, validate_shape=validate_shape,
-        )  # fmt: skip
+            "",
+            initializer=val,
+            trainable=False,
+            use_resource=_slot_kind(primary),
+            shape=shape if callable(val) else None,
+            dtype=dtype,
+            validate_shape=validate_shape,
+        )
     finally:
         scope.set_partitioner(partitioner)
     _mirror_slice_info(primary, slot)
@@ -58,9 +63,11 @@ def _mirror_slice_info(primary, slot):
         return
     suffix = slot.op.name[len(primary.op.name) + 1 :]
     slot._save_slice_info = SaveSliceInfoDef(
-        full_name=f"{info.full_name}/{suffix}", full_shape=info.full_shape,
-        var_offset=info.var_offset, var_shape=info.var_shape,
-    )  # fmt: skip
+        full_name=f"{info.full_name}/{suffix}",
+        full_shape=info.full_shape,
+        var_offset=info.var_offset,
+        var_shape=info.var_shape,
+    )
 
 
 @contextlib.contextmanager

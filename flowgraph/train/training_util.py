@@ -21,7 +21,7 @@ __all__ = [
     "get_global_step",
     "get_or_create_global_step",
     "global_step",
-]  # fmt: skip
+]
 
 _log = logging.getLogger(__name__)
 
@@ -61,10 +61,13 @@ def create_global_step(graph=None):
         raise ValueError('"global_step" already exists.')
     with graph.as_default(), graph.name_scope(None):
         return variable_scope.get_variable(
-            GraphKeys.GLOBAL_STEP, shape=[], dtype=dtypes.int64,
-            initializer=init_ops.zeros_initializer(), trainable=False,
+            GraphKeys.GLOBAL_STEP,
+            shape=[],
+            dtype=dtypes.int64,
+            initializer=init_ops.zeros_initializer(),
+            trainable=False,
             collections=[GraphKeys.GLOBAL_VARIABLES, GraphKeys.GLOBAL_STEP],
-        )  # fmt: skip
+        )
 
 
 def get_or_create_global_step(graph=None):

@@ -32,8 +32,10 @@ def test_v1_round_trip_every_dtype_and_slices(tmp_path):
     path = str(tmp_path / "v1.ckpt")
     full = np.arange(12.0).reshape(6, 2)
     entries = [(k, None, None, v) for k, v in VALUES.items()]
-    entries += [("part", [6, 2], Slice.parse(s), full[Slice.parse(s).index((6, 2))])
-                for s in ("0,4:-", "4,2:-")]  # fmt: skip
+    entries += [
+        ("part", [6, 2], Slice.parse(s), full[Slice.parse(s).index((6, 2))])
+        for s in ("0,4:-", "4,2:-")
+    ]
     checkpoint_v1.write_v1(path, entries)
     with checkpoint_v1.open_checkpoint(path) as r:
         assert isinstance(r, checkpoint_v1.V1Reader)
@@ -65,8 +67,9 @@ def test_save_and_restore_ops(tmp_path):
         got = sess.run([r, n, part, v2_fallback])
         with pytest.raises(errors.InvalidArgumentError, match="tensor_name = n"):
             sess.run(wrong)
-        np.testing.assert_array_equal(sess.run(io_ops.restore(path + "2", "a", tf.float32)),
-                                      [[0, 0], [0, 0], [1, 2], [3, 4]])  # fmt: skip
+        np.testing.assert_array_equal(
+            sess.run(io_ops.restore(path + "2", "a", tf.float32)), [[0, 0], [0, 0], [1, 2], [3, 4]]
+        )
     np.testing.assert_array_equal(got[0], [[1, 2], [3, 4]])
     assert got[1] == 7 and got[3] == 7
     np.testing.assert_array_equal(got[2], [[3, 4]])
@@ -98,8 +101,14 @@ def test_saver_write_version_v1(tmp_path, sharded):
 @needs_tf
 def test_tensorflow_reads_our_v1_and_we_read_its_v1(tmp_path):
     ours = str(tmp_path / "ours.ckpt")  # TF's V1 reader lacks uint16, half and complex64
-    checkpoint_v1.write_v1(ours, [(k, None, None, v) for k, v in VALUES.items()
-                                  if k not in ("bf16", "empty", "u16", "half", "c64")])  # fmt: skip
+    checkpoint_v1.write_v1(
+        ours,
+        [
+            (k, None, None, v)
+            for k, v in VALUES.items()
+            if k not in ("bf16", "empty", "u16", "half", "c64")
+        ],
+    )
     got = _run_tf(
         """
         r = tf.train.NewCheckpointReader(sys.argv[1])
@@ -112,8 +121,9 @@ def test_tensorflow_reads_our_v1_and_we_read_its_v1(tmp_path):
             tf.train.Saver(write_version=tf.train.SaverDef.V1).save(sess, sys.argv[2])
         print(json.dumps(out))
         """,
-        ours, tmp_path / "theirs.ckpt",
-    )  # fmt: skip
+        ours,
+        tmp_path / "theirs.ckpt",
+    )
     for k, v in got.items():
         w = VALUES[k]
         d = _decode(v)

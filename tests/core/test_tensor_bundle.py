@@ -90,9 +90,23 @@ def test_sstable_separators_are_short():
     assert sstable._short_successor(b"\xff\xffa") == b"\xff\xffb"
 
 
-ALL_DTYPES = [np.float16, np.float32, np.float64, np.int8, np.int16, np.int32, np.int64,
-              np.uint8, np.uint16, np.uint32, np.uint64, np.bool_, np.complex64, np.complex128,
-              ml_dtypes.bfloat16]  # fmt: skip
+ALL_DTYPES = [
+    np.float16,
+    np.float32,
+    np.float64,
+    np.int8,
+    np.int16,
+    np.int32,
+    np.int64,
+    np.uint8,
+    np.uint16,
+    np.uint32,
+    np.uint64,
+    np.bool_,
+    np.complex64,
+    np.complex128,
+    ml_dtypes.bfloat16,
+]
 
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=lambda d: np.dtype(d).name)
@@ -223,8 +237,10 @@ def test_merge_renames_shards_and_merges_slices(tmp_path):
     dest = str(tmp_path / "model")
     tb.merge_bundles(parts, dest)
     assert sorted(os.listdir(tmp_path)) == [
-        "model.data-00000-of-00002", "model.data-00001-of-00002", "model.index"
-    ]  # fmt: skip
+        "model.data-00000-of-00002",
+        "model.data-00001-of-00002",
+        "model.index",
+    ]
     with tb.BundleReader(dest) as r:
         assert r.header.num_shards == 2
         np.testing.assert_array_equal(r.lookup("pv"), full)

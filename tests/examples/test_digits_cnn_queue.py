@@ -9,8 +9,20 @@ from flowgraph.examples import digits_cnn_queue
 
 @pytest.mark.parametrize("compression", ["", "GZIP"])
 def test_queue_fed_cnn_learns_and_consumes_every_epoch(tmp_path, capsys, compression):
-    out = digits_cnn_queue.main(["--epochs", "2", "--batch_size", "64", "--log_every", "1000",
-                                 "--data_dir", str(tmp_path), "--compression", compression])  # fmt: skip
+    out = digits_cnn_queue.main(
+        [
+            "--epochs",
+            "2",
+            "--batch_size",
+            "64",
+            "--log_every",
+            "1000",
+            "--data_dir",
+            str(tmp_path),
+            "--compression",
+            compression,
+        ]
+    )
     train_size = sum(
         1
         for path in sorted(tmp_path.iterdir())

@@ -89,8 +89,11 @@ def test_word2vec_embedding_updates_are_sparse():
         if op.name.startswith("GradientDescent/update_")
         and op.type not in ("Const", "NoOp", "Mul", "Neg")
     }
-    assert updates == {"embeddings": "ScatterSub", "nce_weights": "ScatterSub",
-                       "nce_biases": "ScatterSub"}  # fmt: skip
+    assert updates == {
+        "embeddings": "ScatterSub",
+        "nce_weights": "ScatterSub",
+        "nce_biases": "ScatterSub",
+    }
 
 
 def test_word2vec_loss_falls_and_neighbours_are_nearest(tmp_path, capsys):
@@ -107,8 +110,9 @@ def test_word2vec_loss_falls_and_neighbours_are_nearest(tmp_path, capsys):
         similarity[vocab[word]] = -np.inf
         expected = [words[i] for i in np.argsort(-similarity, kind="stable")[:5]]
         assert [w for w, _ in found] == expected
-        np.testing.assert_allclose([s for _, s in found], similarity[[vocab[w] for w in expected]],
-                                   rtol=1e-4, atol=1e-5)  # fmt: skip
+        np.testing.assert_allclose(
+            [s for _, s in found], similarity[[vocab[w] for w in expected]], rtol=1e-4, atol=1e-5
+        )
     assert "loss" in _scalars(tmp_path)
     assert "nearest words" in capsys.readouterr().out
 

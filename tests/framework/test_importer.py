@@ -159,8 +159,12 @@ def _graph_def(*nodes):
 
 
 def _const(name, value):
-    return _node(name, "Const", value=AttrValue(tensor=make_tensor_proto(value)),
-                 dtype=AttrValue(type=tf.as_dtype(np.asarray(value).dtype).as_datatype_enum))  # fmt: skip
+    return _node(
+        name,
+        "Const",
+        value=AttrValue(tensor=make_tensor_proto(value)),
+        dtype=AttrValue(type=tf.as_dtype(np.asarray(value).dtype).as_datatype_enum),
+    )
 
 
 def test_unknown_op_type_is_not_found_and_graph_is_unchanged():
@@ -185,8 +189,10 @@ def test_missing_attrs_take_opdef_defaults():
 
 def test_attr_errors_and_producer_op_list():
     t = AttrValue(type=tf.float32.as_datatype_enum)
-    gd = _graph_def(_const("a", np.ones((2, 2), np.float32)),
-                    _node("m", "MatMul", ["a", "a"], T=t, future_attr=AttrValue(i=0)))  # fmt: skip
+    gd = _graph_def(
+        _const("a", np.ones((2, 2), np.float32)),
+        _node("m", "MatMul", ["a", "a"], T=t, future_attr=AttrValue(i=0)),
+    )
     with tf.Graph().as_default() as g:
         with pytest.raises(ValueError, match="attr 'future_attr' not in Op<name=MatMul>"):
             tf.import_graph_def(gd)
@@ -200,8 +206,10 @@ def test_attr_errors_and_producer_op_list():
     with tf.Graph().as_default():
         with pytest.raises(ValueError, match="missing attr 'T'"):
             tf.import_graph_def(no_t)
-    bad_t = _graph_def(_const("a", np.ones(2, np.bool_)), _node("m", "MatMul", ["a", "a"],
-                                                               T=AttrValue(type=tf.bool.as_datatype_enum)))  # fmt: skip
+    bad_t = _graph_def(
+        _const("a", np.ones(2, np.bool_)),
+        _node("m", "MatMul", ["a", "a"], T=AttrValue(type=tf.bool.as_datatype_enum)),
+    )
     with tf.Graph().as_default():
         with pytest.raises(ValueError, match="'m'"):
             tf.import_graph_def(bad_t)

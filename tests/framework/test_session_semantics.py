@@ -19,8 +19,15 @@ import flowgraph as tf
 # -- defect 1: nothing fetched shares memory with state a later step reads -----------------------
 def test_fetched_arrays_never_alias_constants_or_their_views():
     c = tf.constant([1, 2, 3])
-    views = [c, tf.zeros([3], tf.int32), tf.ones([3], tf.int32), tf.reshape(c, [3, 1]), c[1:],
-             tf.identity(c), tf.transpose(tf.reshape(c, [1, 3]))]  # fmt: skip
+    views = [
+        c,
+        tf.zeros([3], tf.int32),
+        tf.ones([3], tf.int32),
+        tf.reshape(c, [3, 1]),
+        c[1:],
+        tf.identity(c),
+        tf.transpose(tf.reshape(c, [1, 3])),
+    ]
     with tf.Session() as sess:
         before = sess.run(views)
         for t in views:

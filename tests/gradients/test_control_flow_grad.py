@@ -80,8 +80,11 @@ def test_cond_inside_loop_and_nested_loops():
 def test_tensor_array_gradient_through_loop():
     x = tf.placeholder(tf.float64, [])
     ta = tf.TensorArray(tf.float64, size=3)
-    _, ta = tf.while_loop(lambda i, t: i < 3, lambda i, t: (i + 1, t.write(i, x * tf.cast(i + 1, tf.float64))),
-                          [tf.constant(0), ta])  # fmt: skip
+    _, ta = tf.while_loop(
+        lambda i, t: i < 3,
+        lambda i, t: (i + 1, t.write(i, x * tf.cast(i + 1, tf.float64))),
+        [tf.constant(0), ta],
+    )
     loss = tf.reduce_sum(ta.stack() ** 2)
     (g,) = tf.gradients(loss, x)
     with tf.Session() as s:
@@ -152,5 +155,8 @@ def test_gradients_while_fixture_rebuilt_with_our_api():
         got[3], data["fetch_gradients.while.Enter_1_grad.Exit_0"], rtol=1e-5, atol=1e-6
     )
     names = {op.name for op in tf.get_default_graph().get_operations()}
-    assert {"gradients/while/Exit_1_grad/b_exit", "gradients/while/Enter_1_grad/Exit",
-            "gradients/while/mul/Enter_grad/b_acc_3"} <= names  # fmt: skip
+    assert {
+        "gradients/while/Exit_1_grad/b_exit",
+        "gradients/while/Enter_1_grad/Exit",
+        "gradients/while/mul/Enter_grad/b_acc_3",
+    } <= names

@@ -11,9 +11,13 @@ from flowgraph.core import tensor_util
 from flowgraph.core.protos import GraphDef
 
 FIXTURES = "/work/shared/fixtures/tensorflow/graphs"
-FETCHES = ["gradients/BiasAdd_grad/BiasAddGrad:0", "gradients/MatMul_1_grad/MatMul_1:0",
-           "gradients/MatMul_grad/MatMul:0", "gradients/MatMul_grad/MatMul_1:0",
-           "gradients/add_grad/Reshape:0"]  # fmt: skip
+FETCHES = [
+    "gradients/BiasAdd_grad/BiasAddGrad:0",
+    "gradients/MatMul_1_grad/MatMul_1:0",
+    "gradients/MatMul_grad/MatMul:0",
+    "gradients/MatMul_grad/MatMul_1:0",
+    "gradients/add_grad/Reshape:0",
+]
 
 
 @pytest.mark.skipif(not os.path.exists(f"{FIXTURES}/gradients_mlp.pb"), reason="fixtures absent")

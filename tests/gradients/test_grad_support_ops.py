@@ -12,11 +12,17 @@ from flowgraph.testing.op_test import check_op
 @pytest.mark.parametrize("dtype", [np.int32, np.int64])
 def test_broadcast_gradient_args(dtype):
     s0, s1 = np.array([2, 1, 3], dtype), np.array([4, 1], dtype)
-    check_op(lambda a, b: list(build("BroadcastGradientArgs", a, b)), [s0, s1],
-             lambda a, b: [np.array([1], dtype), np.array([0, 2], dtype)])  # fmt: skip
+    check_op(
+        lambda a, b: list(build("BroadcastGradientArgs", a, b)),
+        [s0, s1],
+        lambda a, b: [np.array([1], dtype), np.array([0, 2], dtype)],
+    )
     with pytest.raises(errors.InvalidArgumentError, match="Incompatible shapes"):
-        check_op(lambda a, b: list(build("BroadcastGradientArgs", a, b)),
-                 [np.array([2, 3], dtype), np.array([4], dtype)], lambda a, b: [a, b])  # fmt: skip
+        check_op(
+            lambda a, b: list(build("BroadcastGradientArgs", a, b)),
+            [np.array([2, 3], dtype), np.array([4], dtype)],
+            lambda a, b: [a, b],
+        )
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.complex64])
@@ -35,10 +41,16 @@ def test_unsorted_segment_sum(dtype):
 
 
 def test_dynamic_stitch_and_invert_permutation():
-    check_op(lambda a, b: build("DynamicStitch", [tf.constant([0, 2]), tf.constant([1])], [a, b]),
-             [np.array([1.0, 3.0]), np.array([2.0])], lambda a, b: np.array([1.0, 2.0, 3.0]))  # fmt: skip
-    check_op(lambda p: build("InvertPermutation", p), [np.array([2, 0, 1], np.int32)],
-             lambda p: np.argsort(p).astype(np.int32))  # fmt: skip
+    check_op(
+        lambda a, b: build("DynamicStitch", [tf.constant([0, 2]), tf.constant([1])], [a, b]),
+        [np.array([1.0, 3.0]), np.array([2.0])],
+        lambda a, b: np.array([1.0, 2.0, 3.0]),
+    )
+    check_op(
+        lambda p: build("InvertPermutation", p),
+        [np.array([2, 0, 1], np.int32)],
+        lambda p: np.argsort(p).astype(np.int32),
+    )
     with pytest.raises(errors.InvalidArgumentError, match="not a permutation"):
         check_op(lambda p: build("InvertPermutation", p), [np.array([0, 0], np.int32)], lambda p: p)
 

@@ -25,8 +25,12 @@ def _away_from_kinks(shape, dtype, seed=0, kinks=(0.0,), scale=2.0):
 
 
 # -- convolution and pooling ----------------------------------------------------------------------
-CONV_CASES = [([1, 1, 1, 1], "SAME", [1, 1, 1, 1]), ([1, 2, 2, 1], "SAME", [1, 1, 1, 1]),
-              ([1, 2, 1, 1], "VALID", [1, 1, 1, 1]), ([1, 1, 1, 1], "SAME", [1, 2, 2, 1])]  # fmt: skip
+CONV_CASES = [
+    ([1, 1, 1, 1], "SAME", [1, 1, 1, 1]),
+    ([1, 2, 2, 1], "SAME", [1, 1, 1, 1]),
+    ([1, 2, 1, 1], "VALID", [1, 1, 1, 1]),
+    ([1, 1, 1, 1], "SAME", [1, 2, 2, 1]),
+]
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -62,8 +66,12 @@ def test_depthwise_conv2d_grad(dtype):
     x, f = _rand((2, 5, 4, 2), dtype), _rand((3, 2, 2, 2), dtype, 1)
     check_gradients(lambda a, b: tf.nn.depthwise_conv2d(a, b, [1, 2, 1, 1], "SAME"), [x, f])
     dy = _rand((1, 3, 4, 4), dtype, 2)
-    check_gradients(lambda a, b: tf.nn.depthwise_conv2d_native_backprop_input([1, 5, 4, 2], a, b, [1, 2, 1, 1],
-                                                                              "SAME"), [f, dy])  # fmt: skip
+    check_gradients(
+        lambda a, b: tf.nn.depthwise_conv2d_native_backprop_input(
+            [1, 5, 4, 2], a, b, [1, 2, 1, 1], "SAME"
+        ),
+        [f, dy],
+    )
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -83,8 +91,13 @@ def test_max_pool_second_order(dtype):
     dy = _rand(y.shape, dtype, 1)
 
     def grad_of_pool(g):
-        return apply_op("MaxPoolGrad", [tf.constant(x), tf.constant(y), g], ksize=[1, 2, 2, 1],
-                        strides=[1, 2, 2, 1], padding="VALID").outputs[0]  # fmt: skip
+        return apply_op(
+            "MaxPoolGrad",
+            [tf.constant(x), tf.constant(y), g],
+            ksize=[1, 2, 2, 1],
+            strides=[1, 2, 2, 1],
+            padding="VALID",
+        ).outputs[0]
 
     check_gradients(grad_of_pool, [dy])
 
@@ -94,8 +107,10 @@ def test_max_pool_second_order(dtype):
 def test_avg_pool_grad(dtype, padding):
     x = _rand((2, 5, 4, 2), dtype)
     check_gradients(lambda a: tf.nn.avg_pool(a, [1, 3, 2, 1], [1, 2, 2, 1], padding), [x])
-    check_gradients(lambda a: tf.nn.avg_pool(a, [1, 1, 3, 2], [1, 1, 2, 2], padding, data_format="NCHW"),
-                    [x.transpose(0, 3, 1, 2).copy()])  # fmt: skip
+    check_gradients(
+        lambda a: tf.nn.avg_pool(a, [1, 1, 3, 2], [1, 1, 2, 2], padding, data_format="NCHW"),
+        [x.transpose(0, 3, 1, 2).copy()],
+    )
 
 
 # -- activations, softmax, bias, losses -----------------------------------------------------------
@@ -170,8 +185,10 @@ def test_loss_grads(dtype):
     check_gradients(
         lambda a, b: tf.nn.sigmoid_cross_entropy_with_logits(labels=b, logits=a), [logits, labels]
     )
-    check_gradients(lambda a: tf.nn.weighted_cross_entropy_with_logits(labels=labels, logits=a, pos_weight=2.0),
-                    [logits])  # fmt: skip
+    check_gradients(
+        lambda a: tf.nn.weighted_cross_entropy_with_logits(labels=labels, logits=a, pos_weight=2.0),
+        [logits],
+    )
 
 
 def test_softmax_cross_entropy_v1_stops_label_gradient():
@@ -210,8 +227,10 @@ def test_normalization_grads(dtype):
     check_gradients(lambda a: tf.nn.l2_normalize(a, axis=1), [x])
     check_gradients(lambda a: list(tf.nn.moments(a, [0])), [x])
     mean, var = _rand((4,), dtype, 1), _rand((4,), dtype, 2, 0.5, 1.5)
-    check_gradients(lambda a, m, v, o, s: tf.nn.batch_normalization(a, m, v, o, s, 1e-3),
-                    [x, mean, var, _rand((4,), dtype, 3), _rand((4,), dtype, 4)])  # fmt: skip
+    check_gradients(
+        lambda a, m, v, o, s: tf.nn.batch_normalization(a, m, v, o, s, 1e-3),
+        [x, mean, var, _rand((4,), dtype, 3), _rand((4,), dtype, 4)],
+    )
 
 
 def test_lrn_grad():
@@ -249,5 +268,7 @@ def test_top_k_grad(dtype):
 
 def test_embedding_lookup_dense_grad_through_shards():
     table = _rand((5, 2), np.float64)
-    check_gradients(lambda a, b: tf.nn.embedding_lookup([a, b], tf.constant([[0, 3], [4, 1]])),
-                    [table[0::2].copy(), table[1::2].copy()])  # fmt: skip
+    check_gradients(
+        lambda a, b: tf.nn.embedding_lookup([a, b], tf.constant([[0, 3], [4, 1]])),
+        [table[0::2].copy(), table[1::2].copy()],
+    )

@@ -50,10 +50,11 @@ def _check_equal(got, want, name):
 def test_saver_restores_tensorflow_checkpoint_into_same_named_variables():
     want = _fixture()
     variables = {
-        name: tf.Variable(np.zeros_like(v) if v.dtype != object else np.full(v.shape, b"", object),
-                          name=name)
+        name: tf.Variable(
+            np.zeros_like(v) if v.dtype != object else np.full(v.shape, b"", object), name=name
+        )
         for name, v in want.items()
-    }  # fmt: skip
+    }
     assert tf.train.latest_checkpoint(str(CKPT)) == str(CKPT / "model.ckpt-7")
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())
@@ -95,8 +96,12 @@ def _run_tf(script: str, *args) -> dict:
     """)
     proc = subprocess.run(
         [str(TF_PYTHON), "-c", prelude + textwrap.dedent(script), *map(str, args)],
-        check=False, capture_output=True, text=True, timeout=240, env=env,
-    )  # fmt: skip
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env=env,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -132,8 +137,9 @@ def test_tensorflow_reads_our_checkpoint_and_meta_graph(tmp_path, sharded):
             out["__restored__"] = {v.op.name: enc(sess.run(v)) for v in tf.global_variables()}
         print(json.dumps(out))
         """,
-        path, tmp_path,
-    )  # fmt: skip
+        path,
+        tmp_path,
+    )
     restored = got.pop("__restored__")
     assert sorted(got) == sorted([*want, "res"])
     for name, w in want.items():
@@ -162,7 +168,7 @@ def test_we_restore_tensorflow_partitioned_variable(tmp_path):
         print(json.dumps({}))
         """,
         prefix,
-    )  # fmt: skip
+    )
     full = tf.Variable(np.zeros((10, 3), np.float32), name="pv")
     with tf.Session() as sess:
         sess.run(full.initializer)

@@ -30,8 +30,9 @@ def _files():
     return json.loads((FIXTURES / "expected.json").read_text())
 
 
-@pytest.mark.parametrize("name", ["examples.tfrecord", "examples.tfrecord.gz",
-                                  "examples.tfrecord.zlib"])  # fmt: skip
+@pytest.mark.parametrize(
+    "name", ["examples.tfrecord", "examples.tfrecord.gz", "examples.tfrecord.zlib"]
+)
 def test_reader_pipeline_parses_tensorflow_files(name):
     expected = _files()
     compression = expected["files"][name] or ""
@@ -108,8 +109,12 @@ def test_tensorflow_reads_our_files(tmp_path, compression):
     env["TF_CPP_MIN_LOG_LEVEL"] = "3"
     out = subprocess.run(
         [str(TF_PYTHON), "-c", script, str(path), compression],
-        capture_output=True, text=True, timeout=240, env=env, check=True,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env=env,
+        check=True,
+    )
     got = eval(out.stdout.strip().splitlines()[-1])
     assert [bytes.fromhex(h) for h in got] == records
     assert sys.executable  # the test process itself never imports TensorFlow
@@ -160,8 +165,14 @@ def test_tensorflow_graph_with_queue_and_parsing_ops_runs_here(tmp_path):
     ParseExampleV2, DecodeRaw, DecodeCSV) imports and gives TF's values."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["TF_CPP_MIN_LOG_LEVEL"] = "3"
-    done = subprocess.run([str(TF_PYTHON), "-c", _TF_GRAPH_SCRIPT, str(tmp_path)],
-                          capture_output=True, text=True, timeout=240, env=env, check=False)  # fmt: skip
+    done = subprocess.run(
+        [str(TF_PYTHON), "-c", _TF_GRAPH_SCRIPT, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env=env,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     want = np.load(tmp_path / "out.npz", allow_pickle=True)
     graph_def = tf.GraphDef()

@@ -16,8 +16,12 @@ def test_save_and_restore_ops_round_trip_with_slices(tmp_path):
     s = tf.constant([b"x", b"\x00yz"])
     i = tf.constant(np.int64(2**40))
     save = io_ops.save_v2(prefix, ["a", "s", "i"], ["", "", ""], [a, s, i])
-    got = io_ops.restore_v2(prefix, ["i", "a", "s", "a"], ["", "", "", "4 2 1,2:1,1"],
-                            [tf.int64, tf.float64, tf.string, tf.float64])  # fmt: skip
+    got = io_ops.restore_v2(
+        prefix,
+        ["i", "a", "s", "a"],
+        ["", "", "", "4 2 1,2:1,1"],
+        [tf.int64, tf.float64, tf.string, tf.float64],
+    )
     assert got[3].shape.as_list() == [2, 1]
     with tf.Session() as sess:
         sess.run(save)
@@ -65,5 +69,7 @@ def test_sharded_save_then_merge(tmp_path):
     np.testing.assert_array_equal(w, [1, 2])
     assert b == 3.5
     assert sorted(p.name for p in tmp_path.iterdir()) == [
-        "model.data-00000-of-00002", "model.data-00001-of-00002", "model.index"
-    ]  # fmt: skip
+        "model.data-00000-of-00002",
+        "model.data-00001-of-00002",
+        "model.index",
+    ]

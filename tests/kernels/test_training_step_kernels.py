@@ -14,8 +14,12 @@ from flowgraph.testing.op_test import run
 
 def _max_pool_grad(x, dy, k=2, s=2, padding="VALID"):
     y = np.zeros(dy.shape, x.dtype)
-    return run(lambda a, b, c: apply_op("MaxPoolGrad", [a, b, c], ksize=[1, k, k, 1], strides=[1, s, s, 1],
-                                        padding=padding).outputs[0], [x, y, dy])  # fmt: skip
+    return run(
+        lambda a, b, c: apply_op(
+            "MaxPoolGrad", [a, b, c], ksize=[1, k, k, 1], strides=[1, s, s, 1], padding=padding
+        ).outputs[0],
+        [x, y, dy],
+    )
 
 
 def _scan_argmax_grad(x, dy, k, s):
@@ -72,8 +76,12 @@ def test_max_pool_grad_grad_gathers_exactly_at_the_first_maximum(k, s):
     ddx[0, 0, 0, 0], ddx[1, 1, 1, 1], ddx[1, 2, 2, 0] = np.nan, -np.inf, -0.0
     oh = (6 - k) // s + 1
     y = np.zeros((2, oh, oh, 2))
-    got = run(lambda a, b, c: apply_op("MaxPoolGradGrad", [a, b, c], ksize=[1, k, k, 1], strides=[1, s, s, 1],
-                                       padding="VALID").outputs[0], [x, y, ddx])  # fmt: skip
+    got = run(
+        lambda a, b, c: apply_op(
+            "MaxPoolGradGrad", [a, b, c], ksize=[1, k, k, 1], strides=[1, s, s, 1], padding="VALID"
+        ).outputs[0],
+        [x, y, ddx],
+    )
     # The adjoint of the scan's scatter, one unit gradient per output cell, read back as a gather.
     want = np.zeros_like(y)
     for idx in np.ndindex(*y.shape):
@@ -116,8 +124,17 @@ def test_im2col_blocks_tile_the_patch_matrix(budget, dtype):
     from flowgraph.kernels.cpu import windows as W
 
     x = np.random.RandomState(0).uniform(-1, 1, (3, 9, 8, 2)).astype(dtype)
-    win = W.window({"data_format": "NHWC", "strides": [1, 2, 1, 1], "dilations": [1, 1, 2, 1],
-                    "padding": "SAME"}, x.shape, 3, 2)  # fmt: skip
+    win = W.window(
+        {
+            "data_format": "NHWC",
+            "strides": [1, 2, 1, 1],
+            "dilations": [1, 1, 2, 1],
+            "padding": "SAME",
+        },
+        x.shape,
+        3,
+        2,
+    )
     xp = W.pad(x, win)
     want = W.patches(xp, win).reshape(-1, 3 * 2 * 2).astype(np.float32)
     got = np.full_like(want, np.nan)
@@ -136,8 +153,17 @@ def test_im2col_blocks_of_an_empty_batch():
     assert list(W.im2col_blocks(x, win, np.float32)) == []
 
 
-@pytest.mark.parametrize("shape,data_format", [((5, 3), "NHWC"), ((2, 4, 3, 6), "NHWC"), ((2, 6, 4, 3), "NCHW"),
-                                               ((2, 6, 4), "NCHW"), ((0, 4, 3), "NHWC"), ((3, 2, 0), "NCHW")])  # fmt: skip
+@pytest.mark.parametrize(
+    "shape,data_format",
+    [
+        ((5, 3), "NHWC"),
+        ((2, 4, 3, 6), "NHWC"),
+        ((2, 6, 4, 3), "NCHW"),
+        ((2, 6, 4), "NCHW"),
+        ((0, 4, 3), "NHWC"),
+        ((3, 2, 0), "NCHW"),
+    ],
+)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32])
 def test_bias_add_grad_sums_all_but_the_channel_axis(shape, data_format, dtype):
     dy = np.random.RandomState(0).randint(-50, 50, shape).astype(dtype)
@@ -169,8 +195,10 @@ def test_apply_gradient_descent_rebinds_a_fresh_array(shape, dtype):
 
 
 @pytest.mark.parametrize("in_channels", [1, 2])
-@pytest.mark.parametrize("strides,padding,dilations", [((1, 1), "SAME", (1, 1)), ((2, 3), "SAME", (1, 1)),
-                                                       ((1, 2), "VALID", (2, 1))])  # fmt: skip
+@pytest.mark.parametrize(
+    "strides,padding,dilations",
+    [((1, 1), "SAME", (1, 1)), ((2, 3), "SAME", (1, 1)), ((1, 2), "VALID", (2, 1))],
+)
 @pytest.mark.parametrize("data_format", ["NHWC", "NCHW"])
 def test_conv2d_backprop_input_is_the_adjoint(
     in_channels, strides, padding, dilations, data_format
@@ -180,13 +208,20 @@ def test_conv2d_backprop_input_is_the_adjoint(
     x, f = rng.standard_normal((2, 9, 8, in_channels)), rng.standard_normal((3, 2, in_channels, 4))
     if data_format == "NCHW":
         x = np.ascontiguousarray(x.transpose(0, 3, 1, 2))
-    attrs = {"strides": [1, 1, *strides] if data_format == "NCHW" else [1, *strides, 1], "padding": padding,
-             "dilations": [1, 1, *dilations] if data_format == "NCHW" else [1, *dilations, 1],
-             "data_format": data_format}  # fmt: skip
+    attrs = {
+        "strides": [1, 1, *strides] if data_format == "NCHW" else [1, *strides, 1],
+        "padding": padding,
+        "dilations": [1, 1, *dilations] if data_format == "NCHW" else [1, *dilations, 1],
+        "data_format": data_format,
+    }
     y = run(lambda a, b: apply_op("Conv2D", [a, b], **attrs).outputs[0], [x, f])
     dy = rng.standard_normal(y.shape)
-    dx = run(lambda b, d: apply_op("Conv2DBackpropInput", [np.array(x.shape, np.int32), b, d], **attrs).outputs[0],
-             [f, dy])  # fmt: skip
+    dx = run(
+        lambda b, d: apply_op(
+            "Conv2DBackpropInput", [np.array(x.shape, np.int32), b, d], **attrs
+        ).outputs[0],
+        [f, dy],
+    )
     assert dx.shape == x.shape
     np.testing.assert_allclose(np.sum(y * dy), np.sum(x * dx), rtol=1e-10)
 
@@ -196,9 +231,16 @@ def test_max_pool_grad_grad_rejects_a_gradient_of_the_wrong_shape():
 
     x = np.zeros((1, 4, 4, 1), np.float32)
     with pytest.raises(tf.errors.InvalidArgumentError, match="expected the input's"):
-        run(lambda a, b, c: apply_op("MaxPoolGradGrad", [a, b, c], ksize=[1, 2, 2, 1], strides=[1, 2, 2, 1],
-                                     padding="VALID").outputs[0],
-            [x, np.zeros((1, 2, 2, 1), np.float32), np.zeros((1, 4, 2, 1), np.float32)])  # fmt: skip
+        run(
+            lambda a, b, c: apply_op(
+                "MaxPoolGradGrad",
+                [a, b, c],
+                ksize=[1, 2, 2, 1],
+                strides=[1, 2, 2, 1],
+                padding="VALID",
+            ).outputs[0],
+            [x, np.zeros((1, 2, 2, 1), np.float32), np.zeros((1, 4, 2, 1), np.float32)],
+        )
 
 
 def test_conv2d_and_filter_backprop_of_a_depth_zero_input():
@@ -206,6 +248,10 @@ def test_conv2d_and_filter_backprop_of_a_depth_zero_input():
     attrs = {"strides": [1, 1, 1, 1], "padding": "SAME"}
     y = run(lambda a, b: apply_op("Conv2D", [a, b], **attrs).outputs[0], [x, f])
     np.testing.assert_array_equal(y, np.zeros((2, 5, 5, 4), np.float32))
-    df = run(lambda a, d: apply_op("Conv2DBackpropFilter", [a, np.array(f.shape, np.int32), d], **attrs).outputs[0],
-             [x, np.ones((2, 5, 5, 4), np.float32)])  # fmt: skip
+    df = run(
+        lambda a, d: apply_op(
+            "Conv2DBackpropFilter", [a, np.array(f.shape, np.int32), d], **attrs
+        ).outputs[0],
+        [x, np.ones((2, 5, 5, 4), np.float32)],
+    )
     assert df.shape == f.shape

@@ -69,9 +69,15 @@ def test_sparse_accumulator_averages_per_row():
     acc = tf.SparseConditionalAccumulator(tf.float32, shape=[5, 2])
     with tf.Session() as sess:
         sess.run(acc.apply_grad([0, 3], [[1.0, 1.0], [2.0, 4.0]], grad_shape=[5, 2]))
-        sess.run(acc.apply_indexed_slices_grad(
-            tf.IndexedSlices(tf.constant([[4.0, 8.0]]), tf.constant([3], tf.int64),
-                             tf.constant([5, 2], tf.int64))))  # fmt: skip
+        sess.run(
+            acc.apply_indexed_slices_grad(
+                tf.IndexedSlices(
+                    tf.constant([[4.0, 8.0]]),
+                    tf.constant([3], tf.int64),
+                    tf.constant([5, 2], tf.int64),
+                )
+            )
+        )
         got = sess.run(acc.take_indexed_slices_grad(2))
         np.testing.assert_array_equal(got.indices, [0, 3])
         np.testing.assert_allclose(got.values, [[1.0, 1.0], [3.0, 6.0]])

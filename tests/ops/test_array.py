@@ -74,11 +74,17 @@ def test_fill_errors():
 
 @pytest.mark.parametrize(
     "args, dtype, want",
-    [((5,), None, np.arange(5, dtype=np.int32)), ((2, 9, 3), None, np.arange(2, 9, 3, dtype=np.int32)),
-     ((1.0, 2.0, 0.25), None, np.arange(1, 2, 0.25, dtype=np.float32)), ((5, 1, -2), None, np.array([5, 3], np.int32)),
-     ((3,), tf.int64, np.arange(3, dtype=np.int64)), ((0.0, 1.0, 0.1), tf.float64, np.arange(0, 1, 0.1)),
-     ((2, 7.5), None, np.arange(2, 7.5, dtype=np.float32)), ((4, 4), None, np.zeros(0, np.int32))],
-)  # fmt: skip
+    [
+        ((5,), None, np.arange(5, dtype=np.int32)),
+        ((2, 9, 3), None, np.arange(2, 9, 3, dtype=np.int32)),
+        ((1.0, 2.0, 0.25), None, np.arange(1, 2, 0.25, dtype=np.float32)),
+        ((5, 1, -2), None, np.array([5, 3], np.int32)),
+        ((3,), tf.int64, np.arange(3, dtype=np.int64)),
+        ((0.0, 1.0, 0.1), tf.float64, np.arange(0, 1, 0.1)),
+        ((2, 7.5), None, np.arange(2, 7.5, dtype=np.float32)),
+        ((4, 4), None, np.zeros(0, np.int32)),
+    ],
+)
 def test_range(args, dtype, want):
     r = tf.range(*args, dtype=dtype)
     assert r.shape.as_list() == [len(want)]

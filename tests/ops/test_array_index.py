@@ -14,12 +14,25 @@ from array_helpers import ALL, run_with, sample, unknown  # noqa: E402,F401
 X = np.arange(60, dtype=np.float32).reshape(3, 4, 5)
 
 SPECS = [
-    (1,), (-1,), (slice(1, None),), (slice(None, None, -1),), (slice(None, None, 2),),
-    (Ellipsis, 0), (Ellipsis, slice(None, None, -2)), (None, 1), (slice(None), None, -1),
-    (1, slice(-2, None), slice(None, 1, -1)), (slice(10, -10, -1),), (slice(-10, 10, 2),),
-    (slice(2, 0, -1), Ellipsis, None), (0, 1, 2), (Ellipsis,), (slice(3, 1),),
-    (slice(None), slice(5, None, -2), slice(-1, -6, -2)), (None, Ellipsis, None),
-]  # fmt: skip
+    (1,),
+    (-1,),
+    (slice(1, None),),
+    (slice(None, None, -1),),
+    (slice(None, None, 2),),
+    (Ellipsis, 0),
+    (Ellipsis, slice(None, None, -2)),
+    (None, 1),
+    (slice(None), None, -1),
+    (1, slice(-2, None), slice(None, 1, -1)),
+    (slice(10, -10, -1),),
+    (slice(-10, 10, 2),),
+    (slice(2, 0, -1), Ellipsis, None),
+    (0, 1, 2),
+    (Ellipsis,),
+    (slice(3, 1),),
+    (slice(None), slice(5, None, -2), slice(-1, -6, -2)),
+    (None, Ellipsis, None),
+]
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=[repr(s) for s in SPECS])

@@ -55,8 +55,12 @@ def test_clip_by_norm(dtype, axes):
     x = (RNG.randn(3, 4) * 2).astype(dtype)
     x[1] *= 0.01  # one row under the clip norm, the others above
     rtol = 1e-6 if dtype == np.float32 else 1e-12
-    check_op(lambda t: tf.clip_by_norm(t, 1.5, axes=axes), [x],
-             lambda t: _clip_norm_ref(t, dtype(1.5), None if axes is None else tuple(axes)), rtol=rtol)  # fmt: skip
+    check_op(
+        lambda t: tf.clip_by_norm(t, 1.5, axes=axes),
+        [x],
+        lambda t: _clip_norm_ref(t, dtype(1.5), None if axes is None else tuple(axes)),
+        rtol=rtol,
+    )
 
 
 def test_clip_by_norm_of_zero_has_finite_values_and_gradient():

@@ -104,16 +104,26 @@ def test_while_loop_basic_and_names():
     r = tf.while_loop(lambda i: i < 10, lambda i: i + 1, [i])
     assert run(r) == 10
     names = {op.name for op in tf.get_default_graph().get_operations()}
-    assert {"while/Enter", "while/Merge", "while/LoopCond", "while/Switch", "while/Identity",
-            "while/NextIteration", "while/Exit"} <= names  # fmt: skip
+    assert {
+        "while/Enter",
+        "while/Merge",
+        "while/LoopCond",
+        "while/Switch",
+        "while/Identity",
+        "while/NextIteration",
+        "while/Exit",
+    } <= names
     enter = tf.get_default_graph().get_operation_by_name("while/Enter")
     assert enter.get_attr("frame_name") == "while/while_context"
 
 
 def test_while_loop_ten_thousand_iterations_with_fed_trip_count():
     n = tf.placeholder(tf.int32, [])
-    i, s = tf.while_loop(lambda i, s: i < n, lambda i, s: (i + 1, s + tf.cast(i, tf.float64)),
-                         [tf.constant(0), tf.constant(0.0, tf.float64)])  # fmt: skip
+    i, s = tf.while_loop(
+        lambda i, s: i < n,
+        lambda i, s: (i + 1, s + tf.cast(i, tf.float64)),
+        [tf.constant(0), tf.constant(0.0, tf.float64)],
+    )
     with tf.Session() as sess:
         assert sess.run([i, s], {n: 10000}) == [10000, sum(range(10000))]
         assert sess.run([i, s], {n: 0}) == [0, 0.0]
@@ -129,9 +139,11 @@ def test_nested_loops_and_cond_in_loop():
 
     nested = tf.while_loop(lambda i, a: i < 5, outer_body, [tf.constant(0), tf.constant(0)])
     assert run(nested) == [5, 0 + 1 + 2 + 3 + 4]
-    cl = tf.while_loop(lambda i, a: i < 6,
-                       lambda i, a: (i + 1, tf.cond(tf.equal(i % 2, 0), lambda: a + i, lambda: a - 1)),
-                       [tf.constant(0), tf.constant(0)])  # fmt: skip
+    cl = tf.while_loop(
+        lambda i, a: i < 6,
+        lambda i, a: (i + 1, tf.cond(tf.equal(i % 2, 0), lambda: a + i, lambda: a - 1)),
+        [tf.constant(0), tf.constant(0)],
+    )
     assert run(cl) == [6, (0 + 2 + 4) - 3]
 
 
@@ -166,8 +178,11 @@ def test_loop_with_stateful_ops_and_control_dependencies():
 
 def test_nested_structure_loop_vars():
     Pair = collections.namedtuple("Pair", "a b")
-    out = tf.while_loop(lambda p, d: p.a < 3, lambda p, d: (Pair(p.a + 1, p.b * 2), {"k": d["k"] + 1.0}),
-                        (Pair(tf.constant(0), tf.constant(1)), {"k": tf.constant(0.0)}))  # fmt: skip
+    out = tf.while_loop(
+        lambda p, d: p.a < 3,
+        lambda p, d: (Pair(p.a + 1, p.b * 2), {"k": d["k"] + 1.0}),
+        (Pair(tf.constant(0), tf.constant(1)), {"k": tf.constant(0.0)}),
+    )
     got = run(out)
     assert isinstance(got[0], Pair) and tuple(got[0]) == (3, 8) and got[1]["k"] == 3.0
 
@@ -178,8 +193,12 @@ def test_shape_invariants():
         tf.while_loop(
             lambda i, x: i < 3, lambda i, x: (i + 1, tf.concat([x, x], 0)), [tf.constant(0), x]
         )
-    out = tf.while_loop(lambda i, x: i < 3, lambda i, x: (i + 1, tf.concat([x, x], 0)), [tf.constant(0), x],
-                        shape_invariants=[tf.TensorShape([]), tf.TensorShape([None, 2])])  # fmt: skip
+    out = tf.while_loop(
+        lambda i, x: i < 3,
+        lambda i, x: (i + 1, tf.concat([x, x], 0)),
+        [tf.constant(0), x],
+        shape_invariants=[tf.TensorShape([]), tf.TensorShape([None, 2])],
+    )
     assert out[1].shape.as_list() == [None, 2]
     assert run(out[1]).shape == (8, 2)
 

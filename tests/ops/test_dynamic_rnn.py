@@ -122,9 +122,12 @@ def test_time_major_and_initial_state():
     h0 = np.random.RandomState(4).randn(B, N).astype(np.float32)
     cell = rnn_cell.BasicRNNCell(N)
     outputs, state = tf.nn.dynamic_rnn(
-        cell, tf.constant(xv), sequence_length=[3, 4], initial_state=tf.constant(h0),
+        cell,
+        tf.constant(xv),
+        sequence_length=[3, 4],
+        initial_state=tf.constant(h0),
         time_major=True,
-    )  # fmt: skip
+    )
     assert outputs.get_shape().as_list() == [T, B, N]
     kernel, bias, outs, final = _run(cell.weights + [outputs, state])
     ref_outs, ref_final = _rnn_ref(xv.transpose(1, 0, 2), [3, 4], kernel, bias, h0)
@@ -199,8 +202,9 @@ def test_bidirectional_time_major_without_lengths():
     )
     with tf.variable_scope("check", reuse=tf.AUTO_REUSE):
         ref_fw, _ = tf.nn.dynamic_rnn(fw, tf.constant(xv), dtype=tf.float32, time_major=True)
-        tmp, _ = tf.nn.dynamic_rnn(bw, tf.constant(xv[::-1].copy()), dtype=tf.float32,
-                                   time_major=True)  # fmt: skip
+        tmp, _ = tf.nn.dynamic_rnn(
+            bw, tf.constant(xv[::-1].copy()), dtype=tf.float32, time_major=True
+        )
     assert len(tf.global_variables()) == 8  # the second runs reused the cells' variables
     assert tf.global_variables()[0].op.name == "birnn/fw/gru_cell/gates/kernel"
     ofw, obw, rfw, rbw = _run([out_fw, out_bw, ref_fw, tmp])
@@ -257,8 +261,9 @@ def test_argument_errors():
 def test_sequence_length_batch_mismatch_at_run_time():
     x = tf.placeholder(tf.float32, [None, 3, 2])
     lengths = tf.placeholder(tf.int32, [None])
-    outputs, _ = tf.nn.dynamic_rnn(rnn_cell.BasicRNNCell(2), x, sequence_length=lengths,
-                                   dtype=tf.float32)  # fmt: skip
+    outputs, _ = tf.nn.dynamic_rnn(
+        rnn_cell.BasicRNNCell(2), x, sequence_length=lengths, dtype=tf.float32
+    )
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())
         with pytest.raises(errors.InvalidArgumentError, match="Expected shape for Tensor"):
@@ -308,10 +313,14 @@ def test_gradient_vs_numeric_jacobian_float64():
     rng = np.random.RandomState(10)
     with tf.Session() as sess, sess.as_default():
         pairs = gradient_checker.compute_gradient(
-            [x, h0], [[B, T, D], [B, N]], y, [B, T * N + N],
-            x_init_value=[rng.randn(B, T, D), rng.randn(B, N)], delta=1e-6,
+            [x, h0],
+            [[B, T, D], [B, N]],
+            y,
+            [B, T * N + N],
+            x_init_value=[rng.randn(B, T, D), rng.randn(B, N)],
+            delta=1e-6,
             init_targets=[tf.global_variables_initializer()],
-        )  # fmt: skip
+        )
     for theo, num in pairs:
         assert np.abs(theo).max() > 0.01
         np.testing.assert_allclose(theo, num, rtol=1e-5, atol=1e-6)
@@ -396,8 +405,14 @@ def test_raw_rnn_matches_dynamic_rnn():
     assert loop_state is None and isinstance(emit_ta, tf.TensorArray)
     outputs = emit_ta.stack()
     with tf.variable_scope("rnn", reuse=True) as scope:
-        ref, ref_state = tf.nn.dynamic_rnn(cell, tf.constant(xv), sequence_length=lengths,
-                                           dtype=tf.float32, time_major=True, scope=scope)  # fmt: skip
+        ref, ref_state = tf.nn.dynamic_rnn(
+            cell,
+            tf.constant(xv),
+            sequence_length=lengths,
+            dtype=tf.float32,
+            time_major=True,
+            scope=scope,
+        )
     assert [v.op.name for v in tf.global_variables()] == [
         "rnn/basic_lstm_cell/kernel",
         "rnn/basic_lstm_cell/bias",

@@ -64,7 +64,7 @@ def _ref_bilinear(img, oh, ow, align, half):
     n, h, w, c = img.shape
     sh = (h - 1) / (oh - 1) if align and oh > 1 else h / oh
     sw = (w - 1) / (ow - 1) if align and ow > 1 else w / ow
-    out = np.zeros((n, oh, ow, c), np.float64)  # fmt: skip
+    out = np.zeros((n, oh, ow, c), np.float64)
     for y in range(oh):
         iy = (y + 0.5) * sh - 0.5 if half else y * sh
         y0, y1, dy = max(math.floor(iy), 0), min(math.ceil(iy), h - 1), iy - math.floor(iy)
@@ -101,8 +101,9 @@ def test_resize_matches_tensorflow_rules(align, half, size, dtype):
     near = tf.image.resize_nearest_neighbor(img, size, align_corners=align, half_pixel_centers=half)
     got_b, got_n = _run([bil, near])
     assert got_b.dtype == np.float32 and got_n.dtype == dtype
-    np.testing.assert_allclose(got_b, _ref_bilinear(img.astype(np.float64), *size, align, half),
-                               rtol=1e-5, atol=1e-4)  # fmt: skip
+    np.testing.assert_allclose(
+        got_b, _ref_bilinear(img.astype(np.float64), *size, align, half), rtol=1e-5, atol=1e-4
+    )
     np.testing.assert_array_equal(got_n, _ref_nearest(img, *size, align, half))
 
 
@@ -110,8 +111,9 @@ def test_resize_images_3d_and_methods():
     img = np.random.RandomState(2).rand(4, 6, 1).astype(np.float32)
     out = tf.image.resize_images(img, [8, 3])
     assert out.shape.as_list() == [8, 3, 1]
-    np.testing.assert_allclose(_run(out), _ref_bilinear(img[None], 8, 3, False, False)[0],
-                               rtol=1e-5)  # fmt: skip
+    np.testing.assert_allclose(
+        _run(out), _ref_bilinear(img[None], 8, 3, False, False)[0], rtol=1e-5
+    )
     near = tf.image.resize_images(img, [2, 3], tf.image.ResizeMethod.NEAREST_NEIGHBOR)
     np.testing.assert_array_equal(_run(near), img[::2, ::2])
     with pytest.raises(NotImplementedError):
@@ -120,8 +122,9 @@ def test_resize_images_3d_and_methods():
 
 def test_crops_pads_and_flips():
     img = _image(6, 8, 2)
-    np.testing.assert_array_equal(_run(tf.image.crop_to_bounding_box(img, 1, 2, 3, 4)),
-                                  img[1:4, 2:6])  # fmt: skip
+    np.testing.assert_array_equal(
+        _run(tf.image.crop_to_bounding_box(img, 1, 2, 3, 4)), img[1:4, 2:6]
+    )
     padded = _run(tf.image.pad_to_bounding_box(img, 1, 2, 9, 11))
     want = np.zeros((9, 11, 2), np.uint8)
     want[1:7, 2:10] = img
@@ -152,8 +155,9 @@ def test_convert_image_dtype_and_standardization():
     np.testing.assert_array_equal(wide, img.astype(np.uint16) * 257 // 257 * 256)
     narrow = _run(tf.image.convert_image_dtype(wide, tf.uint8))
     np.testing.assert_array_equal(narrow, img)
-    sat = _run(tf.image.convert_image_dtype(np.array([1.5, -0.5], np.float32), tf.uint8,
-                                            saturate=True))  # fmt: skip
+    sat = _run(
+        tf.image.convert_image_dtype(np.array([1.5, -0.5], np.float32), tf.uint8, saturate=True)
+    )
     assert sat.tolist() == [255, 0]
     std = _run(tf.image.per_image_standardization(img))
     x = img.astype(np.float32)

@@ -55,8 +55,13 @@ def test_matmul_transposes_and_adjoints(dtype):
         rtol=t,
         atol=t,
     )
-    check_op(lambda x, y: tf.matmul(x, y, adjoint_a=True, adjoint_b=True), [adj(a).copy(), adj(b).copy()],
-             lambda x, y: adj(x) @ adj(y), rtol=t, atol=t)  # fmt: skip
+    check_op(
+        lambda x, y: tf.matmul(x, y, adjoint_a=True, adjoint_b=True),
+        [adj(a).copy(), adj(b).copy()],
+        lambda x, y: adj(x) @ adj(y),
+        rtol=t,
+        atol=t,
+    )
     check_op(
         lambda x, y: tf.matmul(x, y, a_is_sparse=True), [a, b], lambda x, y: x @ y, rtol=t, atol=t
     )
@@ -67,9 +72,13 @@ def test_batch_matmul_broadcasts(dtype):
     a, b = rand((2, 1, 3, 4), dtype, 1), rand((5, 4, 2), dtype, 2)
     t = tol(dtype)
     check_op(tf.matmul, [a, b], np.matmul, rtol=t, atol=t)
-    check_op(lambda x, y: tf.matmul(x, y, transpose_a=True, adjoint_b=True),
-             [np.swapaxes(a, -1, -2).copy(), adj(b).copy()],
-             lambda x, y: np.matmul(np.swapaxes(x, -1, -2), adj(y)), rtol=t, atol=t)  # fmt: skip
+    check_op(
+        lambda x, y: tf.matmul(x, y, transpose_a=True, adjoint_b=True),
+        [np.swapaxes(a, -1, -2).copy(), adj(b).copy()],
+        lambda x, y: np.matmul(np.swapaxes(x, -1, -2), adj(y)),
+        rtol=t,
+        atol=t,
+    )
     check_op(tf.matmul, [a[0], rand((4, 2), dtype)], np.matmul, rtol=t, atol=t)  # rank 3 @ rank 2
 
 
@@ -107,8 +116,13 @@ def test_inverse_determinant_cholesky(dtype):
     check_op(
         tf.matrix_inverse, [m], lambda x: np.linalg.inv(widen(x)).astype(dtype), rtol=t, atol=t
     )
-    check_op(lambda x: tf.matrix_inverse(x, adjoint=True), [m],
-             lambda x: np.linalg.inv(adj(widen(x))).astype(dtype), rtol=t, atol=t)  # fmt: skip
+    check_op(
+        lambda x: tf.matrix_inverse(x, adjoint=True),
+        [m],
+        lambda x: np.linalg.inv(adj(widen(x))).astype(dtype),
+        rtol=t,
+        atol=t,
+    )
     check_op(
         tf.matrix_determinant, [m], lambda x: np.linalg.det(widen(x)).astype(dtype), rtol=t, atol=t
     )
@@ -120,8 +134,13 @@ def test_inverse_determinant_cholesky(dtype):
         rtol=t * 10,
         atol=t * 10,
     )
-    check_op(tf.linalg.slogdet, [m], lambda x: [np.asarray(v).astype(dtype) for v in np.linalg.slogdet(widen(x))],
-             rtol=t, atol=t)  # fmt: skip
+    check_op(
+        tf.linalg.slogdet,
+        [m],
+        lambda x: [np.asarray(v).astype(dtype) for v in np.linalg.slogdet(widen(x))],
+        rtol=t,
+        atol=t,
+    )
 
 
 def test_linalg_errors():
@@ -160,8 +179,13 @@ def test_solves(dtype):
         rtol=t,
         atol=t,
     )
-    check_op(lambda a, b: tf.matrix_solve(a, b, adjoint=True), [m, rhs],
-             lambda a, b: np.linalg.solve(adj(a.astype(wide)), b.astype(wide)).astype(dtype), rtol=t, atol=t)  # fmt: skip
+    check_op(
+        lambda a, b: tf.matrix_solve(a, b, adjoint=True),
+        [m, rhs],
+        lambda a, b: np.linalg.solve(adj(a.astype(wide)), b.astype(wide)).astype(dtype),
+        rtol=t,
+        atol=t,
+    )
     for lower in (True, False):
         for adjoint in (False, True):
 
@@ -170,8 +194,13 @@ def test_solves(dtype):
                 tri = adj(tri) if adjoint else tri
                 return np.linalg.solve(tri.astype(wide), b.astype(wide)).astype(dtype)
 
-            check_op(lambda a, b: tf.matrix_triangular_solve(a, b, lower=lower, adjoint=adjoint),
-                     [m, rhs], ref, rtol=t, atol=t)  # fmt: skip
+            check_op(
+                lambda a, b: tf.matrix_triangular_solve(a, b, lower=lower, adjoint=adjoint),
+                [m, rhs],
+                ref,
+                rtol=t,
+                atol=t,
+            )
     s = tf.matrix_solve(tf.placeholder(dtype, [None, 3, 3]), tf.placeholder(dtype, [None, 3, 7]))
     assert s.shape.as_list() == [None, 3, 7]
 
@@ -239,8 +268,12 @@ def test_matrix_transpose_and_tensordot():
     check_op(
         lambda x, y: tf.tensordot(x, y, 1), [a, b], lambda x, y: np.tensordot(x, y, 1), rtol=1e-5
     )
-    check_op(lambda x, y: tf.tensordot(x, y, [[1, 2], [1, 0]]), [a, b],
-             lambda x, y: np.tensordot(x, y, [[1, 2], [1, 0]]), rtol=1e-5)  # fmt: skip
+    check_op(
+        lambda x, y: tf.tensordot(x, y, [[1, 2], [1, 0]]),
+        [a, b],
+        lambda x, y: np.tensordot(x, y, [[1, 2], [1, 0]]),
+        rtol=1e-5,
+    )
     check_op(
         lambda x, y: tf.tensordot(x, y, 0),
         [a[0, 0], b[0, 0]],

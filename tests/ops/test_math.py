@@ -25,8 +25,15 @@ def data(dtype, domain="any", shape=(2, 3), seed=0):
     """Random test values of `dtype` inside the op's domain."""
     rng = np.random.RandomState(seed)
     dtype = np.dtype(dtype)
-    lo, hi = {"any": (-3, 3), "pos": (0.5, 3), "unit": (-0.9, 0.9), "ge1": (1.1, 4),
-              "small": (-2, 2), "nonzero": (1, 4), "exp": (0, 3)}[domain]  # fmt: skip
+    lo, hi = {
+        "any": (-3, 3),
+        "pos": (0.5, 3),
+        "unit": (-0.9, 0.9),
+        "ge1": (1.1, 4),
+        "small": (-2, 2),
+        "nonzero": (1, 4),
+        "exp": (0, 3),
+    }[domain]
     if dtype.kind in "iu":
         lo = 0 if dtype.kind == "u" and domain != "nonzero" else lo
         v = rng.randint(int(np.floor(lo)), int(np.ceil(hi)) + 1, size=shape)
@@ -119,8 +126,12 @@ BINARY = [  # (wrapper, reference, dtypes, domain of y)
     (tf.pow, np.power, [F16, F32, F64, np.int32, np.int64, C64, C128], "exp"),
     (tf.maximum, np.maximum, REAL, "any"),
     (tf.minimum, np.minimum, REAL, "any"),
-    (tf.squared_difference, lambda x, y: (x - y) * np.conj(x - y),
-     [F16, F32, F64, np.int32, np.int64, C64, C128], "any"),
+    (
+        tf.squared_difference,
+        lambda x, y: (x - y) * np.conj(x - y),
+        [F16, F32, F64, np.int32, np.int64, C64, C128],
+        "any",
+    ),
     (tf.atan2, np.arctan2, FLOATS, "any"),
     (tf.less, np.less, REAL, "any"),
     (tf.less_equal, np.less_equal, REAL, "any"),
@@ -128,7 +139,7 @@ BINARY = [  # (wrapper, reference, dtypes, domain of y)
     (tf.greater_equal, np.greater_equal, REAL, "any"),
     (tf.equal, np.equal, NUMERIC, "any"),
     (tf.not_equal, np.not_equal, NUMERIC, "any"),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(
@@ -160,9 +171,21 @@ def test_floor_and_truncate_semantics():
     assert run(tf.floormod, [f, np.float32([-2, 2])]).tolist() == [-0.5, 0.5]
 
 
-@pytest.mark.parametrize("dtype,want", [(np.int8, F32), (np.uint8, F32), (np.int16, F32),
-                                        (np.uint16, F32), (np.int32, F64), (np.int64, F64),
-                                        (F16, F16), (F32, F32), (F64, F64), (C64, C64)])  # fmt: skip
+@pytest.mark.parametrize(
+    "dtype,want",
+    [
+        (np.int8, F32),
+        (np.uint8, F32),
+        (np.int16, F32),
+        (np.uint16, F32),
+        (np.int32, F64),
+        (np.int64, F64),
+        (F16, F16),
+        (F32, F32),
+        (F64, F64),
+        (C64, C64),
+    ],
+)
 def test_truediv_casts_ints_to_floats(dtype, want):
     x, y = (
         np.array([7, 5 if np.dtype(dtype).kind == "u" else -7, 1], dtype),
@@ -273,13 +296,16 @@ def test_complex_parts_of_real_tensors():
     assert inf[0].real == 0 and inf[0].imag == np.inf
 
 
-@pytest.mark.parametrize("op_type,formula", [
-    ("TanhGrad", lambda y, dy: dy * (1 - y * y)),
-    ("SigmoidGrad", lambda y, dy: dy * y * (1 - y)),
-    ("SqrtGrad", lambda y, dy: dy * 0.5 / y),
-    ("RsqrtGrad", lambda y, dy: -0.5 * dy * y * y * y),
-    ("ReciprocalGrad", lambda y, dy: -dy * y * y),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "op_type,formula",
+    [
+        ("TanhGrad", lambda y, dy: dy * (1 - y * y)),
+        ("SigmoidGrad", lambda y, dy: dy * y * (1 - y)),
+        ("SqrtGrad", lambda y, dy: dy * 0.5 / y),
+        ("RsqrtGrad", lambda y, dy: -0.5 * dy * y * y * y),
+        ("ReciprocalGrad", lambda y, dy: -dy * y * y),
+    ],
+)
 @pytest.mark.parametrize("dtype", FC)
 def test_gradient_kernels(op_type, formula, dtype):
     from flowgraph.framework.apply_op import apply_op
@@ -421,15 +447,18 @@ def test_scalar_mul():
 
 
 # -- errors and static shapes --------------------------------------------------------------------
-@pytest.mark.parametrize("build", [
-    lambda: tf.sqrt(tf.constant([1, 2])),
-    lambda: tf.logical_and(tf.constant([1.0]), tf.constant([1.0])),
-    lambda: tf.add(tf.constant([1.0]), tf.constant([1])),
-    lambda: tf.floormod(tf.constant([1 + 1j]), tf.constant([1 + 1j])),
-    lambda: tf.atan2(tf.constant([1]), tf.constant([1])),
-    lambda: tf.less(tf.constant([True]), tf.constant([False])),
-    lambda: tf.erf(tf.constant([1 + 1j])),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda: tf.sqrt(tf.constant([1, 2])),
+        lambda: tf.logical_and(tf.constant([1.0]), tf.constant([1.0])),
+        lambda: tf.add(tf.constant([1.0]), tf.constant([1])),
+        lambda: tf.floormod(tf.constant([1 + 1j]), tf.constant([1 + 1j])),
+        lambda: tf.atan2(tf.constant([1]), tf.constant([1])),
+        lambda: tf.less(tf.constant([True]), tf.constant([False])),
+        lambda: tf.erf(tf.constant([1 + 1j])),
+    ],
+)
 def test_bad_dtype_is_type_error(build):
     with pytest.raises(TypeError):
         build()

@@ -15,12 +15,21 @@ def test_names_and_types_like_tf1():
     x = tf.placeholder(tf.float32, [2], name="x")
     y = tf.placeholder(tf.float32, [2], name="y")
     cases = [
-        (x + y, "add", "AddV2"), (x + y, "add_1", "AddV2"), (x - y, "sub", "Sub"),
-        (x * y, "mul", "Mul"), (x / y, "truediv", "RealDiv"), (x // y, "floordiv", "FloorDiv"),
-        (x % y, "mod", "FloorMod"), (x ** y, "pow", "Pow"), (x < y, "Less", "Less"),
-        (x <= y, "LessEqual", "LessEqual"), (x > y, "Greater", "Greater"),
-        (x >= y, "GreaterEqual", "GreaterEqual"), (-x, "Neg", "Neg"), (abs(x), "Abs", "Abs"),
-    ]  # fmt: skip
+        (x + y, "add", "AddV2"),
+        (x + y, "add_1", "AddV2"),
+        (x - y, "sub", "Sub"),
+        (x * y, "mul", "Mul"),
+        (x / y, "truediv", "RealDiv"),
+        (x // y, "floordiv", "FloorDiv"),
+        (x % y, "mod", "FloorMod"),
+        (x**y, "pow", "Pow"),
+        (x < y, "Less", "Less"),
+        (x <= y, "LessEqual", "LessEqual"),
+        (x > y, "Greater", "Greater"),
+        (x >= y, "GreaterEqual", "GreaterEqual"),
+        (-x, "Neg", "Neg"),
+        (abs(x), "Abs", "Abs"),
+    ]
     for t, name, op_type in cases:
         assert (t.op.name, t.op.type) == (name, op_type)
 
@@ -66,9 +75,13 @@ def test_integer_division_operators():
 def test_bool_operators():
     a, b = tf.constant([True, True, False]), tf.constant([True, False, False])
     got = _eval([a & b, a | b, a ^ b, ~a, True & b])
-    assert [g.tolist() for g in got] == [[True, False, False], [True, True, False],
-                                         [False, True, False], [False, False, True],
-                                         [True, False, False]]  # fmt: skip
+    assert [g.tolist() for g in got] == [
+        [True, False, False],
+        [True, True, False],
+        [False, True, False],
+        [False, False, True],
+        [True, False, False],
+    ]
     assert (a & b).op.name == "and_2" and (~a).op.type == "LogicalNot"  # "and", "and_1" above
     with pytest.raises(TypeError):
         ~tf.constant([1])

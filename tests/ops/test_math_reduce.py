@@ -71,8 +71,13 @@ def test_reductions(fn, ref, dtype):
     for axis in AXES:
         for keepdims in (False, True):
             want = ref(x, tuple(axis) if isinstance(axis, list) else axis, keepdims)
-            check_op(lambda t: fn(t, axis=axis, keepdims=keepdims), [x], lambda _: np.asarray(want, dtype),
-                     rtol=tol(dtype), atol=tol(dtype))  # fmt: skip
+            check_op(
+                lambda t: fn(t, axis=axis, keepdims=keepdims),
+                [x],
+                lambda _: np.asarray(want, dtype),
+                rtol=tol(dtype),
+                atol=tol(dtype),
+            )
 
 
 @pytest.mark.parametrize("fn,ref", [(tf.reduce_any, np.any), (tf.reduce_all, np.all)])
@@ -153,8 +158,11 @@ def test_reduce_logsumexp(dtype):
 
     for axis in (1, -1):
         for keepdims in (False, True):
-            check_op(lambda t: tf.reduce_logsumexp(t, axis=axis, keepdims=keepdims), [x],
-                     lambda v: ref(v, axis, keepdims).astype(dtype))  # fmt: skip
+            check_op(
+                lambda t: tf.reduce_logsumexp(t, axis=axis, keepdims=keepdims),
+                [x],
+                lambda v: ref(v, axis, keepdims).astype(dtype),
+            )
     y = np.random.RandomState(1).randn(3, 4).astype(dtype)
     check_op(
         tf.reduce_logsumexp,
@@ -178,8 +186,11 @@ def test_variance_and_std():
 def test_count_nonzero(dtype):
     x = np.array([[0, 1, 2], [0, 0, 3]]).astype(dtype)
     check_op(lambda t: tf.count_nonzero(t), [x], lambda v: np.int64(np.count_nonzero(v)))
-    check_op(lambda t: tf.count_nonzero(t, axis=1, keepdims=True, dtype=tf.int32), [x],
-             lambda v: np.count_nonzero(v, axis=1, keepdims=True).astype(np.int32))  # fmt: skip
+    check_op(
+        lambda t: tf.count_nonzero(t, axis=1, keepdims=True, dtype=tf.int32),
+        [x],
+        lambda v: np.count_nonzero(v, axis=1, keepdims=True).astype(np.int32),
+    )
     s = tf.constant(["", "a", "bc"])
     with tf.Session() as sess:
         assert sess.run(tf.count_nonzero(s)) == 2
@@ -242,8 +253,13 @@ def test_scans(fn, ref, dtype):
         for exclusive in (False, True):
             for reverse in (False, True):
                 kw = dict(axis=axis, exclusive=exclusive, reverse=reverse)
-                check_op(lambda t, kw=kw: fn(t, **kw), [x], lambda v, kw=kw: ref(v, *kw.values()),
-                         rtol=tol(dtype), atol=tol(dtype))  # fmt: skip
+                check_op(
+                    lambda t, kw=kw: fn(t, **kw),
+                    [x],
+                    lambda v, kw=kw: ref(v, *kw.values()),
+                    rtol=tol(dtype),
+                    atol=tol(dtype),
+                )
     assert run(tf.cumsum, [np.array([1, 2, 3], np.int32)]).tolist() == [1, 3, 6]
     assert run(
         lambda t: tf.cumsum(t, exclusive=True, reverse=True), [np.array([1, 2, 3], np.int32)]

@@ -23,8 +23,13 @@ def test_softmax_other_axis_and_dim_alias(dtype):
     check_op(
         lambda a: tf.nn.softmax(a, axis=1), [x], lambda a: _softmax(a, 1).astype(dtype), rtol=1e-6
     )
-    check_op(lambda a: tf.nn.log_softmax(a, dim=0), [x], lambda a: np.log(_softmax(a, 0)).astype(dtype),
-             rtol=1e-5, atol=1e-6)  # fmt: skip
+    check_op(
+        lambda a: tf.nn.log_softmax(a, dim=0),
+        [x],
+        lambda a: np.log(_softmax(a, 0)).astype(dtype),
+        rtol=1e-5,
+        atol=1e-6,
+    )
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -41,12 +46,22 @@ def test_l2_normalize_moments_batch_normalization(dtype):
         rtol=1e-5,
         atol=1e-6,
     )
-    check_op(lambda a: list(tf.nn.moments(a, [0, 1], keep_dims=True)), [x],
-             lambda a: [a.mean(keepdims=True), a.var(keepdims=True)], rtol=1e-5, atol=1e-6)  # fmt: skip
+    check_op(
+        lambda a: list(tf.nn.moments(a, [0, 1], keep_dims=True)),
+        [x],
+        lambda a: [a.mean(keepdims=True), a.var(keepdims=True)],
+        rtol=1e-5,
+        atol=1e-6,
+    )
     mean, var, offset, scale = x.mean(0), x.var(0), _rand((4,), dtype, 1), _rand((4,), dtype, 2)
     want = (x - mean) / np.sqrt(var + 1e-3) * scale + offset
-    check_op(lambda a, m, v, o, s: tf.nn.batch_normalization(a, m, v, o, s, 1e-3), [x, mean, var, offset, scale],
-             lambda *_: want.astype(dtype), rtol=1e-5, atol=1e-5)  # fmt: skip
+    check_op(
+        lambda a, m, v, o, s: tf.nn.batch_normalization(a, m, v, o, s, 1e-3),
+        [x, mean, var, offset, scale],
+        lambda *_: want.astype(dtype),
+        rtol=1e-5,
+        atol=1e-5,
+    )
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -55,14 +70,28 @@ def test_sigmoid_and_weighted_cross_entropy(dtype):
     x, z = logits.astype(np.float64), labels.astype(np.float64)
     sig = 1 / (1 + np.exp(-x))
     want = -(z * np.log(sig) + (1 - z) * np.log(1 - sig))
-    check_op(lambda a, b: tf.nn.sigmoid_cross_entropy_with_logits(labels=b, logits=a), [logits, labels],
-             lambda *_: want.astype(dtype), rtol=1e-4, atol=1e-5)  # fmt: skip
+    check_op(
+        lambda a, b: tf.nn.sigmoid_cross_entropy_with_logits(labels=b, logits=a),
+        [logits, labels],
+        lambda *_: want.astype(dtype),
+        rtol=1e-4,
+        atol=1e-5,
+    )
     weighted = -(3.0 * z * np.log(sig) + (1 - z) * np.log(1 - sig))
-    check_op(lambda a, b: tf.nn.weighted_cross_entropy_with_logits(labels=b, logits=a, pos_weight=3.0),
-             [logits, labels], lambda *_: weighted.astype(dtype), rtol=1e-4, atol=1e-5)  # fmt: skip
+    check_op(
+        lambda a, b: tf.nn.weighted_cross_entropy_with_logits(labels=b, logits=a, pos_weight=3.0),
+        [logits, labels],
+        lambda *_: weighted.astype(dtype),
+        rtol=1e-4,
+        atol=1e-5,
+    )
     extreme = np.array([100.0, -100.0, 100.0], dtype)  # stable where exp(-x) would overflow
-    got = run(lambda a: tf.nn.sigmoid_cross_entropy_with_logits(labels=np.array([1, 0, 0], dtype), logits=a),
-              [extreme])  # fmt: skip
+    got = run(
+        lambda a: tf.nn.sigmoid_cross_entropy_with_logits(
+            labels=np.array([1, 0, 0], dtype), logits=a
+        ),
+        [extreme],
+    )
     np.testing.assert_allclose(got, [0, 0, 100], atol=1e-6)
     with pytest.raises(ValueError, match="same shape"):
         tf.nn.sigmoid_cross_entropy_with_logits(labels=tf.zeros([2]), logits=tf.zeros([3]))
@@ -71,15 +100,27 @@ def test_sigmoid_and_weighted_cross_entropy(dtype):
 def test_softmax_cross_entropy_ranks_and_axes():
     logits, labels = _rand((2, 3, 5)), _softmax(_rand((2, 3, 5), seed=1))
     want = -(labels * np.log(_softmax(logits))).sum(-1)
-    check_op(lambda a, b: tf.nn.softmax_cross_entropy_with_logits_v2(labels=b, logits=a), [logits, labels],
-             lambda *_: want, rtol=1e-5)  # fmt: skip
+    check_op(
+        lambda a, b: tf.nn.softmax_cross_entropy_with_logits_v2(labels=b, logits=a),
+        [logits, labels],
+        lambda *_: want,
+        rtol=1e-5,
+    )
     moved = lambda t: np.ascontiguousarray(np.moveaxis(t, -1, 1))
-    check_op(lambda a, b: tf.nn.softmax_cross_entropy_with_logits(labels=b, logits=a, dim=1),
-             [moved(logits), moved(labels)], lambda *_: want, rtol=1e-5)  # fmt: skip
+    check_op(
+        lambda a, b: tf.nn.softmax_cross_entropy_with_logits(labels=b, logits=a, dim=1),
+        [moved(logits), moved(labels)],
+        lambda *_: want,
+        rtol=1e-5,
+    )
     sparse = np.array([[0, 4, 2], [1, 1, 3]])
     want = -np.log(np.take_along_axis(_softmax(logits), sparse[..., None], -1))[..., 0]
-    check_op(lambda a, b: tf.nn.sparse_softmax_cross_entropy_with_logits(labels=b, logits=a), [logits, sparse],
-             lambda *_: want, rtol=1e-5)  # fmt: skip
+    check_op(
+        lambda a, b: tf.nn.sparse_softmax_cross_entropy_with_logits(labels=b, logits=a),
+        [logits, sparse],
+        lambda *_: want,
+        rtol=1e-5,
+    )
 
 
 def test_dropout_statistics_scale_and_argument_rules():
@@ -195,12 +236,20 @@ def test_nce_and_sampled_softmax_losses_with_given_samples():
     sig = 1 / (1 + np.exp(-logits))
     nce = -(target * np.log(sig) + (1 - target) * np.log(1 - sig)).sum(1)
     fixed = (sampled, true_exp, sampled_exp)
-    got = run(lambda *a: tf.nn.nce_loss(*a[:2], inputs=a[2], labels=labels, num_sampled=3, num_classes=10,
-                                        sampled_values=a[3:]), [w, b, x, *fixed])  # fmt: skip
+    got = run(
+        lambda *a: tf.nn.nce_loss(
+            *a[:2], inputs=a[2], labels=labels, num_sampled=3, num_classes=10, sampled_values=a[3:]
+        ),
+        [w, b, x, *fixed],
+    )
     np.testing.assert_allclose(got, nce, rtol=1e-5)
     masked = logits.copy()
     masked[1, 2] += -np.finfo(np.float32).max  # sampled id 7 is row 1's true class
     softmax_loss = -np.log(_softmax(masked)[:, 0])
-    got = run(lambda *a: tf.nn.sampled_softmax_loss(*a[:2], inputs=a[2], labels=labels, num_sampled=3, num_classes=10,
-                                                    sampled_values=a[3:]), [w, b, x, *fixed])  # fmt: skip
+    got = run(
+        lambda *a: tf.nn.sampled_softmax_loss(
+            *a[:2], inputs=a[2], labels=labels, num_sampled=3, num_classes=10, sampled_values=a[3:]
+        ),
+        [w, b, x, *fixed],
+    )
     np.testing.assert_allclose(got, softmax_loss, rtol=1e-5)

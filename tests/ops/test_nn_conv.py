@@ -82,17 +82,33 @@ def test_conv2d_matches_loops(strides, padding, dilations, data_format):
         x, want = _nchw(x), _nchw(want)
         if not isinstance(padding, str):
             tf_pad = [[0, 0], [0, 0]] + tf_pad[1:3]
-    check_op(lambda a, b: tf.nn.conv2d(a, b, strides=list(strides), padding=tf_pad, dilations=list(dilations),
-                                       data_format=data_format),
-             [x, f], lambda a, b: want, rtol=1e-5, atol=1e-5)  # fmt: skip
+    check_op(
+        lambda a, b: tf.nn.conv2d(
+            a,
+            b,
+            strides=list(strides),
+            padding=tf_pad,
+            dilations=list(dilations),
+            data_format=data_format,
+        ),
+        [x, f],
+        lambda a, b: want,
+        rtol=1e-5,
+        atol=1e-5,
+    )
 
 
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
 def test_conv2d_dtypes(dtype):
     x, f = _rand((1, 5, 5, 2), dtype), _rand((3, 3, 2, 2), dtype, 1)
     want = ref_conv2d(x.astype(np.float64), f.astype(np.float64), (2, 2), "SAME").astype(dtype)
-    check_op(lambda a, b: tf.nn.conv2d(a, b, [1, 2, 2, 1], "SAME"), [x, f], lambda a, b: want,
-             rtol=TOL[dtype], atol=TOL[dtype])  # fmt: skip
+    check_op(
+        lambda a, b: tf.nn.conv2d(a, b, [1, 2, 2, 1], "SAME"),
+        [x, f],
+        lambda a, b: want,
+        rtol=TOL[dtype],
+        atol=TOL[dtype],
+    )
 
 
 def test_conv2d_static_shape_and_errors():
@@ -159,9 +175,15 @@ def test_depthwise_conv2d(strides, padding, dilations, data_format):
     if data_format == "NCHW":
         x, want = _nchw(x), _nchw(want)
     s4 = [1, 1] + list(strides) if data_format == "NCHW" else [1] + list(strides) + [1]
-    check_op(lambda a, b: tf.nn.depthwise_conv2d(a, b, s4, padding, rate=list(dilations),
-                                                 data_format=data_format),
-             [x, f], lambda a, b: want, rtol=1e-5, atol=1e-5)  # fmt: skip
+    check_op(
+        lambda a, b: tf.nn.depthwise_conv2d(
+            a, b, s4, padding, rate=list(dilations), data_format=data_format
+        ),
+        [x, f],
+        lambda a, b: want,
+        rtol=1e-5,
+        atol=1e-5,
+    )
 
 
 def test_depthwise_backprops_are_adjoints():

@@ -1,4 +1,4 @@
-"""Activations, softmax, bias, cross-entropies, L2Loss, LRN, FusedBatchNorm and top-k against NumPy."""
+"""Activations, softmax, bias, cross-entropies, L2Loss, LRN, FusedBatchNorm, top-k vs NumPy."""
 
 import numpy as np
 import pytest
@@ -91,8 +91,13 @@ def test_softmax_and_log_softmax(dtype):
     check_op(
         tf.nn.softmax, [x], lambda a: _softmax(x64).astype(dtype), rtol=TOL[dtype], atol=TOL[dtype]
     )
-    check_op(tf.nn.log_softmax, [x], lambda a: np.log(_softmax(x64)).astype(dtype),
-             rtol=TOL[dtype] * 10, atol=TOL[dtype] * 10)  # fmt: skip
+    check_op(
+        tf.nn.log_softmax,
+        [x],
+        lambda a: np.log(_softmax(x64)).astype(dtype),
+        rtol=TOL[dtype] * 10,
+        atol=TOL[dtype] * 10,
+    )
 
 
 def test_softmax_large_logits_and_errors():
@@ -114,8 +119,13 @@ def test_bias_add_and_grad(data_format, dtype):
     )
     axes = (0, 1, 2) if data_format == "NHWC" else (0, 2, 3)
     want = x.astype(np.float64).sum(axes).astype(dtype)
-    check_op(lambda a: apply_op("BiasAddGrad", [a], data_format=data_format).outputs[0], [x], lambda a: want,
-             rtol=TOL.get(dtype, 0) * 10, atol=TOL.get(dtype, 0) * 10)  # fmt: skip
+    check_op(
+        lambda a: apply_op("BiasAddGrad", [a], data_format=data_format).outputs[0],
+        [x],
+        lambda a: want,
+        rtol=TOL.get(dtype, 0) * 10,
+        atol=TOL.get(dtype, 0) * 10,
+    )
 
 
 def test_bias_add_errors():
@@ -128,8 +138,13 @@ def test_bias_add_errors():
 @pytest.mark.parametrize("dtype", FLOATS)
 def test_l2_loss(dtype):
     x = _rand((3, 4), dtype)
-    check_op(tf.nn.l2_loss, [x], lambda a: np.asarray((a.astype(np.float64) ** 2).sum() / 2, dtype),
-             rtol=TOL[dtype] * 10, atol=TOL[dtype])  # fmt: skip
+    check_op(
+        tf.nn.l2_loss,
+        [x],
+        lambda a: np.asarray((a.astype(np.float64) ** 2).sum() / 2, dtype),
+        rtol=TOL[dtype] * 10,
+        atol=TOL[dtype],
+    )
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
@@ -147,8 +162,13 @@ def test_sparse_softmax_cross_entropy(dtype, label_dtype):
     logits, labels = _rand((4, 5), dtype), np.array([0, 4, 2, 2], label_dtype)
     p = _softmax(logits.astype(np.float64))
     want = (-np.log(p[np.arange(4), labels])).astype(dtype)
-    check_op(lambda a, b: tf.nn.sparse_softmax_cross_entropy_with_logits(labels=b, logits=a), [logits, labels],
-             lambda a, b: want, rtol=TOL[dtype] * 10, atol=TOL[dtype] * 10)  # fmt: skip
+    check_op(
+        lambda a, b: tf.nn.sparse_softmax_cross_entropy_with_logits(labels=b, logits=a),
+        [logits, labels],
+        lambda a, b: want,
+        rtol=TOL[dtype] * 10,
+        atol=TOL[dtype] * 10,
+    )
     onehot = np.eye(5)[labels]
     fn = lambda a, b: apply_op("SparseSoftmaxCrossEntropyWithLogits", [a, b]).outputs[1]
     check_op(
@@ -198,15 +218,24 @@ def test_lrn(dtype):
         rtol=TOL[dtype] * 5,
         atol=TOL[dtype] * 5,
     )
-    check_op(lambda a: tf.nn.local_response_normalization(a), [x], lambda a: _lrn_ref(a, 5, 1, 1, 0.5).astype(dtype),
-             rtol=TOL[dtype] * 5, atol=TOL[dtype] * 5)  # fmt: skip
+    check_op(
+        lambda a: tf.nn.local_response_normalization(a),
+        [x],
+        lambda a: _lrn_ref(a, 5, 1, 1, 0.5).astype(dtype),
+        rtol=TOL[dtype] * 5,
+        atol=TOL[dtype] * 5,
+    )
 
 
 def test_lrn_grad_kernel_matches_finite_differences():
     x, dy = _rand((1, 2, 2, 6), np.float32, 0, -1, 1), _rand((1, 2, 2, 6), np.float32, 1, -1, 1)
     y = _lrn_ref(x, 2, 1.0, 0.5, 0.75).astype(np.float32)
-    got = run(lambda a, b, c: apply_op("LRNGrad", [a, b, c], depth_radius=2, bias=1.0, alpha=0.5,
-                                       beta=0.75).outputs[0], [dy, x, y])  # fmt: skip
+    got = run(
+        lambda a, b, c: apply_op(
+            "LRNGrad", [a, b, c], depth_radius=2, bias=1.0, alpha=0.5, beta=0.75
+        ).outputs[0],
+        [dy, x, y],
+    )
     x64, eps, want = x.astype(np.float64), 1e-6, np.zeros(x.shape)
     for idx in np.ndindex(x.shape):
         hi, lo = x64.copy(), x64.copy()
@@ -240,8 +269,13 @@ def test_fused_batch_norm_training(data_format, dtype):
         tf.nn.fused_batch_norm(a, s, o, epsilon=0.001, data_format=data_format)
     )
     tol = 1e-2 if dtype == np.float16 else 1e-5
-    check_op(fn, [x, scale, offset], lambda *_: [y.astype(dtype), mean.astype(np.float32), var.astype(np.float32)],
-             rtol=tol, atol=tol)  # fmt: skip
+    check_op(
+        fn,
+        [x, scale, offset],
+        lambda *_: [y.astype(dtype), mean.astype(np.float32), var.astype(np.float32)],
+        rtol=tol,
+        atol=tol,
+    )
 
 
 def test_fused_batch_norm_inference_and_running_average():

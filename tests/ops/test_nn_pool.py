@@ -58,8 +58,14 @@ def ref_max_pool_grad(x, dy, k, s, padding):
     return dx
 
 
-POOLS = [((2, 2), (2, 2), "VALID"), ((2, 2), (2, 2), "SAME"), ((3, 3), (2, 2), "SAME"),
-         ((3, 2), (1, 2), "VALID"), ((3, 3), (1, 1), "SAME"), ((2, 3), (3, 1), "SAME")]  # fmt: skip
+POOLS = [
+    ((2, 2), (2, 2), "VALID"),
+    ((2, 2), (2, 2), "SAME"),
+    ((3, 3), (2, 2), "SAME"),
+    ((3, 2), (1, 2), "VALID"),
+    ((3, 3), (1, 1), "SAME"),
+    ((2, 3), (3, 1), "SAME"),
+]
 
 
 def _nchw(x):
@@ -78,8 +84,13 @@ def test_pool_matches_loops(k, s, padding, kind, data_format):
     else:
         ks, ss = [1, *k, 1], [1, *s, 1]
     fn = tf.nn.max_pool if kind == "max" else tf.nn.avg_pool
-    check_op(lambda a: fn(a, ks, ss, padding, data_format=data_format), [x], lambda a: want,
-             rtol=1e-6, atol=1e-6)  # fmt: skip
+    check_op(
+        lambda a: fn(a, ks, ss, padding, data_format=data_format),
+        [x],
+        lambda a: want,
+        rtol=1e-6,
+        atol=1e-6,
+    )
 
 
 @pytest.mark.parametrize("dtype", [np.float16, np.float64, np.int32, np.uint8, np.int64])
@@ -95,8 +106,13 @@ def test_max_pool_dtypes(dtype):
 @pytest.mark.parametrize("dtype", [np.float16, np.float64])
 def test_avg_pool_dtypes(dtype):
     x = np.random.RandomState(1).uniform(-1, 1, (1, 5, 5, 2)).astype(dtype)
-    check_op(lambda a: tf.nn.avg_pool(a, 3, 2, "SAME"), [x], lambda a: ref_pool(a, (3, 3), (2, 2), "SAME", "avg"),
-             rtol=1e-3, atol=1e-3)  # fmt: skip
+    check_op(
+        lambda a: tf.nn.avg_pool(a, 3, 2, "SAME"),
+        [x],
+        lambda a: ref_pool(a, (3, 3), (2, 2), "SAME", "avg"),
+        rtol=1e-3,
+        atol=1e-3,
+    )
 
 
 @pytest.mark.parametrize("k,s,padding", POOLS)
@@ -105,13 +121,21 @@ def test_max_pool_grad_goes_to_first_maximum(k, s, padding):
     x = np.random.RandomState(2).randint(0, 4, (2, 6, 5, 2)).astype(np.float64)
     y = ref_pool(x, k, s, padding, "max")
     dy = np.random.RandomState(3).uniform(-1, 1, y.shape)
-    got = run(lambda a, b, c: apply_op("MaxPoolGrad", [a, b, c], ksize=[1, *k, 1], strides=[1, *s, 1],
-                                       padding=padding).outputs[0], [x, y, dy])  # fmt: skip
+    got = run(
+        lambda a, b, c: apply_op(
+            "MaxPoolGrad", [a, b, c], ksize=[1, *k, 1], strides=[1, *s, 1], padding=padding
+        ).outputs[0],
+        [x, y, dy],
+    )
     np.testing.assert_allclose(got, ref_max_pool_grad(x, dy, k, s, padding), rtol=1e-12)
     # MaxPoolGradGrad is its adjoint: <MaxPoolGrad(dy), g> = <dy, MaxPoolGradGrad(g)>.
     g = np.random.RandomState(4).uniform(-1, 1, x.shape)
-    gg = run(lambda a, b, c: apply_op("MaxPoolGradGrad", [a, b, c], ksize=[1, *k, 1], strides=[1, *s, 1],
-                                      padding=padding).outputs[0], [x, y, g])  # fmt: skip
+    gg = run(
+        lambda a, b, c: apply_op(
+            "MaxPoolGradGrad", [a, b, c], ksize=[1, *k, 1], strides=[1, *s, 1], padding=padding
+        ).outputs[0],
+        [x, y, g],
+    )
     np.testing.assert_allclose(np.sum(got * g), np.sum(dy * gg), rtol=1e-10)
 
 
@@ -120,8 +144,16 @@ def test_avg_pool_grad_is_adjoint(k, s, padding):
     x = np.random.RandomState(2).uniform(-1, 1, (2, 6, 5, 2))
     y = ref_pool(x, k, s, padding, "avg")
     dy = np.random.RandomState(3).uniform(-1, 1, y.shape)
-    dx = run(lambda d: apply_op("AvgPoolGrad", [np.array(x.shape, np.int32), d], ksize=[1, *k, 1],
-                                strides=[1, *s, 1], padding=padding).outputs[0], [dy])  # fmt: skip
+    dx = run(
+        lambda d: apply_op(
+            "AvgPoolGrad",
+            [np.array(x.shape, np.int32), d],
+            ksize=[1, *k, 1],
+            strides=[1, *s, 1],
+            padding=padding,
+        ).outputs[0],
+        [dy],
+    )
     np.testing.assert_allclose(np.sum(y * dy), np.sum(x * dx), rtol=1e-10)
 
 

@@ -30,13 +30,16 @@ def _run(fetch, feed=None):
 
 def test_parse_single_example_dense_defaults_and_sequences():
     record = _example(a=[1.0, 2.0], b=[7], c=[b"x", b"y"], s=[1, 2, 3, 4])
-    out = tf.parse_single_example(record, {
-        "a": tf.FixedLenFeature([2], tf.float32),
-        "b": tf.FixedLenFeature([], tf.int64),
-        "c": tf.FixedLenFeature([2], tf.string),
-        "d": tf.FixedLenFeature([2], tf.int64, default_value=[5, 6]),
-        "s": tf.FixedLenSequenceFeature([2], tf.int64, allow_missing=True),
-    })  # fmt: skip
+    out = tf.parse_single_example(
+        record,
+        {
+            "a": tf.FixedLenFeature([2], tf.float32),
+            "b": tf.FixedLenFeature([], tf.int64),
+            "c": tf.FixedLenFeature([2], tf.string),
+            "d": tf.FixedLenFeature([2], tf.int64, default_value=[5, 6]),
+            "s": tf.FixedLenSequenceFeature([2], tf.int64, allow_missing=True),
+        },
+    )
     assert out["s"].shape.as_list() == [None, 2] and out["a"].shape.as_list() == [2]
     got = _run(out)
     np.testing.assert_array_equal(got["a"], [1.0, 2.0])
@@ -48,10 +51,13 @@ def test_parse_single_example_dense_defaults_and_sequences():
 
 def test_parse_example_batch_pads_sequences():
     records = [_example(v=[1.0], s=[1]), _example(v=[2.0], s=[1, 2, 3]), _example(v=[3.0])]
-    out = tf.parse_example(tf.constant(records), {
-        "v": tf.FixedLenFeature([1], tf.float32),
-        "s": tf.FixedLenSequenceFeature([], tf.int64, allow_missing=True, default_value=9),
-    })  # fmt: skip
+    out = tf.parse_example(
+        tf.constant(records),
+        {
+            "v": tf.FixedLenFeature([1], tf.float32),
+            "s": tf.FixedLenSequenceFeature([], tf.int64, allow_missing=True, default_value=9),
+        },
+    )
     got = _run(out)
     np.testing.assert_array_equal(got["v"], [[1.0], [2.0], [3.0]])
     np.testing.assert_array_equal(got["s"], [[1, 9, 9], [1, 2, 3], [9, 9, 9]])
@@ -130,8 +136,9 @@ def test_decode_csv_defaults_quotes_na_and_select_cols():
     assert ga.tolist() == [1, 7, 3] and ga.dtype == np.int32
     np.testing.assert_array_equal(gb, np.array([2.5, 0.5, 0.5], np.float32))
     assert gc.tolist() == [b'a,"b"', b"c", b"d"]
-    x, z = tf.decode_csv(["1;2;3"], [[0], tf.constant([], tf.int64)], field_delim=";",
-                         select_cols=[0, 2])  # fmt: skip
+    x, z = tf.decode_csv(
+        ["1;2;3"], [[0], tf.constant([], tf.int64)], field_delim=";", select_cols=[0, 2]
+    )
     gx, gz = _run([x, z])
     assert gx.tolist() == [1] and gz.tolist() == [3] and gz.dtype == np.int64
     raw = tf.decode_csv(['"q",1'], [[""], [0]], use_quote_delim=False)
@@ -154,9 +161,22 @@ def test_decode_csv_errors(records, defaults, message):
 
 
 @pytest.mark.parametrize(
-    "dtype", [np.float16, np.float32, np.float64, np.int8, np.uint8, np.int16, np.uint16,
-              np.int32, np.int64, np.complex64, np.complex128, np.bool_]
-)  # fmt: skip
+    "dtype",
+    [
+        np.float16,
+        np.float32,
+        np.float64,
+        np.int8,
+        np.uint8,
+        np.int16,
+        np.uint16,
+        np.int32,
+        np.int64,
+        np.complex64,
+        np.complex128,
+        np.bool_,
+    ],
+)
 @pytest.mark.parametrize("little_endian", [True, False])
 def test_decode_raw_matches_numpy(dtype, little_endian):
     rng = np.random.RandomState(0)

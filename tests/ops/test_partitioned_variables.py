@@ -13,8 +13,9 @@ from tests.interop.test_checkpoint_interop import _decode, _run_tf, needs_tf
 def test_fixed_size_partitioner_slices_and_concat():
     full = np.arange(30, dtype=np.float32).reshape(10, 3)
     with tf.variable_scope("scope"):
-        pv = tf.get_variable("pv", initializer=tf.constant(full),
-                             partitioner=tf.fixed_size_partitioner(3))  # fmt: skip
+        pv = tf.get_variable(
+            "pv", initializer=tf.constant(full), partitioner=tf.fixed_size_partitioner(3)
+        )
     parts = list(pv)
     assert len(pv) == 3 and [p.op.name for p in parts] == [f"scope/pv/part_{i}" for i in range(3)]
     assert [p.get_shape().as_list() for p in parts] == [[4, 3], [3, 3], [3, 3]]
@@ -40,8 +41,9 @@ def test_initializer_gets_partition_info_and_axis_1():
         seen.append((list(shape), partition_info.var_offset, partition_info.full_shape))
         return tf.fill(shape, float(partition_info.var_offset[1]))
 
-    pv = tf.get_variable("w", [2, 5], initializer=init,
-                         partitioner=tf.fixed_size_partitioner(2, axis=1))  # fmt: skip
+    pv = tf.get_variable(
+        "w", [2, 5], initializer=init, partitioner=tf.fixed_size_partitioner(2, axis=1)
+    )
     assert seen == [([2, 3], [0, 0], [2, 5]), ([2, 2], [0, 3], [2, 5])]
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())
@@ -67,8 +69,9 @@ def test_partitioner_arithmetic():
 
 def test_partitioned_saved_as_one_tensor_and_restored_repartitioned(tmp_path):
     full = np.arange(40, dtype=np.float32).reshape(10, 4)
-    pv = tf.get_variable("emb", initializer=tf.constant(full),
-                         partitioner=tf.fixed_size_partitioner(3))  # fmt: skip
+    pv = tf.get_variable(
+        "emb", initializer=tf.constant(full), partitioner=tf.fixed_size_partitioner(3)
+    )
     x = tf.constant([[1.0, 0.0, 0.0, 0.0]])
     loss = tf.reduce_sum(tf.matmul(x, tf.transpose(pv.as_tensor())))
     train = tf.train.MomentumOptimizer(0.1, 0.9).minimize(loss)
@@ -96,8 +99,9 @@ def test_partitioned_saved_as_one_tensor_and_restored_repartitioned(tmp_path):
 @needs_tf
 def test_tensorflow_reads_our_partitioned_checkpoint(tmp_path):
     full = np.arange(30, dtype=np.float32).reshape(10, 3)
-    pv = tf.get_variable("pv", initializer=tf.constant(full),
-                         partitioner=tf.fixed_size_partitioner(3))  # fmt: skip
+    pv = tf.get_variable(
+        "pv", initializer=tf.constant(full), partitioner=tf.fixed_size_partitioner(3)
+    )
     del pv
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())
@@ -112,7 +116,7 @@ def test_tensorflow_reads_our_partitioned_checkpoint(tmp_path):
         print(json.dumps({"full": enc(reader.get_tensor("pv")), "restored": enc(restored)}))
         """,
         path,
-    )  # fmt: skip
+    )
     np.testing.assert_array_equal(_decode(got["full"]), full)
     np.testing.assert_array_equal(_decode(got["restored"]), full)
 

@@ -74,8 +74,9 @@ def test_fixed_length_reader_with_header_footer_and_hop(tmp_path, encoding):
     body = bytes(range(100, 120))
     assert [v for _, v in got] == [body[i : i + 4] for i in range(0, 20, 4)]
     assert got[1][0].endswith(b":1")
-    hop = tf.FixedLengthRecordReader(4, header_bytes=3, footer_bytes=4, hop_bytes=6,
-                                     encoding=encoding)  # fmt: skip
+    hop = tf.FixedLengthRecordReader(
+        4, header_bytes=3, footer_bytes=4, hop_bytes=6, encoding=encoding
+    )
     got = _run_reader(hop, [str(path)], lambda r, q: r.read(q))
     assert [v for _, v in got] == [body[i : i + 4] for i in (0, 6, 12)]
 

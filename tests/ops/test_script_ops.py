@@ -11,8 +11,22 @@ import flowgraph as tf
 from flowgraph.core import py_funcs
 from flowgraph.testing.op_test import check_op
 
-ALL_DTYPES = [np.float16, np.float32, np.float64, np.int8, np.int16, np.int32, np.int64, np.uint8,
-              np.uint16, np.uint32, np.uint64, np.complex64, np.complex128, np.bool_]  # fmt: skip
+ALL_DTYPES = [
+    np.float16,
+    np.float32,
+    np.float64,
+    np.int8,
+    np.int16,
+    np.int32,
+    np.int64,
+    np.uint8,
+    np.uint16,
+    np.uint32,
+    np.uint64,
+    np.complex64,
+    np.complex128,
+    np.bool_,
+]
 
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=lambda d: np.dtype(d).name)
@@ -27,9 +41,12 @@ def test_identity_and_arithmetic_on_every_dtype(dtype):
 def test_strings_in_and_out():
     words = np.array([b"ab", b"c"], dtype=object)
     check_op(
-        lambda a: tf.py_func(lambda v: np.array([w.upper() for w in v], dtype=object), [a], tf.string),
-        [words], lambda v: np.array([b"AB", b"C"], dtype=object),
-    )  # fmt: skip
+        lambda a: tf.py_func(
+            lambda v: np.array([w.upper() for w in v], dtype=object), [a], tf.string
+        ),
+        [words],
+        lambda v: np.array([b"AB", b"C"], dtype=object),
+    )
     seen = []
     name = tf.constant("file.txt")
     out = tf.py_func(lambda s: (seen.append(type(s)), s.decode() + "!")[1], [name], tf.string)
@@ -80,7 +97,11 @@ def test_results_must_have_the_declared_dtypes_exactly():
 @pytest.mark.parametrize(
     "result, tout, message",
     [
-        (lambda: np.float32(1.5), tf.int32, "0-th value returned by pyfunc_\\d+ is float32, but expects int32"),
+        (
+            lambda: np.float32(1.5),
+            tf.int32,
+            "0-th value returned by pyfunc_\\d+ is float32, but expects int32",
+        ),
         (lambda: "text", tf.float32, "is string, but expects float32"),
         (lambda: np.array([1, 300]), tf.int8, "is int64, but expects int8"),
         (lambda: [1.0, 2.0], [tf.float32], "returns 2 values, but expects to see 1 values"),
@@ -88,7 +109,7 @@ def test_results_must_have_the_declared_dtypes_exactly():
         (lambda: np.array([1, 2]), tf.string, "is int64, but expects string"),
         (lambda: None, tf.float32, "is .*, but expects float32"),
     ],
-)  # fmt: skip
+)
 def test_result_mismatch_is_an_error_naming_the_op(result, tout, message):
     y = tf.py_func(lambda: result(), [], tout, name="my_func")
     with tf.Session() as sess, pytest.raises(tf.errors.InvalidArgumentError, match=message) as info:

@@ -239,8 +239,20 @@ def test_conversion_and_overloads():
     with pytest.raises(ValueError, match="Incompatible type conversion"):
         convert_to_tensor(v, dtype=tf.int32)
     x = np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)
-    exprs = [v + 1.0, 1.0 + v, v - 1.0, 2.0 * v, v * v, v @ v, tf.identity(v), -v, v[0], v / 2.0,
-             v ** 2, v > 2.0]  # fmt: skip
+    exprs = [
+        v + 1.0,
+        1.0 + v,
+        v - 1.0,
+        2.0 * v,
+        v * v,
+        v @ v,
+        tf.identity(v),
+        -v,
+        v[0],
+        v / 2.0,
+        v**2,
+        v > 2.0,
+    ]
     with tf.Session() as sess:
         sess.run(v.initializer)
         got = sess.run(exprs)

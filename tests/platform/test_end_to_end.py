@@ -73,8 +73,14 @@ if __name__ == "__main__":
 
 def _flowgraph_run(script, *args):
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    return subprocess.run([sys.executable, "-m", "flowgraph", "run", str(script), *args],
-                          capture_output=True, text=True, timeout=120, env=env, check=False)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "flowgraph", "run", str(script), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        check=False,
+    )
 
 
 def test_tf1_training_script_runs_under_flowgraph_run(tmp_path):

@@ -32,8 +32,25 @@ def test_defaults_have_their_types(fv):
 
 
 def test_every_syntax(fv):
-    rest = fv(["prog", "--name=bob", "pos1", "--steps", "7", "-lr=0.25", "--fake", "--noshuffle",
-               "--layers=1, 2,3", "--mode", "eval", "--seed=1", "--seed", "2", "pos2"])  # fmt: skip
+    rest = fv(
+        [
+            "prog",
+            "--name=bob",
+            "pos1",
+            "--steps",
+            "7",
+            "-lr=0.25",
+            "--fake",
+            "--noshuffle",
+            "--layers=1, 2,3",
+            "--mode",
+            "eval",
+            "--seed=1",
+            "--seed",
+            "2",
+            "pos2",
+        ]
+    )
     assert rest == ["prog", "pos1", "pos2"]
     assert (fv.name, fv.steps, fv.lr, fv.fake, fv.shuffle) == ("bob", 7, 0.25, True, False)
     assert fv.layers == ["1", "2", "3"] and fv.mode == "eval" and fv.seed == [1, 2]

@@ -66,8 +66,12 @@ def test_glob_stat_copy_rename_remove(tmp_path):
     tf.io.gfile.rename(src, os.path.join(d, "z.txt"))
     assert not gfile.Exists(src) and gfile.Exists(os.path.join(d, "z.txt"))
     gfile.Remove(os.path.join(d, "z.txt"))
-    for fn, args in [(gfile.Remove, [src]), (gfile.Stat, [src]), (gfile.Copy, [src, os.path.join(d, "q")]),
-                     (gfile.Rename, [src, os.path.join(d, "q")])]:  # fmt: skip
+    for fn, args in [
+        (gfile.Remove, [src]),
+        (gfile.Stat, [src]),
+        (gfile.Copy, [src, os.path.join(d, "q")]),
+        (gfile.Rename, [src, os.path.join(d, "q")]),
+    ]:
         with pytest.raises(tf.errors.NotFoundError):
             fn(*args)
     with pytest.raises(tf.errors.FailedPreconditionError):

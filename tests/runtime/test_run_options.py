@@ -14,9 +14,14 @@ CPU = "/job:localhost/replica:0/task:0/device:CPU:0"
 def _orphan_recv_graph() -> GraphDef:
     """A _Recv whose _Send never comes: the step can only end by its deadline."""
     nd = NodeDef(name="r", op="_Recv", device=CPU)
-    for key, value, kind in [("tensor_type", tf.float32, "type"), ("tensor_name", "nobody", "string"),
-                             ("send_device", CPU, "string"), ("recv_device", CPU, "string"),
-                             ("send_device_incarnation", 1, "int"), ("client_terminated", False, "bool")]:  # fmt: skip
+    for key, value, kind in [
+        ("tensor_type", tf.float32, "type"),
+        ("tensor_name", "nobody", "string"),
+        ("send_device", CPU, "string"),
+        ("recv_device", CPU, "string"),
+        ("send_device_incarnation", 1, "int"),
+        ("client_terminated", False, "bool"),
+    ]:
         nd.attr[key].CopyFrom(to_attr_value(value, kind))
     return GraphDef(node=[nd])
 

@@ -21,8 +21,9 @@ def _model(seed=0):
     rng = np.random.RandomState(seed)
     x = tf.placeholder(tf.float32, [None, 4], name="x")
     w = tf.Variable(rng.randn(4, 3).astype(np.float32), name="w")
-    b = tf.get_variable("b", initializer=tf.constant(rng.randn(3).astype(np.float32)),
-                        use_resource=True)  # fmt: skip
+    b = tf.get_variable(
+        "b", initializer=tf.constant(rng.randn(3).astype(np.float32)), use_resource=True
+    )
     probs = tf.nn.softmax(tf.matmul(x, w) + b, name="probs")
     return x, probs
 
@@ -75,9 +76,12 @@ def test_builder_tags_text_assets_and_main_op(tmp_path):
         sig = tf.saved_model.signature_def_utils.predict_signature_def({"x": x}, {"p": probs})
         assert tf.saved_model.signature_def_utils.is_valid_signature(sig)
         b.add_meta_graph_and_variables(
-            sess, ["serve"], signature_def_map={"serving_default": sig},
-            assets_collection=tf.get_collection(tf.GraphKeys.ASSET_FILEPATHS), main_op=main_op,
-        )  # fmt: skip
+            sess,
+            ["serve"],
+            signature_def_map={"serving_default": sig},
+            assets_collection=tf.get_collection(tf.GraphKeys.ASSET_FILEPATHS),
+            main_op=main_op,
+        )
         b.add_meta_graph(["eval", "gpu"])
         with pytest.raises(KeyError, match="reserved"):
             b.add_meta_graph(["x"], signature_def_map={"__saved_model_init_op": sig})
@@ -169,7 +173,7 @@ def test_tensorflow_loads_our_saved_model_and_runs_our_frozen_graph(tmp_path):
         print(json.dumps(out))
         """,
         tmp_path,
-    )  # fmt: skip
+    )
     np.testing.assert_allclose(_decode(got["saved_model"]), want, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(_decode(got["frozen"]), want, rtol=1e-5, atol=1e-6)
 
@@ -188,8 +192,14 @@ def test_tensorflow_module_paths_of_checkpoint_code_resolve(tmp_path):
         "      builder.SavedModelBuilder.__name__, loader.load.__name__)\n"
     )
     env = dict(os.environ, PYTHONPATH=str(Path(tf.__file__).resolve().parents[1]))
-    out = subprocess.run([sys.executable, "-m", "flowgraph", "run", str(script)],
-                         capture_output=True, text=True, timeout=120, env=env, check=False)  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-m", "flowgraph", "run", str(script)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        check=False,
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split() == [
         "flowgraph.framework.graph_util",

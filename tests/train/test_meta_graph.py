@@ -60,8 +60,9 @@ def test_scopes_text_and_stripped_defaults(tmp_path):
         v = tf.Variable([1.0, 2.0], name="v")
         out = tf.identity(v * 2.0, name="out")
     del out
-    meta = tf.train.export_meta_graph(str(tmp_path / "m.pbtxt"), as_text=True,
-                                      export_scope="model", strip_default_attrs=True)  # fmt: skip
+    meta = tf.train.export_meta_graph(
+        str(tmp_path / "m.pbtxt"), as_text=True, export_scope="model", strip_default_attrs=True
+    )
     assert all(not n.name.startswith("model/") for n in meta.graph_def.node)
     assert meta.meta_info_def.stripped_default_attrs
     assert 'name: "out"' in (tmp_path / "m.pbtxt").read_text()

@@ -13,59 +13,79 @@ from train_references import (
     ref_gd,
     ref_momentum,
     ref_rms_prop,
-)  # fmt: skip
+)
 
 import flowgraph as tf
 from flowgraph.framework.indexed_slices import IndexedSlices
 
-# name -> (optimizer factory, reference, {TF slot name: (reference slot, initial value)}, coefficients)
+# name -> (optimizer factory, reference,
+#          {TF slot name: (reference slot, initial value)}, coefficients)
 SPECS = {
     "sgd": (lambda: tf.train.GradientDescentOptimizer(0.3), ref_gd, {}, {"alpha": 0.3}),
     "momentum": (
-        lambda: tf.train.MomentumOptimizer(0.1, 0.9), ref_momentum, {"momentum": ("accum", 0.0)},
+        lambda: tf.train.MomentumOptimizer(0.1, 0.9),
+        ref_momentum,
+        {"momentum": ("accum", 0.0)},
         {"lr": 0.1, "momentum": 0.9},
     ),
     "nesterov": (
         lambda: tf.train.MomentumOptimizer(0.1, 0.9, use_nesterov=True),
         lambda s, c, g, a: ref_momentum(s, c, g, {"use_nesterov": True}),
-        {"momentum": ("accum", 0.0)}, {"lr": 0.1, "momentum": 0.9},
+        {"momentum": ("accum", 0.0)},
+        {"lr": 0.1, "momentum": 0.9},
     ),
     "adagrad": (
-        lambda: tf.train.AdagradOptimizer(0.2, initial_accumulator_value=0.5), ref_adagrad,
-        {"accumulator": ("accum", 0.5)}, {"lr": 0.2},
+        lambda: tf.train.AdagradOptimizer(0.2, initial_accumulator_value=0.5),
+        ref_adagrad,
+        {"accumulator": ("accum", 0.5)},
+        {"lr": 0.2},
     ),
     "adadelta": (
-        lambda: tf.train.AdadeltaOptimizer(1.0, rho=0.9, epsilon=1e-4), ref_adadelta,
+        lambda: tf.train.AdadeltaOptimizer(1.0, rho=0.9, epsilon=1e-4),
+        ref_adadelta,
         {"accum": ("accum", 0.0), "accum_update": ("accum_update", 0.0)},
         {"lr": 1.0, "rho": 0.9, "epsilon": 1e-4},
     ),
     "rmsprop": (
-        lambda: tf.train.RMSPropOptimizer(0.05, decay=0.8, momentum=0.5, epsilon=1e-3), ref_rms_prop,
+        lambda: tf.train.RMSPropOptimizer(0.05, decay=0.8, momentum=0.5, epsilon=1e-3),
+        ref_rms_prop,
         {"rms": ("ms", 1.0), "momentum": ("mom", 0.0)},
         {"lr": 0.05, "rho": 0.8, "momentum": 0.5, "epsilon": 1e-3},
     ),
     "centered_rmsprop": (
-        lambda: tf.train.RMSPropOptimizer(0.05, decay=0.8, momentum=0.5, epsilon=1e-3, centered=True),
-        ref_centered_rms_prop, {"rms": ("ms", 1.0), "mg": ("mg", 0.0), "momentum": ("mom", 0.0)},
+        lambda: tf.train.RMSPropOptimizer(
+            0.05, decay=0.8, momentum=0.5, epsilon=1e-3, centered=True
+        ),
+        ref_centered_rms_prop,
+        {"rms": ("ms", 1.0), "mg": ("mg", 0.0), "momentum": ("mom", 0.0)},
         {"lr": 0.05, "rho": 0.8, "momentum": 0.5, "epsilon": 1e-3},
     ),
     "adam": (
-        lambda: tf.train.AdamOptimizer(0.05, beta1=0.8, beta2=0.9, epsilon=1e-3), ref_adam,
+        lambda: tf.train.AdamOptimizer(0.05, beta1=0.8, beta2=0.9, epsilon=1e-3),
+        ref_adam,
         {"m": ("m", 0.0), "v": ("v", 0.0)},
         {"lr": 0.05, "beta1": 0.8, "beta2": 0.9, "epsilon": 1e-3},
     ),
     "ftrl": (
-        lambda: tf.train.FtrlOptimizer(0.3, l1_regularization_strength=0.01, l2_regularization_strength=0.1),
-        ref_ftrl, {"accum": ("accum", 0.1), "linear": ("linear", 0.0)},
+        lambda: tf.train.FtrlOptimizer(
+            0.3, l1_regularization_strength=0.01, l2_regularization_strength=0.1
+        ),
+        ref_ftrl,
+        {"accum": ("accum", 0.1), "linear": ("linear", 0.0)},
         {"lr": 0.3, "l1": 0.01, "l2": 0.1, "lr_power": -0.5},
     ),
     "ftrl_shrinkage": (
-        lambda: tf.train.FtrlOptimizer(0.3, learning_rate_power=-0.6, l1_regularization_strength=0.01,
-                                       l2_shrinkage_regularization_strength=0.2),
-        ref_ftrl, {"accum": ("accum", 0.1), "linear": ("linear", 0.0)},
+        lambda: tf.train.FtrlOptimizer(
+            0.3,
+            learning_rate_power=-0.6,
+            l1_regularization_strength=0.01,
+            l2_shrinkage_regularization_strength=0.2,
+        ),
+        ref_ftrl,
+        {"accum": ("accum", 0.1), "linear": ("linear", 0.0)},
         {"lr": 0.3, "l1": 0.01, "l2": 0.0, "l2_shrinkage": 0.2, "lr_power": -0.6},
     ),
-}  # fmt: skip
+}
 
 
 def _f32(value):
@@ -125,8 +145,13 @@ def _check_slots(sess, optimizer, variables, spec, reference, rtol):
         )
         for slot_name, (ref_name, _) in spec[2].items():
             slot = optimizer.get_slot(var, slot_name)
-            np.testing.assert_allclose(sess.run(slot), reference.state[key][ref_name], rtol=rtol, atol=1e-6,
-                                       err_msg=f"{key}/{slot_name}")  # fmt: skip
+            np.testing.assert_allclose(
+                sess.run(slot),
+                reference.state[key][ref_name],
+                rtol=rtol,
+                atol=1e-6,
+                err_msg=f"{key}/{slot_name}",
+            )
 
 
 @pytest.mark.parametrize("name", list(SPECS))
@@ -210,8 +235,10 @@ def test_train_op_without_global_step_is_a_named_group():
     )
 
 
-@pytest.mark.parametrize("gate", [tf.train.Optimizer.GATE_NONE, tf.train.Optimizer.GATE_OP,
-                                  tf.train.Optimizer.GATE_GRAPH])  # fmt: skip
+@pytest.mark.parametrize(
+    "gate",
+    [tf.train.Optimizer.GATE_NONE, tf.train.Optimizer.GATE_OP, tf.train.Optimizer.GATE_GRAPH],
+)
 def test_gating_and_var_list(gate):
     w, b, loss = _linear_model()
     train = tf.train.GradientDescentOptimizer(0.1).minimize(loss, var_list=[w], gate_gradients=gate)

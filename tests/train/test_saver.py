@@ -43,8 +43,11 @@ def test_save_restore_ref_resource_string_and_global_step(tmp_path):
         np.testing.assert_array_equal(g, x)
     assert tf.train.latest_checkpoint(str(tmp_path)) == path
     assert sorted(os.listdir(tmp_path)) == [
-        "checkpoint", "model.ckpt-5.data-00000-of-00001", "model.ckpt-5.index", "model.ckpt-5.meta"
-    ]  # fmt: skip
+        "checkpoint",
+        "model.ckpt-5.data-00000-of-00001",
+        "model.ckpt-5.index",
+        "model.ckpt-5.meta",
+    ]
 
 
 @pytest.mark.parametrize("resource", [False, True], ids=["ref", "resource"])
@@ -138,8 +141,13 @@ def test_save_arguments(tmp_path):
     saver = tf.train.Saver(save_relative_paths=True, filename=str(tmp_path / "default"))
     with tf.Session() as sess:
         sess.run(v.initializer)
-        path = saver.save(sess, str(tmp_path / "m"), latest_filename="latest",
-                          meta_graph_suffix="mg", write_meta_graph=True)  # fmt: skip
+        path = saver.save(
+            sess,
+            str(tmp_path / "m"),
+            latest_filename="latest",
+            meta_graph_suffix="mg",
+            write_meta_graph=True,
+        )
         assert (tmp_path / "latest").read_text().startswith('model_checkpoint_path: "m"')
         assert (tmp_path / "m.mg").is_file()
         saver.save(sess, str(tmp_path / "n"), write_meta_graph=False, write_state=False)
@@ -174,8 +182,11 @@ def test_empty_defer_build_versions_and_builder(tmp_path):
     with pytest.raises(ValueError, match="write_version must be"):
         tf.train.Saver(write_version=7)
     seq = tf.train.Saver(builder=tf.train.saver.BaseSaverBuilder(), restore_sequentially=True)
-    restores = [op for op in tf.get_default_graph().get_operations()
-                if op.type == "RestoreV2" and op.name.startswith("save_1/")]  # fmt: skip
+    restores = [
+        op
+        for op in tf.get_default_graph().get_operations()
+        if op.type == "RestoreV2" and op.name.startswith("save_1/")
+    ]
     assert len(restores) == 1 and seq.saver_def.restore_op_name == "save_1/restore_all"
     with tf.Session() as sess:
         sess.run(v.initializer)

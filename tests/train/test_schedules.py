@@ -162,8 +162,11 @@ def test_zero_debiased_average_of_a_tensor():
     update = ema.apply([value])
     avg = ema.average(value)
     names = {v.op.name for v in tf.global_variables()}
-    assert {"value/ExponentialMovingAverage", "value/ExponentialMovingAverage/biased",
-            "value/ExponentialMovingAverage/local_step"} <= names  # fmt: skip
+    assert {
+        "value/ExponentialMovingAverage",
+        "value/ExponentialMovingAverage/biased",
+        "value/ExponentialMovingAverage/local_step",
+    } <= names
     batches = [np.array([1.0, 2.0]), np.array([3.0, -1.0]), np.array([0.5, 0.5])]
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())

@@ -18,7 +18,7 @@ from train_references import (
     ref_gd,
     ref_momentum,
     ref_rms_prop,
-)  # fmt: skip
+)
 
 import flowgraph as tf
 from flowgraph.core import errors
@@ -31,23 +31,44 @@ CASES = {
     "ApplyGradientDescent": (ref_gd, [], {"alpha": 0.1}),
     "ApplyMomentum": (ref_momentum, ["accum"], {"lr": 0.1, "momentum": 0.9}),
     "ApplyAdagrad": (ref_adagrad, ["accum"], {"lr": 0.1}),
-    "ApplyAdadelta": (ref_adadelta, ["accum", "accum_update"], {"lr": 1.0, "rho": 0.95, "epsilon": 1e-6}),
-    "ApplyRMSProp": (ref_rms_prop, ["ms", "mom"], {"lr": 0.01, "rho": 0.9, "momentum": 0.5, "epsilon": 1e-3}),
+    "ApplyAdadelta": (
+        ref_adadelta,
+        ["accum", "accum_update"],
+        {"lr": 1.0, "rho": 0.95, "epsilon": 1e-6},
+    ),
+    "ApplyRMSProp": (
+        ref_rms_prop,
+        ["ms", "mom"],
+        {"lr": 0.01, "rho": 0.9, "momentum": 0.5, "epsilon": 1e-3},
+    ),
     "ApplyCenteredRMSProp": (
-        ref_centered_rms_prop, ["mg", "ms", "mom"],
+        ref_centered_rms_prop,
+        ["mg", "ms", "mom"],
         {"lr": 0.01, "rho": 0.9, "momentum": 0.5, "epsilon": 1e-3},
     ),
     "ApplyAdam": (
-        ref_adam, ["m", "v"],
-        {"beta1_power": 0.9**3, "beta2_power": 0.999**3, "lr": 0.01, "beta1": 0.9, "beta2": 0.999,
-         "epsilon": 1e-3},
+        ref_adam,
+        ["m", "v"],
+        {
+            "beta1_power": 0.9**3,
+            "beta2_power": 0.999**3,
+            "lr": 0.01,
+            "beta1": 0.9,
+            "beta2": 0.999,
+            "epsilon": 1e-3,
+        },
     ),
-    "ApplyFtrl": (ref_ftrl, ["accum", "linear"], {"lr": 0.1, "l1": 0.05, "l2": 0.2, "lr_power": -0.5}),
+    "ApplyFtrl": (
+        ref_ftrl,
+        ["accum", "linear"],
+        {"lr": 0.1, "l1": 0.05, "l2": 0.2, "lr_power": -0.5},
+    ),
     "ApplyFtrlV2": (
-        ref_ftrl, ["accum", "linear"],
+        ref_ftrl,
+        ["accum", "linear"],
         {"lr": 0.1, "l1": 0.05, "l2": 0.2, "l2_shrinkage": 0.1, "lr_power": -0.7},
     ),
-}  # fmt: skip
+}
 SPARSE = ["Momentum", "Adagrad", "Adadelta", "RMSProp", "CenteredRMSProp", "Ftrl", "FtrlV2"]
 TOL = {np.float16: (2e-2, 2e-2), np.float32: (2e-5, 1e-6), np.float64: (1e-12, 1e-14)}
 

@@ -14,14 +14,22 @@ from flowgraph.ops import nn as nn_ops
 from flowgraph.ops import reduction as reduction_ops
 
 __all__ = [
-    "flatten", "fully_connected", "l1_l2_regularizer", "l1_regularizer", "l2_regularizer",
-    "sum_regularizer", "variance_scaling_initializer", "xavier_initializer",
+    "flatten",
+    "fully_connected",
+    "l1_l2_regularizer",
+    "l1_regularizer",
+    "l2_regularizer",
+    "sum_regularizer",
+    "variance_scaling_initializer",
+    "xavier_initializer",
     "xavier_initializer_conv2d",
-]  # fmt: skip
+]
 
 
 def xavier_initializer(uniform=True, seed=None, dtype=dtypes.float32):
-    """Glorot & Bengio (2010): variance 2 / (fan_in + fan_out) (contrib's variance scaling, factor 1)."""
+    """Glorot & Bengio (2010): variance 2 / (fan_in + fan_out).
+
+    (contrib's variance scaling, factor 1)."""
     return variance_scaling_initializer(1.0, "FAN_AVG", uniform, seed, dtype)
 
 
@@ -132,24 +140,46 @@ def flatten(inputs, outputs_collections=None, scope=None):
         return Flatten(name="flatten").apply(inputs)
 
 
-def fully_connected(inputs, num_outputs, activation_fn=nn_ops.relu, normalizer_fn=None,
-                    normalizer_params=None, weights_initializer=None, weights_regularizer=None,
-                    biases_initializer=init_ops.zeros_initializer(), biases_regularizer=None,
-                    reuse=None, variables_collections=None, outputs_collections=None,
-                    trainable=True, scope=None):  # fmt: skip
+def fully_connected(
+    inputs,
+    num_outputs,
+    activation_fn=nn_ops.relu,
+    normalizer_fn=None,
+    normalizer_params=None,
+    weights_initializer=None,
+    weights_regularizer=None,
+    biases_initializer=init_ops.zeros_initializer(),
+    biases_regularizer=None,
+    reuse=None,
+    variables_collections=None,
+    outputs_collections=None,
+    trainable=True,
+    scope=None,
+):
     """contrib's dense layer: variables `fully_connected/weights` and `fully_connected/biases`."""
-    for arg, value in (("normalizer_fn", normalizer_fn), ("normalizer_params", normalizer_params),
-                       ("variables_collections", variables_collections),
-                       ("outputs_collections", outputs_collections)):  # fmt: skip
+    for arg, value in (
+        ("normalizer_fn", normalizer_fn),
+        ("normalizer_params", normalizer_params),
+        ("variables_collections", variables_collections),
+        ("outputs_collections", outputs_collections),
+    ):
         if value is not None:
             raise NotImplementedError(
                 f"contrib.layers.fully_connected({arg}=...) is not supported."
             )
-    layer = _ContribDense(num_outputs, activation=activation_fn, use_bias=biases_initializer is not None,
-                          kernel_initializer=weights_initializer or xavier_initializer(),
-                          bias_initializer=biases_initializer, kernel_regularizer=weights_regularizer,
-                          bias_regularizer=biases_regularizer, trainable=trainable,
-                          name=scope or "fully_connected", _scope=scope, _reuse=reuse)  # fmt: skip
+    layer = _ContribDense(
+        num_outputs,
+        activation=activation_fn,
+        use_bias=biases_initializer is not None,
+        kernel_initializer=weights_initializer or xavier_initializer(),
+        bias_initializer=biases_initializer,
+        kernel_regularizer=weights_regularizer,
+        bias_regularizer=biases_regularizer,
+        trainable=trainable,
+        name=scope or "fully_connected",
+        _scope=scope,
+        _reuse=reuse,
+    )
     return layer.apply(inputs)
 
 

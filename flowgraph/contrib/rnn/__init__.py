@@ -10,9 +10,17 @@ from flowgraph.ops.rnn_cell import (
     LSTMStateTuple,
     MultiRNNCell,
     RNNCell,
-)  # fmt: skip
+)
 
 __all__ = [
-    "BasicLSTMCell", "BasicRNNCell", "DropoutWrapper", "GRUCell", "LSTMCell", "LSTMStateTuple",
-    "MultiRNNCell", "RNNCell", "static_bidirectional_rnn", "static_rnn",
-]  # fmt: skip
+    "BasicLSTMCell",
+    "BasicRNNCell",
+    "DropoutWrapper",
+    "GRUCell",
+    "LSTMCell",
+    "LSTMStateTuple",
+    "MultiRNNCell",
+    "RNNCell",
+    "static_bidirectional_rnn",
+    "static_rnn",
+]
