@@ -2,11 +2,12 @@
 `main`, and the helpers they call, so a user's own TF1 test file runs unchanged under
 `flowgraph run -m pytest` or `flowgraph run test_file.py`.
 
-A test gets a fresh global default graph with TF's test seeds (TF's setUp resets it).
-`session()` opens a new Session per call, `cached_session()` (and the deprecated
-`test_session()`) one Session per test, closed in tearDown; both make the session and its graph the defaults, and pin the ops built inside to the
-CPU unless `use_gpu=True`, or to the GPU with `force_gpu=True` (soft placement off, so a missing
-GPU is an error), as TF does. `evaluate` runs in the default session, as TF1's does.
+A test gets a fresh global default graph with TF's test seeds (TF's setUp resets it). `session()`
+opens a new Session per call, `cached_session()` (and the deprecated `test_session()`) one Session
+per test, closed in tearDown; both make the session and its graph the defaults, and pin the ops
+built inside to the CPU unless `use_gpu=True`, or to the GPU with `force_gpu=True` (soft placement
+off, so a missing GPU is an error), as TF does. `evaluate` runs in the default session, as TF1's
+does.
 """
 
 from __future__ import annotations
