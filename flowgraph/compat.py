@@ -28,13 +28,23 @@ import numpy as np
 import flowgraph as v1
 from flowgraph.core.shapes import Dimension as _Dimension
 from flowgraph.ops.resource_variables import (
-    disable_resource_variables, enable_resource_variables, resource_variables_enabled,
+    disable_resource_variables,
+    enable_resource_variables,
+    resource_variables_enabled,
 )  # fmt: skip
 
 __all__ = [
-    "disable_v2_behavior", "enable_v2_behavior", "disable_eager_execution", "enable_eager_execution",
-    "executing_eagerly", "disable_control_flow_v2", "enable_control_flow_v2", "disable_tensor_equality",
-    "disable_resource_variables", "enable_resource_variables", "resource_variables_enabled",
+    "disable_control_flow_v2",
+    "disable_eager_execution",
+    "disable_resource_variables",
+    "disable_tensor_equality",
+    "disable_v2_behavior",
+    "enable_control_flow_v2",
+    "enable_eager_execution",
+    "enable_resource_variables",
+    "enable_v2_behavior",
+    "executing_eagerly",
+    "resource_variables_enabled",
 ]  # fmt: skip
 
 # `import flowgraph.compat.v1 as tf` works like `import tensorflow.compat.v1 as tf`. An empty

@@ -37,6 +37,7 @@ def _flowgraph(*args, cwd=None):
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     return subprocess.run(
         [sys.executable, "-m", "flowgraph", *args],
+        check=False,
         capture_output=True,
         text=True,
         timeout=120,

@@ -58,7 +58,7 @@ def test_layering_check_catches_a_violation(tmp_path):
 
 
 def test_compat_v1_is_flowgraph():
-    import flowgraph.compat.v1 as v1
+    from flowgraph.compat import v1
     from flowgraph.compat import v1 as v1b
 
     assert v1 is tf and v1b is tf and tf.compat.v1 is tf
@@ -100,7 +100,7 @@ def aliases():
 
 def test_tensorflow_paths_resolve_to_flowgraph(aliases, monkeypatch):
     import tensorflow
-    import tensorflow.compat.v1 as v1
+    from tensorflow.compat import v1
     from tensorflow.compat import v1 as v1b
 
     assert tensorflow is tf and v1 is tf and v1b is tf

@@ -1,8 +1,12 @@
 """tf.contrib: the few contrib APIs TF1 programs commonly use (layers initializers and
 regularizers, rnn aliases). Everything here forwards to the core implementation."""
 
-from flowgraph.contrib import layers, rnn, staging
-from flowgraph.contrib import lookup  # noqa: E402
+from flowgraph.contrib import (
+    layers,
+    lookup,
+    rnn,
+    staging,
+)
 
 __all__ = ["layers", "rnn", "staging"]
 __all__ += ["lookup"]

@@ -16,7 +16,7 @@ _REF_OFFSET = 100
 class DType:
     """One element type. `as_numpy_dtype` is the NumPy type kernels compute in."""
 
-    __slots__ = ("_enum", "name", "_np")
+    __slots__ = ("_enum", "_np", "name")
 
     def __init__(self, enum: int, name: str, np_type):
         self._enum = enum

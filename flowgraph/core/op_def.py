@@ -20,7 +20,8 @@ import ast
 import dataclasses
 import re
 import traceback
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from flowgraph.core import dtypes, errors
 

@@ -12,14 +12,14 @@ from flowgraph.framework import default_graph
 from flowgraph.framework.apply_op import graph_of
 
 __all__ = [
-    "name_scope",
-    "control_dependencies",
-    "device",
-    "colocate_with",
-    "get_collection",
-    "get_collection_ref",
     "add_to_collection",
     "add_to_collections",
+    "colocate_with",
+    "control_dependencies",
+    "device",
+    "get_collection",
+    "get_collection_ref",
+    "name_scope",
 ]
 
 

@@ -13,18 +13,22 @@ NotDifferentiable = not_differentiable  # TF1 exports both names for this one fu
 NoGradient = not_differentiable
 
 __all__ = [
-    "gradients",
-    "hessians",
-    "RegisterGradient",
-    "NotDifferentiable",
-    "NoGradient",
     "AggregationMethod",
-    "UnconnectedGradients",
     "IndexedSlices",
     "IndexedSlicesValue",
+    "NoGradient",
+    "NotDifferentiable",
+    "RegisterGradient",
+    "UnconnectedGradients",
+    "gradients",
+    "hessians",
 ]
-from flowgraph.gradients import nn, nn_conv  # noqa: F401  (registers the NN row's gradients)
-from flowgraph.gradients import control_flow, tensor_array  # noqa: F401  (registers §4.4's gradients)
-from flowgraph.gradients import sparse  # noqa: F401  (registers the sparse ops' gradients)
-from flowgraph.gradients import segment  # noqa: F401  (segment ops, DynamicPartition, Einsum)
-from flowgraph.gradients import image  # noqa: F401  (resize ops)
+from flowgraph.gradients import (  # noqa: F401  (registers the NN row's gradients)  # noqa: F401  (registers §4.4's gradients)
+    control_flow,
+    image,
+    nn,
+    nn_conv,
+    segment,
+    sparse,
+    tensor_array,
+)

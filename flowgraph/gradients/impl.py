@@ -508,11 +508,11 @@ def hessians(
     of the flattened gradient, so intended for small x).
     """
     xs = _as_list(xs)
-    kwargs = dict(
-        colocate_gradients_with_ops=colocate_gradients_with_ops,
-        gate_gradients=gate_gradients,
-        aggregation_method=aggregation_method,
-    )
+    kwargs = {
+        "colocate_gradients_with_ops": colocate_gradients_with_ops,
+        "gate_gradients": gate_gradients,
+        "aggregation_method": aggregation_method,
+    }
     graph = default_graph.get() if not xs else _to_graph_tensor(xs[0], "x").graph
     results = []
     with graph.as_default(), graph.name_scope(name):

@@ -329,7 +329,7 @@ def _sigmoid_grad_grad(op, grad):
 @register_gradient("SqrtGrad")
 def _sqrt_grad_grad(op, grad):
     """SqrtGrad(y, dy) = dy / (2y)."""
-    y, dy = op.inputs
+    y, _dy = op.inputs
     ga = build("RealDiv" if not y.dtype.is_complex else "Div", grad, y)
     return _neg(_mul(conj(ga), op.outputs[0])), _mul(_const_like(0.5, grad), ga)
 

@@ -83,7 +83,7 @@ class Layer:
         allowed = {"_scope", "_reuse", "input_shape", "batch_input_shape", "batch_size"}
         unknown = set(kwargs) - allowed
         if unknown:
-            raise TypeError(f"Keyword argument not understood: {sorted(unknown)[0]}")
+            raise TypeError(f"Keyword argument not understood: {min(unknown)}")
         self.trainable = trainable
         self.built = False
         self._dtype = None if dtype is None else dtypes.as_dtype(dtype).base_dtype

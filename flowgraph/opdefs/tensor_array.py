@@ -8,7 +8,7 @@ from flowgraph.core.op_def import OpDef, register_op
 from flowgraph.core.shapes import TensorShape, unknown_shape
 from flowgraph.opdefs.shape_fns import no_outputs, scalar
 
-_FLOW = lambda ctx: TensorShape([])  # noqa: E731
+_FLOW = lambda ctx: TensorShape([])
 
 
 def _element_shape(ctx):

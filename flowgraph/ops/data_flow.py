@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from flowgraph.framework.apply_op import apply_op
 
-__all__ = ["dynamic_stitch", "unsorted_segment_sum", "invert_permutation"]
+__all__ = ["dynamic_stitch", "invert_permutation", "unsorted_segment_sum"]
 
 
 def dynamic_stitch(indices, data, name=None):

@@ -21,9 +21,23 @@ from flowgraph.ops import reduction
 from flowgraph.ops.math import name_scope
 
 __all__ = [
-    "matmul", "tensordot", "matrix_inverse", "matrix_determinant", "cholesky", "matrix_solve",
-    "matrix_triangular_solve", "diag", "diag_part", "matrix_diag", "matrix_diag_part",
-    "matrix_set_diag", "matrix_band_part", "trace", "eye", "matrix_transpose", "qr",
+    "cholesky",
+    "diag",
+    "diag_part",
+    "eye",
+    "matmul",
+    "matrix_band_part",
+    "matrix_determinant",
+    "matrix_diag",
+    "matrix_diag_part",
+    "matrix_inverse",
+    "matrix_set_diag",
+    "matrix_solve",
+    "matrix_transpose",
+    "matrix_triangular_solve",
+    "qr",
+    "tensordot",
+    "trace",
 ]  # fmt: skip
 
 
@@ -312,7 +326,7 @@ def adjoint(matrix, name=None):
     return matrix_transpose(matrix, name=name or "adjoint", conjugate=True)
 
 
-def qr(input, full_matrices=False, name=None):  # noqa: A002  (TF's argument name)
+def qr(input, full_matrices=False, name=None):
     """(q, r) with input = q @ r for each inner matrix: q orthonormal columns, r upper triangular."""
     return tuple(apply_op("Qr", [input], name=name, full_matrices=full_matrices).outputs)
 

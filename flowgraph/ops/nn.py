@@ -467,13 +467,28 @@ def dropout(x, keep_prob=None, noise_shape=None, seed=None, name=None, rate=None
 
 
 # -- re-exports: tf.nn also holds the convolution, pooling, embedding and sampling ops ----------------------
-from flowgraph.ops.nn_conv import (  # noqa: E402,F401
-    atrous_conv2d, avg_pool, avg_pool2d, conv1d, conv2d, conv2d_backprop_filter, conv2d_backprop_input,
-    conv2d_transpose, depthwise_conv2d, depthwise_conv2d_native, depthwise_conv2d_native_backprop_filter,
-    depthwise_conv2d_native_backprop_input, max_pool, max_pool2d, separable_conv2d,
-)  # fmt: skip
-from flowgraph.ops.embedding import embedding_lookup  # noqa: E402,F401
-from flowgraph.ops.candidate_sampling import (  # noqa: E402,F401
-    compute_accidental_hits, log_uniform_candidate_sampler, nce_loss, sampled_softmax_loss,
+from flowgraph.ops.candidate_sampling import (  # noqa: F401
+    compute_accidental_hits,
+    log_uniform_candidate_sampler,
+    nce_loss,
+    sampled_softmax_loss,
     uniform_candidate_sampler,
+)  # fmt: skip
+from flowgraph.ops.embedding import embedding_lookup  # noqa: F401
+from flowgraph.ops.nn_conv import (  # noqa: F401
+    atrous_conv2d,
+    avg_pool,
+    avg_pool2d,
+    conv1d,
+    conv2d,
+    conv2d_backprop_filter,
+    conv2d_backprop_input,
+    conv2d_transpose,
+    depthwise_conv2d,
+    depthwise_conv2d_native,
+    depthwise_conv2d_native_backprop_filter,
+    depthwise_conv2d_native_backprop_input,
+    max_pool,
+    max_pool2d,
+    separable_conv2d,
 )  # fmt: skip

@@ -115,7 +115,7 @@ def _split_features(features):
         elif isinstance(feature, SparseFeature):
             raise NotImplementedError(f"SparseFeature ({key}) reaches _split_features")
         else:
-            raise ValueError(f"Invalid feature {key}:{feature}.")  # noqa: TRY004 (TF1's class)  # noqa: TRY004 (as TF1)
+            raise ValueError(f"Invalid feature {key}:{feature}.")
     for t in sparse_types + dense_types:
         if t not in (dtypes.float32, dtypes.int64, dtypes.string):
             raise ValueError(f"Feature dtype must be float32, int64 or string, got {t.name}")
@@ -269,7 +269,7 @@ def parse_sequence_example(serialized, context_features=None, sequence_features=
             if f.allow_missing:
                 missing_ok.append(key)
         else:
-            raise ValueError(  # noqa: TRY004 (TF1 raises ValueError)
+            raise ValueError(
                 f"Invalid sequence feature {key}:{f}: use VarLenFeature or FixedLenSequenceFeature"
             )
     graph = default_graph.get()

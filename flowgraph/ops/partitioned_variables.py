@@ -57,11 +57,11 @@ def variable_axis_size_partitioner(max_shard_bytes, axis=0, bytes_per_string_ele
 
     def _partitioner(shape, dtype):
         if not isinstance(shape, TensorShape):
-            raise ValueError(f"shape is not a TensorShape: {shape}")  # noqa: TRY004 (TF's class)
+            raise ValueError(f"shape is not a TensorShape: {shape}")
         if not shape.is_fully_defined():
             raise ValueError(f"shape is not fully defined: {shape}")
         if not isinstance(dtype, dtypes.DType):
-            raise ValueError(f"dtype is not a DType: {dtype}")  # noqa: TRY004 (TF's class)
+            raise ValueError(f"dtype is not a DType: {dtype}")
         size = _element_size(dtype, bytes_per_string_element)
         partitions = [1] * shape.ndims
         bytes_per_slice = 1.0 * (shape.num_elements() / shape.dims[axis].value) * size

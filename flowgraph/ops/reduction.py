@@ -17,9 +17,21 @@ from flowgraph.ops import math as math_ops
 from flowgraph.ops.math import name_scope
 
 __all__ = [
-    "reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod", "reduce_any",
-    "reduce_all", "reduce_logsumexp", "reduce_variance", "reduce_std", "count_nonzero", "argmax",
-    "argmin", "cumsum", "cumprod",
+    "argmax",
+    "argmin",
+    "count_nonzero",
+    "cumprod",
+    "cumsum",
+    "reduce_all",
+    "reduce_any",
+    "reduce_logsumexp",
+    "reduce_max",
+    "reduce_mean",
+    "reduce_min",
+    "reduce_prod",
+    "reduce_std",
+    "reduce_sum",
+    "reduce_variance",
 ]  # fmt: skip
 
 

@@ -16,7 +16,7 @@ from flowgraph.core import dtypes, py_funcs
 from flowgraph.framework.apply_op import apply_op, graph_of
 from flowgraph.gradients.registry import not_differentiable
 
-__all__ = ["py_func", "numpy_function"]
+__all__ = ["numpy_function", "py_func"]
 
 _LOCK = threading.Lock()  # guards _TOKENS
 _TOKENS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # Graph -> its tokens

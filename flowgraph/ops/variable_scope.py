@@ -72,11 +72,11 @@ class _VariableStore:
         if custom_getter is not None and not callable(custom_getter):
             raise ValueError(f"Passed a custom_getter which is not callable: {custom_getter}")
         dtype = dtypes.as_dtype(dtype).base_dtype
-        kwargs = dict(name=name, shape=shape, dtype=dtype, initializer=initializer,
-                      regularizer=regularizer, reuse=reuse, trainable=trainable,
-                      collections=collections, caching_device=caching_device,
-                      partitioner=partitioner, validate_shape=validate_shape,
-                      use_resource=use_resource)  # fmt: skip
+        kwargs = {"name": name, "shape": shape, "dtype": dtype, "initializer": initializer,
+                      "regularizer": regularizer, "reuse": reuse, "trainable": trainable,
+                      "collections": collections, "caching_device": caching_device,
+                      "partitioner": partitioner, "validate_shape": validate_shape,
+                      "use_resource": use_resource}  # fmt: skip
         if custom_getter is None:
             return self._true_getter(constraint=constraint, **kwargs)
         if _accepts(custom_getter, "constraint"):
@@ -418,9 +418,9 @@ class variable_scope:
         self._name_or_scope = name_or_scope
         self._default_name = default_name
         self._values = values
-        self._defaults = dict(initializer=initializer, regularizer=regularizer,
-                              caching_device=caching_device, partitioner=partitioner,
-                              dtype=dtype, use_resource=use_resource, constraint=constraint)  # fmt: skip
+        self._defaults = {"initializer": initializer, "regularizer": regularizer,
+                              "caching_device": caching_device, "partitioner": partitioner,
+                              "dtype": dtype, "use_resource": use_resource, "constraint": constraint}  # fmt: skip
         self._custom_getter = custom_getter
         self._reuse = None if reuse is False else reuse  # False never overrides an outer True
         self._auxiliary_name_scope = auxiliary_name_scope

@@ -175,7 +175,7 @@ class Variable(metaclass=_VariableMeta):
         if collections is None:
             collections = [GraphKeys.GLOBAL_VARIABLES]
         if not isinstance(collections, (list, tuple, set)):
-            raise ValueError(  # noqa: TRY004 (TF1 raises ValueError here)
+            raise ValueError(
                 "collections argument to Variable constructor must be a list, tuple, or set. "
                 f"Got {collections} of type {type(collections)}"
             )

@@ -13,7 +13,7 @@ import sys
 
 from flowgraph.platform import flags
 
-__all__ = ["run", "flags"]
+__all__ = ["flags", "run"]
 
 _HELP_ARGS = ("-?", "--help", "-help", "--helpshort", "-helpshort", "--helpfull", "-helpfull")
 

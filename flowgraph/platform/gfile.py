@@ -21,21 +21,21 @@ import shutil
 from flowgraph.core import errors
 
 __all__ = [
-    "Exists",
-    "MakeDirs",
-    "MkDir",
-    "DeleteRecursively",
-    "Remove",
-    "Rename",
     "Copy",
+    "DeleteRecursively",
+    "Exists",
+    "FastGFile",
+    "GFile",
     "Glob",
     "IsDirectory",
     "ListDirectory",
-    "Walk",
-    "Stat",
-    "GFile",
+    "MakeDirs",
+    "MkDir",
     "Open",
-    "FastGFile",
+    "Remove",
+    "Rename",
+    "Stat",
+    "Walk",
 ]
 
 _ERRNO_CLASSES = {

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import platform as _platform
 
-__all__ = ["VERSION", "GIT_VERSION", "COMPILER_VERSION", "__version__"]
+__all__ = ["COMPILER_VERSION", "GIT_VERSION", "VERSION", "__version__"]
 
 VERSION = "1.15.0"
 __version__ = VERSION

@@ -17,7 +17,7 @@ import numpy as np
 from flowgraph.core import dtypes
 from flowgraph.framework.indexed_slices import IndexedSlices
 
-__all__ = ["compute_gradient", "compute_gradient_error", "check_gradients"]
+__all__ = ["check_gradients", "compute_gradient", "compute_gradient_error"]
 
 
 def _session_for(graph):

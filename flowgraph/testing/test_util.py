@@ -57,7 +57,7 @@ deprecated_graph_mode_only = run_deprecated_v1
 def run_v1_only(reason, func=None):
     """Marks a test (or every test of a class) as TF1-only; it runs as it is."""
     if not isinstance(reason, str):
-        raise ValueError(f"'reason' should be string, got {type(reason)}")  # noqa: TRY004 - as TF
+        raise ValueError(f"'reason' should be string, got {type(reason)}")
 
     def decorator(f):
         return f  # a test method or a whole class: both run as they are

@@ -20,6 +20,7 @@ Each name comes from the module that owns it:
 
 from flowgraph.core.protos import (
     BytesList,
+    CheckpointState,
     Example,
     Feature,
     FeatureList,
@@ -27,9 +28,10 @@ from flowgraph.core.protos import (
     Features,
     FloatList,
     Int64List,
+    SaverDef,
     SequenceExample,
 )
-from flowgraph.core.protos import CheckpointState, SaverDef
+from flowgraph.summary import summary_iterator  # TF1 exports it here as well
 from flowgraph.train import queue_runner, slot_creator, training_ops
 from flowgraph.train.adam import AdamOptimizer
 from flowgraph.train.checkpoint_management import (
@@ -87,7 +89,6 @@ from flowgraph.train.optimizers import (
 )
 from flowgraph.train.queue_runner import QueueRunner, add_queue_runner, start_queue_runners
 from flowgraph.train.saver import Saver
-from flowgraph.summary import summary_iterator  # TF1 exports it here as well
 from flowgraph.train.training_util import (
     assert_global_step,
     create_global_step,
@@ -122,9 +123,18 @@ __all__ = [
     "training_ops",
 ]
 __all__ += [
+    "BytesList",
     "Coordinator",
+    "Example",
+    "Feature",
+    "FeatureList",
+    "FeatureLists",
+    "Features",
+    "FloatList",
+    "Int64List",
     "LooperThread",
     "QueueRunner",
+    "SequenceExample",
     "add_queue_runner",
     "batch",
     "batch_join",
@@ -141,15 +151,6 @@ __all__ += [
     "slice_input_producer",
     "start_queue_runners",
     "string_input_producer",
-    "BytesList",
-    "Example",
-    "Feature",
-    "FeatureList",
-    "FeatureLists",
-    "Features",
-    "FloatList",
-    "Int64List",
-    "SequenceExample",
 ]
 __all__ += [
     "CheckpointReader",

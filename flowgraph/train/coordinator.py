@@ -145,7 +145,7 @@ class LooperThread(threading.Thread):
 
     def __init__(self, coord, timer_interval_secs, target=None, args=None, kwargs=None):
         if not isinstance(coord, Coordinator):
-            raise ValueError(f"'coord' argument must be a Coordinator: {coord}")  # noqa: TRY004 (TF1's class)
+            raise ValueError(f"'coord' argument must be a Coordinator: {coord}")
         super().__init__()
         self.daemon = True
         self._coord = coord

@@ -57,12 +57,13 @@ def test_auto_names_follow_tf():
                 assert tf.add(a, a).op.name == "Add_4"
         with tf.name_scope(None, default_name="default") as scope:
             assert scope == "default/"
-        with pytest.raises(ValueError, match="At least one of name"):
-            with tf.name_scope(None, None, values=[a]):
-                pass
-        with pytest.raises(ValueError, match="not a valid scope name"):
-            with tf.name_scope("bad name!"):
-                pass
+        with (
+            pytest.raises(ValueError, match="At least one of name"),
+            tf.name_scope(None, None, values=[a]),
+        ):
+            pass
+        with pytest.raises(ValueError, match="not a valid scope name"), tf.name_scope("bad name!"):
+            pass
 
 
 def test_name_scope_follows_the_graph_of_values():
@@ -124,22 +125,20 @@ def test_control_dependencies_nest_clear_and_skip_dominated_inputs():
     with tf.Graph().as_default():
         a = tf.constant(1.0, name="a")
         b = tf.constant(2.0, name="b")
-        with tf.control_dependencies([a]):
-            with tf.control_dependencies([b.op]):
-                c = tf.constant(3.0, name="c")
-                assert [op.name for op in c.op.control_inputs] == ["a", "b"]  # outer first, like TF
-                d = tf.identity(c)  # c was created inside both blocks: no extra control inputs
-                assert d.op.control_inputs == []
-                e = tf.identity(a)  # a data input is not repeated as a control input
-                assert [op.name for op in e.op.control_inputs] == ["b"]
-                with tf.control_dependencies(None):
-                    assert tf.constant(4.0).op.control_inputs == []
-                    with tf.control_dependencies([c]):
-                        assert [op.name for op in tf.constant(5.0).op.control_inputs] == ["c"]
+        with tf.control_dependencies([a]), tf.control_dependencies([b.op]):
+            c = tf.constant(3.0, name="c")
+            assert [op.name for op in c.op.control_inputs] == ["a", "b"]  # outer first, like TF
+            d = tf.identity(c)  # c was created inside both blocks: no extra control inputs
+            assert d.op.control_inputs == []
+            e = tf.identity(a)  # a data input is not repeated as a control input
+            assert [op.name for op in e.op.control_inputs] == ["b"]
+            with tf.control_dependencies(None):
+                assert tf.constant(4.0).op.control_inputs == []
+                with tf.control_dependencies([c]):
+                    assert [op.name for op in tf.constant(5.0).op.control_inputs] == ["c"]
         assert tf.constant(6.0).op.control_inputs == []
-        with pytest.raises(TypeError):
-            with tf.control_dependencies([3]):
-                pass
+        with pytest.raises(TypeError), tf.control_dependencies([3]):
+            pass
 
 
 def test_device_scopes_merge_and_functions():
@@ -169,16 +168,14 @@ def test_colocate_with():
         with tf.device("/job:worker"):
             with tf.colocate_with(a):
                 b = tf.identity(a, name="b")
-            with tf.colocate_with(a.op):
-                with tf.colocate_with(b, ignore_existing=True):
-                    c = tf.identity(b, name="c")
+            with tf.colocate_with(a.op), tf.colocate_with(b, ignore_existing=True):
+                c = tf.identity(b, name="c")
         assert b.op.get_attr("_class") == ["loc:@a"]
         assert list(b.op.node_def.attr["_class"].list.s) == [b"loc:@a"]
         assert b.op.device == "/job:ps/task:0"
         assert c.op.colocation_groups() == ["loc:@a"]  # b is in a's group
-        with pytest.raises(ValueError, match="ignore_existing"):
-            with tf.colocate_with(None):
-                pass
+        with pytest.raises(ValueError, match="ignore_existing"), tf.colocate_with(None):
+            pass
 
 
 def test_as_graph_def_lists_nodes_in_creation_order():

@@ -10,8 +10,8 @@ import pytest
 
 import flowgraph as tf
 from flowgraph.core import errors
-from flowgraph.core.tensor_util import make_tensor_proto
 from flowgraph.core.protos import AttrValue, GraphDef, OpList
+from flowgraph.core.tensor_util import make_tensor_proto
 
 
 def _small_graph():
@@ -203,16 +203,14 @@ def test_attr_errors_and_producer_op_list():
         (m,) = tf.import_graph_def(gd, producer_op_list=ops, return_elements=["m"])
         assert "future_attr" not in m.node_def.attr
     no_t = _graph_def(_const("a", np.ones((2, 2), np.float32)), _node("m", "MatMul", ["a", "a"]))
-    with tf.Graph().as_default():
-        with pytest.raises(ValueError, match="missing attr 'T'"):
-            tf.import_graph_def(no_t)
+    with tf.Graph().as_default(), pytest.raises(ValueError, match="missing attr 'T'"):
+        tf.import_graph_def(no_t)
     bad_t = _graph_def(
         _const("a", np.ones(2, np.bool_)),
         _node("m", "MatMul", ["a", "a"], T=AttrValue(type=tf.bool.as_datatype_enum)),
     )
-    with tf.Graph().as_default():
-        with pytest.raises(ValueError, match="'m'"):
-            tf.import_graph_def(bad_t)
+    with tf.Graph().as_default(), pytest.raises(ValueError, match="'m'"):
+        tf.import_graph_def(bad_t)
 
 
 def test_bad_references_are_value_errors():
@@ -252,9 +250,8 @@ def test_devices_kept_merged_with_scope_and_colocation_reprefixed():
         c = tf.identity(b, name="c")
     gd = g.as_graph_def()
     assert gd.node[1].attr["_class"].list.s == [b"loc:@a"]
-    with tf.Graph().as_default() as g2:
-        with tf.device("/device:CPU:0"):
-            tf.import_graph_def(gd, name="p")
+    with tf.Graph().as_default() as g2, tf.device("/device:CPU:0"):
+        tf.import_graph_def(gd, name="p")
     a2, b2, c2 = (g2.get_operation_by_name(f"p/{n}") for n in "abc")
     assert a2.device == "/job:worker/task:1/device:CPU:0"
     assert c2.device == "/device:CPU:0"
@@ -325,9 +322,8 @@ def test_graph_util_alias_and_finalized_graph():
     g, _, _ = _small_graph()
     g2 = tf.Graph()
     g2.finalize()
-    with g2.as_default():
-        with pytest.raises(RuntimeError, match="finalized"):
-            tf.import_graph_def(g.as_graph_def())
+    with g2.as_default(), pytest.raises(RuntimeError, match="finalized"):
+        tf.import_graph_def(g.as_graph_def())
     with pytest.raises(TypeError):
         tf.import_graph_def("not a graph def")
 
@@ -336,7 +332,7 @@ def test_our_while_loop_round_trips():
     g = tf.Graph()
     with g.as_default():
         n = tf.placeholder(tf.int32, [], name="n")
-        i, acc = tf.while_loop(
+        _i, acc = tf.while_loop(
             lambda i, a: i < n, lambda i, a: (i + 1, a * 2), [tf.constant(0), tf.constant(1)]
         )
         tf.identity(acc, name="result")

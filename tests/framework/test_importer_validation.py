@@ -26,9 +26,8 @@ def _node(gd: GraphDef, name: str):
 
 def _refused(gd: GraphDef, match: str):
     g = tf.Graph()
-    with g.as_default():
-        with pytest.raises(errors.InvalidArgumentError, match=match):
-            tf.import_graph_def(gd, name="")
+    with g.as_default(), pytest.raises(errors.InvalidArgumentError, match=match):
+        tf.import_graph_def(gd, name="")
     assert g.get_operations() == []
 
 

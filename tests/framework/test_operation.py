@@ -88,7 +88,7 @@ def test_tensor_python_protocol_errors():
         iter(p)
     with pytest.raises(NotImplementedError, match="symbolic Tensor"):
         np.asarray(p)
-    assert p != k and p == p and len({p, k, p}) == 2  # identity semantics, hashable
+    assert p != k and p == p and len({p, k, p}) == 2  # noqa: PLR0124 (identity semantics, hashable)
 
 
 def test_operation_run_and_tensor_eval():

@@ -28,7 +28,7 @@ def chain():
 
 
 def test_fetch_structures(chain):
-    g, up, mid, y, x, total = chain
+    g, up, _mid, y, x, total = chain
     with tf.Session(graph=g) as sess:
         feed = {up: 1.0, x: [[1, 2], [3, 4]]}
         out = sess.run({"a": [y, (total, y.op)], "b": Pair(y, "total:0"), "c": "y"}, feed)
@@ -61,7 +61,7 @@ def test_feeds_by_tensor_and_by_name_are_checked(chain):
 
 
 def test_feeding_an_intermediate_cuts_everything_upstream(chain):
-    g, up, mid, y, x, total = chain
+    g, _up, mid, y, _x, _total = chain
     with tf.Session(graph=g) as sess:
         assert sess.run(y, {mid: 10.0}) == 11.0  # `up` is not fed and is never run
         assert sess.run(mid, {mid: 4.0}) == 4.0  # a fed tensor can be fetched
@@ -82,7 +82,7 @@ def test_only_the_fetches_closure_runs():
 
 
 def test_extend_ships_only_new_nodes(chain, monkeypatch):
-    g, up, mid, y, x, total = chain
+    g, up, _mid, y, _x, _total = chain
     with tf.Session(graph=g) as sess:
         shipped = []
         real = sess._runtime.extend
@@ -108,22 +108,23 @@ def test_runtime_errors_name_the_node_device_and_line():
     with tf.Graph().as_default() as g:
         v = tf.placeholder(tf.float32, [None], name="v")
         bad = tf.reshape(v, [7], name="bad_reshape")  # the creating line
-    with tf.Session(graph=g) as sess:
-        with pytest.raises(errors.InvalidArgumentError) as info:
-            sess.run(bad, {v: [1.0, 2.0]})
+    with tf.Session(graph=g) as sess, pytest.raises(errors.InvalidArgumentError) as info:
+        sess.run(bad, {v: [1.0, 2.0]})
     msg = str(info.value)
     assert "bad_reshape" in msg and "Reshape" in msg and "/device:CPU:0" in msg
     assert f"{__file__}:" in msg and "test_runtime_errors_name_the_node_device_and_line" in msg
     assert info.value.node_def is not None and info.value.node_def.name == "bad_reshape"
-    with tf.Session(graph=g) as sess:
-        with pytest.raises(
+    with (
+        tf.Session(graph=g) as sess,
+        pytest.raises(
             errors.InvalidArgumentError, match="You must feed a value for placeholder tensor 'v'"
-        ):
-            sess.run(bad)
+        ),
+    ):
+        sess.run(bad)
 
 
 def test_default_sessions_context_manager_and_close(chain):
-    g, up, mid, y, x, total = chain
+    g, up, _mid, y, _x, _total = chain
     assert tf.get_default_session() is None
     with tf.Session(graph=g) as sess:
         assert tf.get_default_session() is sess and tf.get_default_graph() is g
@@ -139,7 +140,7 @@ def test_default_sessions_context_manager_and_close(chain):
 
 
 def test_interactive_session(chain):
-    g, up, mid, y, x, total = chain
+    g, up, _mid, y, _x, _total = chain
     sess = tf.InteractiveSession(graph=g)
     try:
         assert tf.get_default_session() is sess
@@ -151,7 +152,7 @@ def test_interactive_session(chain):
 
 
 def test_make_callable(chain):
-    g, up, mid, y, x, total = chain
+    g, up, _mid, y, _x, total = chain
     with tf.Session(graph=g) as sess:
         f = sess.make_callable([y, total], feed_list=[up, "x:0"])
         assert f(1.0, [[1.0, 1.0]]) == [3.0, 2.0]

@@ -14,8 +14,8 @@ def _u(*shape, lo=-1.0, hi=1.0):
     return RNG.uniform(lo, hi, shape)
 
 
-POS = dict(lo=0.5, hi=1.5)
-UNIT = dict(lo=-0.6, hi=0.6)
+POS = {"lo": 0.5, "hi": 1.5}
+UNIT = {"lo": -0.6, "hi": 0.6}
 
 # name -> (fn, inputs as float64 arrays)
 CASES = {

@@ -3,12 +3,11 @@ dtype they claim, with static shapes and error cases."""
 
 import numpy as np
 import pytest
+from array_helpers import ALL, run_with, sample, unknown
 
 import flowgraph as tf
 from flowgraph.core import errors
 from flowgraph.testing.op_test import assert_close, check_op, run
-
-from array_helpers import ALL, run_with, sample, unknown  # noqa: E402,F401
 
 
 # -- creation ---------------------------------------------------------------------------------

@@ -3,13 +3,11 @@ one_hot, boolean_mask, unique, setdiff1d, sequence_mask) against NumPy."""
 
 import numpy as np
 import pytest
+from array_helpers import ALL, run_with, sample, unknown
 
 import flowgraph as tf
 from flowgraph.core import errors
 from flowgraph.testing.op_test import assert_close, check_op
-
-from array_helpers import ALL, run_with, sample, unknown  # noqa: E402,F401
-
 
 X = np.arange(60, dtype=np.float32).reshape(3, 4, 5)
 

@@ -1,6 +1,7 @@
 """tf.cond, tf.case, tf.while_loop, map_fn/scan/foldl/foldr, TensorArray (whitepaper §4.4)."""
 
 import collections
+import itertools
 
 import numpy as np
 import pytest
@@ -241,7 +242,7 @@ def test_parallel_iterations_overlap():
         if n.node_name == "while/MaxPool"
     )
     assert len(spans) == 6
-    assert any(b[0] < a[1] for a, b in zip(spans, spans[1:])), spans
+    assert any(b[0] < a[1] for a, b in itertools.pairwise(spans)), spans
 
 
 # -- functional ops and TensorArray ---------------------------------------------------------

@@ -65,7 +65,7 @@ def test_variance_scaling_modes_and_distributions():
     assert np.abs(v).max() <= 2 * math.sqrt(1.0 / 360) / 0.87962566103423978 + 1e-6
     v = _value(tf.variance_scaling_initializer(3.0, "fan_out", "uniform", seed=6), shape)
     assert np.abs(v).max() <= math.sqrt(9.0 / 540)
-    for bad in (dict(scale=0.0), dict(mode="fan"), dict(distribution="cauchy")):
+    for bad in ({"scale": 0.0}, {"mode": "fan"}, {"distribution": "cauchy"}):
         with pytest.raises(ValueError):
             tf.variance_scaling_initializer(**bad)
     with pytest.raises(ValueError):

@@ -51,7 +51,7 @@ def _ref(name, y, p):
 def test_pointwise_losses(name, reduction):
     y, p = tf.placeholder(tf.float32, [4, 3]), tf.placeholder(tf.float32, [4, 3])
     fn = getattr(tf.losses, name)
-    args = dict(labels=y, logits=p) if name == "hinge_loss" else dict(labels=y, predictions=p)
+    args = {"labels": y, "logits": p} if name == "hinge_loss" else {"labels": y, "predictions": p}
     loss = fn(weights=WEIGHTS, reduction=reduction, **args)
     got = _run(loss, {y: LABELS, p: PREDS})
     np.testing.assert_allclose(

@@ -104,5 +104,5 @@ def test_string_concatenation_operator():
 
 def test_equality_is_identity():
     x = tf.constant(1.0)
-    assert (x == x) is True and (x != tf.constant(1.0)) is True
+    assert (x == x) is True and (x != tf.constant(1.0)) is True  # noqa: PLR0124
     assert {x: 1}[x] == 1

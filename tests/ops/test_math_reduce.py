@@ -252,7 +252,7 @@ def test_scans(fn, ref, dtype):
     for axis in (0, 1, -1):
         for exclusive in (False, True):
             for reverse in (False, True):
-                kw = dict(axis=axis, exclusive=exclusive, reverse=reverse)
+                kw = {"axis": axis, "exclusive": exclusive, "reverse": reverse}
                 check_op(
                     lambda t, kw=kw: fn(t, **kw),
                     [x],

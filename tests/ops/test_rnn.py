@@ -82,7 +82,7 @@ def test_lstm_cell_peepholes_projection_clip():
     )
     state = cell.zero_state(2, tf.float32)
     assert cell.state_size == (4, 2) and cell.output_size == 2
-    out, (c, m) = cell(x, state)
+    out, (c, _m) = cell(x, state)
     names = [v.op.name for v in tf.global_variables()]
     assert names == [
         "lstm_cell/kernel",
@@ -92,8 +92,8 @@ def test_lstm_cell_peepholes_projection_clip():
         "lstm_cell/w_o_diag",
         "lstm_cell/projection/kernel",
     ]
-    k, b, wf, wi, wo, p, xv, ov, cv = _run(tf.global_variables() + [x, out, c])
-    i, j, f, o = np.split(np.concatenate([xv, np.zeros((2, 2))], 1) @ k + b, 4, axis=1)
+    k, b, _wf, _wi, wo, p, xv, ov, cv = _run(tf.global_variables() + [x, out, c])
+    i, j, _f, o = np.split(np.concatenate([xv, np.zeros((2, 2))], 1) @ k + b, 4, axis=1)
     ref_c = np.clip(_sig(i) * np.tanh(j), -0.3, 0.3)  # c_prev = 0
     ref_m = (_sig(o + wo * ref_c) * np.tanh(ref_c)) @ p
     np.testing.assert_allclose(cv, ref_c, rtol=1e-5, atol=1e-6)
@@ -144,7 +144,7 @@ def test_bidirectional_static_rnn():
     T, B, D = 3, 2, 2
     xs = [tf.placeholder(tf.float32, [B, D]) for _ in range(T)]
     fw, bw = rnn_cell.BasicRNNCell(3), rnn_cell.BasicRNNCell(2)
-    outputs, sf, sb = tf.nn.static_bidirectional_rnn(fw, bw, xs, dtype=tf.float32)
+    outputs, _sf, sb = tf.nn.static_bidirectional_rnn(fw, bw, xs, dtype=tf.float32)
     names = [v.op.name for v in tf.global_variables()]
     assert names == [
         "bidirectional_rnn/fw/basic_rnn_cell/kernel",
@@ -153,7 +153,7 @@ def test_bidirectional_static_rnn():
         "bidirectional_rnn/bw/basic_rnn_cell/bias",
     ]
     xv = np.random.RandomState(5).randn(T, B, D).astype(np.float32)
-    kf, bf, kb, bb, outs, sbv = _run(
+    _kf, _bf, kb, bb, outs, sbv = _run(
         tf.global_variables() + [outputs, sb], {x: v for x, v in zip(xs, xv)}
     )
     hb, back = np.zeros((B, 2)), []

@@ -4,7 +4,6 @@ import numpy as np
 import pytest
 
 import flowgraph as tf
-from flowgraph.core import errors
 
 
 def _init_and_run(fetches):
@@ -36,11 +35,14 @@ def test_reuse_true_returns_same_variable_and_missing_is_error():
 def test_existing_without_reuse_is_error():
     with tf.variable_scope("x"):
         tf.get_variable("w", [3])
-    with pytest.raises(
-        ValueError, match="Variable x/w already exists, disallowed. Did you mean to set reuse=True"
+    with (
+        pytest.raises(
+            ValueError,
+            match="Variable x/w already exists, disallowed. Did you mean to set reuse=True",
+        ),
+        tf.variable_scope("x"),
     ):
-        with tf.variable_scope("x"):
-            tf.get_variable("w", [3])
+        tf.get_variable("w", [3])
 
 
 def test_auto_reuse_and_reuse_variables():
@@ -89,9 +91,11 @@ def test_default_name_is_made_unique():
         with tf.variable_scope(None, default_name="layer"):
             names.append(tf.get_variable("w", [1]).op.name)
     assert names == ["layer/w", "layer_1/w", "layer_2/w"]
-    with pytest.raises(ValueError, match="reuse=True cannot be used without a name_or_scope"):
-        with tf.variable_scope(None, default_name="z", reuse=True):
-            pass
+    with (
+        pytest.raises(ValueError, match="reuse=True cannot be used without a name_or_scope"),
+        tf.variable_scope(None, default_name="z", reuse=True),
+    ):
+        pass
     with pytest.raises(TypeError):
         tf.variable_scope(None)
 
@@ -120,12 +124,14 @@ def test_default_initializers_glorot_uniform_and_zeros():
 
 def test_scope_initializer_dtype_and_regularizer_inherit():
     reg = lambda v: tf.multiply(2.0, tf.reduce_sum(v), name="reg")
-    with tf.variable_scope(
-        "s", initializer=tf.constant_initializer(3.0), regularizer=reg, dtype=tf.float64
+    with (
+        tf.variable_scope(
+            "s", initializer=tf.constant_initializer(3.0), regularizer=reg, dtype=tf.float64
+        ),
+        tf.variable_scope("t"),
     ):
-        with tf.variable_scope("t"):
-            w = tf.get_variable("w", [2])
-            u = tf.get_variable("u", [2], initializer=tf.ones_initializer())
+        w = tf.get_variable("w", [2])
+        u = tf.get_variable("u", [2], initializer=tf.ones_initializer())
     assert w.dtype.base_dtype == tf.float64
     losses = tf.get_collection(tf.GraphKeys.REGULARIZATION_LOSSES)
     assert len(losses) == 2 and losses[0].op.name == "s/t/w/Regularizer/reg"
@@ -156,9 +162,11 @@ def test_custom_getters_nest():
         calls.append(("inner", name))
         return getter(name, *args, **kwargs)
 
-    with tf.variable_scope("a", custom_getter=outer):
-        with tf.variable_scope("b", custom_getter=inner):
-            w = tf.get_variable("w", [1])
+    with (
+        tf.variable_scope("a", custom_getter=outer),
+        tf.variable_scope("b", custom_getter=inner),
+    ):
+        w = tf.get_variable("w", [1])
     assert w.op.name == "a/b/w"
     assert calls == [("inner", "a/b/w"), ("outer", "a/b/w")]
     with pytest.raises(ValueError, match="custom_getter"):

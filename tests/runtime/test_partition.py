@@ -58,9 +58,11 @@ def test_control_edge_across_devices_and_colocation():
 def test_unknown_device_is_a_clear_error_and_soft_placement_recovers():
     with tf.device("/cpu:7"):
         y = tf.constant(1.0) + 1.0
-    with tf.Session() as s:
-        with pytest.raises(tf.errors.InvalidArgumentError, match="Cannot assign a device"):
-            s.run(y)
+    with (
+        tf.Session() as s,
+        pytest.raises(tf.errors.InvalidArgumentError, match="Cannot assign a device"),
+    ):
+        s.run(y)
     with tf.Session(config=tf.ConfigProto(allow_soft_placement=True)) as s:
         assert s.run(y) == 2.0
 

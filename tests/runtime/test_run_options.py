@@ -3,8 +3,8 @@
 import pytest
 
 import flowgraph as tf
-from flowgraph.core.protos import ConfigProto, GraphDef, NodeDef
 from flowgraph.core.attr_value import to_attr_value
+from flowgraph.core.protos import ConfigProto, GraphDef, NodeDef
 from flowgraph.runtime.direct import DirectRuntime
 from flowgraph.runtime.subgraph import Signature
 

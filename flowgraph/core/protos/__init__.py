@@ -61,8 +61,8 @@ from flowgraph.core.protos.queue_runner_pb2 import QueueRunnerDef
 from flowgraph.core.protos.reader_base_pb2 import ReaderBaseState
 from flowgraph.core.protos.resource_handle_pb2 import ResourceHandleProto
 from flowgraph.core.protos.rewriter_config_pb2 import RewriterConfig
-from flowgraph.core.protos.saved_object_graph_pb2 import SavedObjectGraph
 from flowgraph.core.protos.saved_model_pb2 import SavedModel
+from flowgraph.core.protos.saved_object_graph_pb2 import SavedObjectGraph
 from flowgraph.core.protos.saved_tensor_slice_pb2 import (
     SavedSlice,
     SavedSliceMeta,

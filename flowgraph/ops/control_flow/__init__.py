@@ -6,4 +6,4 @@ from flowgraph.ops.control_flow.functional import foldl, foldr, map_fn, scan
 from flowgraph.ops.control_flow.while_loop import while_loop
 from flowgraph.ops.tensor_array import TensorArray
 
-__all__ = ["cond", "case", "while_loop", "map_fn", "scan", "foldl", "foldr", "TensorArray"]
+__all__ = ["TensorArray", "case", "cond", "foldl", "foldr", "map_fn", "scan", "while_loop"]

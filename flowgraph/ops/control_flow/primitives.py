@@ -31,7 +31,7 @@ def enter(data, frame_name, is_constant=False, parallel_iterations=10, name=None
                     is_constant=is_constant, parallel_iterations=parallel_iterations).outputs[0]  # fmt: skip
 
 
-def exit(data, name=None):  # noqa: A001  (TF's name)
+def exit(data, name=None):
     """Makes `data` available in the parent frame."""
     return apply_op(f"{_ref(data)}Exit", [data], name=name or "Exit").outputs[0]
 
