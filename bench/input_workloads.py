@@ -29,8 +29,11 @@ I2_BATCH = 64
 I2_STEPS = 20  # training steps per measured step
 _DIGITS = os.path.join(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-    "flowgraph", "examples", "data", "digits.npz",
-)  # fmt: skip
+    "flowgraph",
+    "examples",
+    "data",
+    "digits.npz",
+)
 
 
 def _example(tf, x, y) -> bytes:
@@ -72,14 +75,20 @@ def build_i1(tf) -> Case:
         with g.as_default():
             files = tf.train.string_input_producer([path], num_epochs=1, shuffle=False)
             _, record = tf.TFRecordReader().read(files)
-            parsed = tf.parse_single_example(record, {
-                "x": tf.FixedLenFeature([784], tf.float32),
-                "y": tf.FixedLenFeature([], tf.int64),
-            })  # fmt: skip
+            parsed = tf.parse_single_example(
+                record,
+                {
+                    "x": tf.FixedLenFeature([784], tf.float32),
+                    "y": tf.FixedLenFeature([], tf.int64),
+                },
+            )
             xs, _ = tf.train.batch(
-                [parsed["x"], parsed["y"]], I1_BATCH, num_threads=2, capacity=4 * I1_BATCH,
+                [parsed["x"], parsed["y"]],
+                I1_BATCH,
+                num_threads=2,
+                capacity=4 * I1_BATCH,
                 allow_smaller_final_batch=True,
-            )  # fmt: skip
+            )
             init = tf.local_variables_initializer()
         sess = session(tf, g)
         sess.run(init)
@@ -147,15 +156,22 @@ def build_i2(tf) -> Case:
         batches = []
         for _ in range(2):  # two readers, each with its own queue-runner thread
             _, records = tf.TFRecordReader().read_up_to(files, I2_BATCH)
-            parsed = tf.parse_example(records, {
-                "x": tf.FixedLenFeature([64], tf.float32),
-                "y": tf.FixedLenFeature([], tf.int64),
-            })  # fmt: skip
+            parsed = tf.parse_example(
+                records,
+                {
+                    "x": tf.FixedLenFeature([64], tf.float32),
+                    "y": tf.FixedLenFeature([], tf.int64),
+                },
+            )
             batches.append([parsed["x"], parsed["y"]])
         images, labels = tf.train.shuffle_batch_join(
-            batches, I2_BATCH, capacity=20 * I2_BATCH, min_after_dequeue=4 * I2_BATCH,
-            enqueue_many=True, seed=1,
-        )  # fmt: skip
+            batches,
+            I2_BATCH,
+            capacity=20 * I2_BATCH,
+            min_after_dequeue=4 * I2_BATCH,
+            enqueue_many=True,
+            seed=1,
+        )
         train = _digits_cnn_train(tf, images, labels)
         init = tf.global_variables_initializer()
     sess = session(tf, g)
@@ -196,10 +212,33 @@ def build_i2f(tf) -> Case:
 
 
 INPUT_WORKLOADS = [
-    Workload("I1", "TFRecord->parse->batch 128 (QR)", "us/record", I1_RECORDS,
-             Target(ratio=2.0), build_i1, 5),
-    Workload("I2", "digits CNN step, queue input", "ms/step", I2_STEPS, Target(ratio=2.0),
-             build_i2, 11, 2),
-    Workload("I2f", "digits CNN step, feed_dict", "ms/step", I2_STEPS, Target(ratio=2.0),
-             build_i2f, 11, 2),
-]  # fmt: skip
+    Workload(
+        "I1",
+        "TFRecord->parse->batch 128 (QR)",
+        "us/record",
+        I1_RECORDS,
+        Target(ratio=2.0),
+        build_i1,
+        5,
+    ),
+    Workload(
+        "I2",
+        "digits CNN step, queue input",
+        "ms/step",
+        I2_STEPS,
+        Target(ratio=2.0),
+        build_i2,
+        11,
+        2,
+    ),
+    Workload(
+        "I2f",
+        "digits CNN step, feed_dict",
+        "ms/step",
+        I2_STEPS,
+        Target(ratio=2.0),
+        build_i2f,
+        11,
+        2,
+    ),
+]

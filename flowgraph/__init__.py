@@ -7,15 +7,46 @@ comes from the module that owns it, through that module's `__all__`.
 from flowgraph.core import errors
 from flowgraph.core.device_spec import DeviceSpec
 from flowgraph.core.dtypes import (
-    DType, as_dtype, bfloat16, bool_ as bool, complex64, complex128, double, float16, float32,
-    float64, half, int8, int16, int32, int64, resource, string, uint8, uint16, uint32, uint64,
+    DType,
+    as_dtype,
+    bfloat16,
+    bool_ as bool,
+    complex64,
+    complex128,
+    double,
+    float16,
+    float32,
+    float64,
+    half,
+    int8,
+    int16,
+    int32,
+    int64,
+    resource,
+    string,
+    uint8,
+    uint16,
+    uint32,
+    uint64,
     variant,
-)  # fmt: skip
+)
 from flowgraph.core.errors import OpError
 from flowgraph.core.protos import (
-    AttrValue, ConfigProto, Event, GPUOptions, GraphDef, GraphOptions, HistogramProto, NodeDef,
-    OptimizerOptions, RunMetadata, RunOptions, SessionLog, Summary, SummaryMetadata,
-)  # fmt: skip
+    AttrValue,
+    ConfigProto,
+    Event,
+    GPUOptions,
+    GraphDef,
+    GraphOptions,
+    HistogramProto,
+    NodeDef,
+    OptimizerOptions,
+    RunMetadata,
+    RunOptions,
+    SessionLog,
+    Summary,
+    SummaryMetadata,
+)
 from flowgraph.core.shapes import Dimension, TensorShape
 from flowgraph.framework.convert import register_tensor_conversion_function
 from flowgraph.framework.graph import Graph, GraphKeys, get_default_graph, reset_default_graph
@@ -53,8 +84,18 @@ from flowgraph import layers, train  # noqa: E402
 from flowgraph import summary  # noqa: E402
 from flowgraph import saved_model  # noqa: E402
 from flowgraph.namespaces import (  # noqa: E402
-    contrib, graph_util, initializers, linalg, losses, math, metrics, nest, nn, random, test,
-)  # fmt: skip
+    contrib,
+    graph_util,
+    initializers,
+    linalg,
+    losses,
+    math,
+    metrics,
+    nest,
+    nn,
+    random,
+    test,
+)
 from flowgraph.namespaces import app, flags, gfile, io, logging, version  # noqa: E402
 from flowgraph.namespaces import image, python_io, queue  # noqa: E402
 from flowgraph.namespaces import sparse  # noqa: E402

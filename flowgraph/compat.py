@@ -31,7 +31,7 @@ from flowgraph.ops.resource_variables import (
     disable_resource_variables,
     enable_resource_variables,
     resource_variables_enabled,
-)  # fmt: skip
+)
 
 __all__ = [
     "disable_control_flow_v2",
@@ -45,7 +45,7 @@ __all__ = [
     "enable_v2_behavior",
     "executing_eagerly",
     "resource_variables_enabled",
-]  # fmt: skip
+]
 
 # `import flowgraph.compat.v1 as tf` works like `import tensorflow.compat.v1 as tf`. An empty
 # __path__ makes this module a package, so the import system looks up its submodule `v1` (found in
@@ -73,7 +73,9 @@ TENSORFLOW_MODULES: dict[str, str] = {
     "tensorflow.python.training.checkpoint_management": "flowgraph.train.checkpoint_management",
     "tensorflow.python.saved_model.builder": "flowgraph.saved_model.builder",
     "tensorflow.python.saved_model.loader": "flowgraph.saved_model.loader",
-    "tensorflow.python.saved_model.signature_def_utils": "flowgraph.saved_model.signature_def_utils",
+    "tensorflow.python.saved_model.signature_def_utils": (
+        "flowgraph.saved_model.signature_def_utils"
+    ),
 }
 
 

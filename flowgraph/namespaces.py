@@ -55,17 +55,25 @@ linalg.einsum = _segment.einsum
 for _name in _sparse_embedding.__all__:  # tf.nn.embedding_lookup_sparse, ...
     setattr(nn, _name, getattr(_sparse_embedding, _name))
 test = _namespace(
-    "test", TestCase=_test_case.TestCase, main=_test_case.main, is_gpu_available=_test_case.is_gpu_available,
-    gpu_device_name=_test_case.gpu_device_name, compute_gradient=_gradient_checker.compute_gradient,
+    "test",
+    TestCase=_test_case.TestCase,
+    main=_test_case.main,
+    is_gpu_available=_test_case.is_gpu_available,
+    gpu_device_name=_test_case.gpu_device_name,
+    compute_gradient=_gradient_checker.compute_gradient,
     compute_gradient_error=_gradient_checker.compute_gradient_error,
-)  # fmt: skip
+)
 for _name in _test_case.__all__:  # the rest of tf.test (TestCase helpers, Benchmark, mock)
     setattr(test, _name, getattr(_test_case, _name))
 del _name
 nest = _namespace(
-    "nest", flatten=_nest.flatten, pack_sequence_as=_nest.pack_sequence_as, is_sequence=_nest.is_sequence,
-    assert_same_structure=_nest.assert_same_structure, map_structure=_nest.map_structure,
-)  # fmt: skip
+    "nest",
+    flatten=_nest.flatten,
+    pack_sequence_as=_nest.pack_sequence_as,
+    is_sequence=_nest.is_sequence,
+    assert_same_structure=_nest.assert_same_structure,
+    map_structure=_nest.map_structure,
+)
 from flowgraph import contrib  # noqa: E402
 
 # tf.app, tf.flags, tf.logging, tf.gfile, tf.io.gfile, tf.version (flowgraph/platform).

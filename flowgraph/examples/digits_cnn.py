@@ -29,9 +29,10 @@ from flowgraph.examples import input_data
 def _conv_relu_pool(x, in_channels, out_channels, name):
     with tf.variable_scope(name):
         w = tf.get_variable(
-            "weights", [3, 3, in_channels, out_channels],
+            "weights",
+            [3, 3, in_channels, out_channels],
             initializer=tf.truncated_normal_initializer(stddev=0.1, seed=1),
-        )  # fmt: skip
+        )
         b = tf.get_variable("biases", [out_channels], initializer=tf.constant_initializer(0.1))
         conv = tf.nn.conv2d(x, w, strides=[1, 1, 1, 1], padding="SAME")
         relu = tf.nn.relu(tf.nn.bias_add(conv, b))
@@ -42,9 +43,10 @@ def _conv_relu_pool(x, in_channels, out_channels, name):
 def _dense(x, in_units, out_units, name):
     with tf.variable_scope(name):
         w = tf.get_variable(
-            "weights", [in_units, out_units],
+            "weights",
+            [in_units, out_units],
             initializer=tf.truncated_normal_initializer(stddev=0.1, seed=2),
-        )  # fmt: skip
+        )
         b = tf.get_variable("biases", [out_units], initializer=tf.constant_initializer(0.1))
         return tf.matmul(x, w) + b
 
@@ -69,8 +71,15 @@ def build_model(learning_rate, x=None, y=None):
     train_op = tf.train.AdamOptimizer(learning_rate).minimize(loss, global_step=global_step)
     tf.summary.scalar("loss", loss)
     tf.summary.scalar("accuracy", accuracy)
-    return {"x": x, "y": y, "keep_prob": keep_prob, "loss": loss, "accuracy": accuracy, "train_op": train_op,
-                "summaries": tf.summary.merge_all()}  # fmt: skip
+    return {
+        "x": x,
+        "y": y,
+        "keep_prob": keep_prob,
+        "loss": loss,
+        "accuracy": accuracy,
+        "train_op": train_op,
+        "summaries": tf.summary.merge_all(),
+    }
 
 
 def _parse(argv):
@@ -117,19 +126,29 @@ def main(argv=None):
                 now = time.perf_counter()
                 rate = seen / (now - t_last)
                 t_last, seen = now, 0
-                print(f"step {step:5d}  loss {out[1]:.4f}  batch accuracy {out[2]:.3f}  "
-                      f"{rate:8.0f} examples/sec", flush=True)  # fmt: skip
+                print(
+                    f"step {step:5d}  loss {out[1]:.4f}  batch accuracy {out[2]:.3f}  "
+                    f"{rate:8.0f} examples/sec",
+                    flush=True,
+                )
             if step % args.save_every == 0 or step == args.steps:
                 saver.save(sess, os.path.join(ckpt_dir, "model.ckpt"), global_step=step)
         elapsed = time.perf_counter() - t0
         feed = {model["x"]: data.test.images, model["y"]: data.test.labels}
         test_loss, test_accuracy = sess.run([model["loss"], model["accuracy"]], feed_dict=feed)
     writer.close()
-    print(f"test accuracy {test_accuracy:.4f} (loss {test_loss:.4f}) on "
-          f"{data.test.num_examples} held-out digits after {args.steps} steps, "
-          f"{elapsed:.1f} s")  # fmt: skip
-    return {"losses": np.array(losses), "test_accuracy": float(test_accuracy),
-                "test_loss": float(test_loss), "seconds": elapsed, "start_step": start}  # fmt: skip
+    print(
+        f"test accuracy {test_accuracy:.4f} (loss {test_loss:.4f}) on "
+        f"{data.test.num_examples} held-out digits after {args.steps} steps, "
+        f"{elapsed:.1f} s"
+    )
+    return {
+        "losses": np.array(losses),
+        "test_accuracy": float(test_accuracy),
+        "test_loss": float(test_loss),
+        "seconds": elapsed,
+        "start_step": start,
+    }
 
 
 def _restore_or_init(sess, saver, ckpt_dir) -> int:

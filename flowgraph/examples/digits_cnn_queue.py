@@ -38,10 +38,14 @@ def write_shards(images, labels, data_dir, shards=2, compression=""):
         path = os.path.join(data_dir, f"digits-{s:05d}-of-{shards:05d}.tfrecord")
         with tf.python_io.TFRecordWriter(path, options) as writer:
             for image, label in zip(images[s::shards], labels[s::shards]):
-                example = tf.train.Example(features=tf.train.Features(feature={
-                    "image": tf.train.Feature(float_list=tf.train.FloatList(value=image)),
-                    "label": tf.train.Feature(int64_list=tf.train.Int64List(value=[label])),
-                }))  # fmt: skip
+                example = tf.train.Example(
+                    features=tf.train.Features(
+                        feature={
+                            "image": tf.train.Feature(float_list=tf.train.FloatList(value=image)),
+                            "label": tf.train.Feature(int64_list=tf.train.Int64List(value=[label])),
+                        }
+                    )
+                )
                 writer.write(example.SerializeToString())
         paths.append(path)
     return paths
@@ -57,9 +61,13 @@ def input_pipeline(paths, batch_size, num_epochs, readers=2, seed=0, compression
         parsed = tf.parse_single_example(record, FEATURES)
         examples.append([parsed["image"], parsed["label"]])
     return tf.train.shuffle_batch_join(
-        examples, batch_size, capacity=10 * batch_size, min_after_dequeue=4 * batch_size,
-        seed=seed, allow_smaller_final_batch=True,
-    )  # fmt: skip
+        examples,
+        batch_size,
+        capacity=10 * batch_size,
+        min_after_dequeue=4 * batch_size,
+        seed=seed,
+        allow_smaller_final_batch=True,
+    )
 
 
 def _parse(argv):
@@ -79,12 +87,17 @@ def main(argv=None):
     args = _parse(sys.argv[1:] if argv is None else argv)
     data = input_data.load_digits(seed=args.seed)
     data_dir = args.data_dir or tempfile.mkdtemp(prefix="digits_records_")
-    paths = write_shards(data.train.images, data.train.labels.astype(np.int64), data_dir,
-                         compression=args.compression)  # fmt: skip
+    paths = write_shards(
+        data.train.images,
+        data.train.labels.astype(np.int64),
+        data_dir,
+        compression=args.compression,
+    )
     tf.reset_default_graph()
     tf.set_random_seed(args.seed)
-    images, labels = input_pipeline(paths, args.batch_size, args.epochs, seed=args.seed,
-                                    compression=args.compression)  # fmt: skip
+    images, labels = input_pipeline(
+        paths, args.batch_size, args.epochs, seed=args.seed, compression=args.compression
+    )
     model = digits_cnn.build_model(args.learning_rate, x=images, y=labels)
     losses = []
     with tf.Session() as sess:
@@ -97,8 +110,10 @@ def main(argv=None):
                 _, loss, accuracy = sess.run([model["train_op"], model["loss"], model["accuracy"]])
                 losses.append(float(loss))
                 if len(losses) % args.log_every == 0:
-                    print(f"step {len(losses):5d}  loss {loss:.4f}  batch accuracy "
-                          f"{accuracy:.3f}", flush=True)  # fmt: skip
+                    print(
+                        f"step {len(losses):5d}  loss {loss:.4f}  batch accuracy {accuracy:.3f}",
+                        flush=True,
+                    )
         except tf.errors.OutOfRangeError:
             print(f"input exhausted after {args.epochs} epochs", flush=True)
         finally:
@@ -108,10 +123,16 @@ def main(argv=None):
         # The dequeued batch tensors can be fed like placeholders: evaluate on the test set.
         feed = {images: data.test.images, labels: data.test.labels.astype(np.int64)}
         test_loss, test_accuracy = sess.run([model["loss"], model["accuracy"]], feed)
-    print(f"test accuracy {test_accuracy:.4f} (loss {test_loss:.4f}) after {len(losses)} steps "
-          f"fed by queue runners, {elapsed:.1f} s")  # fmt: skip
-    return {"losses": np.array(losses), "test_accuracy": float(test_accuracy),
-            "steps": len(losses), "seconds": elapsed}  # fmt: skip
+    print(
+        f"test accuracy {test_accuracy:.4f} (loss {test_loss:.4f}) after {len(losses)} steps "
+        f"fed by queue runners, {elapsed:.1f} s"
+    )
+    return {
+        "losses": np.array(losses),
+        "test_accuracy": float(test_accuracy),
+        "steps": len(losses),
+        "seconds": elapsed,
+    }
 
 
 if __name__ == "__main__":

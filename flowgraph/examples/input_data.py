@@ -29,7 +29,7 @@ __all__ = [
     "extract_labels",
     "load_digits",
     "read_data_sets",
-]  # fmt: skip
+]
 
 DEFAULT_SOURCE_URL = "https://storage.googleapis.com/cvdf-datasets/mnist/"
 TRAIN_IMAGES = "train-images-idx3-ubyte.gz"
@@ -106,8 +106,16 @@ class DataSet:
     RandomState(seed), not NumPy's global one, so two DataSets never disturb each other.
     """
 
-    def __init__(self, images, labels, fake_data=False, one_hot=False, dtype=dtypes.float32,
-                 reshape=True, seed=None):  # fmt: skip
+    def __init__(
+        self,
+        images,
+        labels,
+        fake_data=False,
+        one_hot=False,
+        dtype=dtypes.float32,
+        reshape=True,
+        seed=None,
+    ):
         dtype = dtypes.as_dtype(dtype).base_dtype
         if dtype not in (dtypes.uint8, dtypes.float32):
             raise TypeError(f"Invalid image dtype {dtype!r}, expected uint8 or float32")
@@ -185,12 +193,22 @@ class DataSet:
             self._shuffle()
         self._index_in_epoch = batch_size - rest
         end = self._index_in_epoch
-        return (np.concatenate((images_rest, self._images[:end]), axis=0),
-                np.concatenate((labels_rest, self._labels[:end]), axis=0))  # fmt: skip
+        return (
+            np.concatenate((images_rest, self._images[:end]), axis=0),
+            np.concatenate((labels_rest, self._labels[:end]), axis=0),
+        )
 
 
-def read_data_sets(train_dir, fake_data=False, one_hot=False, dtype=dtypes.float32, reshape=True,
-                   validation_size=5000, seed=None, source_url=DEFAULT_SOURCE_URL):  # fmt: skip
+def read_data_sets(
+    train_dir,
+    fake_data=False,
+    one_hot=False,
+    dtype=dtypes.float32,
+    reshape=True,
+    validation_size=5000,
+    seed=None,
+    source_url=DEFAULT_SOURCE_URL,
+):
     """MNIST from the four IDX `.gz` files in `train_dir`, as Datasets(train, validation, test).
 
     The first `validation_size` training examples become the validation set. Nothing is
@@ -209,11 +227,12 @@ def read_data_sets(train_dir, fake_data=False, one_hot=False, dtype=dtypes.float
     missing = [p for p in paths if not os.path.exists(p)]
     if missing:
         raise errors.NotFoundError(
-            None, None,
+            None,
+            None,
             f"MNIST files not found: {', '.join(missing)}. flowgraph downloads nothing; put the "
             f"four files {', '.join(names)} (from {source_url}) in {train_dir!s}, or use "
             "flowgraph.examples.input_data.load_digits() for the bundled digits.",
-        )  # fmt: skip
+        )
     with open(paths[0], "rb") as f:
         train_images = extract_images(f)
     with open(paths[1], "rb") as f:
@@ -236,8 +255,15 @@ def read_data_sets(train_dir, fake_data=False, one_hot=False, dtype=dtypes.float
     )
 
 
-def load_digits(one_hot=False, dtype=dtypes.float32, reshape=True, validation_size=180,
-                test_size=360, seed=None, split_seed=0):  # fmt: skip
+def load_digits(
+    one_hot=False,
+    dtype=dtypes.float32,
+    reshape=True,
+    validation_size=180,
+    test_size=360,
+    seed=None,
+    split_seed=0,
+):
     """The bundled UCI 8x8 digits (1797 images) as Datasets(train, validation, test).
 
     Pixels (0..16 in the source) are rescaled to uint8 0..255 so the DataSets behave exactly as

@@ -43,8 +43,10 @@ def main(argv=None):
             step = sess.run(graph.get_tensor_by_name("global_step:0"))
             predicted = sess.run(predictions, {x: data.test.images})
     accuracy = float(np.mean(predicted == data.test.labels))
-    print(f"restored {path} (step {step}) from its MetaGraph: test accuracy {accuracy:.4f} on "
-          f"{data.test.num_examples} digits; first predictions {predicted[:10].tolist()}")  # fmt: skip
+    print(
+        f"restored {path} (step {step}) from its MetaGraph: test accuracy {accuracy:.4f} on "
+        f"{data.test.num_examples} digits; first predictions {predicted[:10].tolist()}"
+    )
     return {"predictions": predicted, "accuracy": accuracy, "checkpoint": path, "step": int(step)}
 
 

@@ -50,9 +50,19 @@ class KernelDef:
 _KERNELS: dict[tuple[str, str], list[KernelDef]] = {}
 
 
-def register_kernel(op_type: str, device: str = "CPU", dtypes_=None, *, type_attr: str = "T",
-                    constraints: dict | None = None, expensive: bool = False, step: bool = False,
-                    async_: bool = False, intra_op: bool = False, first: bool = False):  # fmt: skip
+def register_kernel(
+    op_type: str,
+    device: str = "CPU",
+    dtypes_=None,
+    *,
+    type_attr: str = "T",
+    constraints: dict | None = None,
+    expensive: bool = False,
+    step: bool = False,
+    async_: bool = False,
+    intra_op: bool = False,
+    first: bool = False,
+):
     """Decorator registering a kernel; `dtypes_` restricts attr `type_attr` (default 'T').
     `first` puts it before the op's earlier kernels (a dtype-specific one ahead of a generic)."""
     cons = dict(constraints or {})
@@ -71,13 +81,19 @@ def register_kernel(op_type: str, device: str = "CPU", dtypes_=None, *, type_att
     return decorate
 
 
+def _constrained_types(kernels) -> str:
+    """The dtype names the kernels' type constraints allow, for a "no kernel" message."""
+    names = {d.name for k in kernels for c in k.type_constraints.values() for d in c}
+    return ",".join(sorted(names))
+
+
 def find_kernel(op_type: str, device_type: str, attrs: dict) -> KernelDef:
     """The first kernel for this op on this device whose dtype constraints admit `attrs`."""
     for kdef in _KERNELS.get((op_type, device_type), ()):
         if kdef.matches(attrs):
             return kdef
     have = ", ".join(
-        f"{dev}[{','.join(sorted({d.name for k in ks for c in k.type_constraints.values() for d in c})) or 'all'}]"
+        f"{dev}[{_constrained_types(ks) or 'all'}]"
         for (op, dev), ks in sorted(_KERNELS.items())
         if op == op_type
     )

@@ -63,8 +63,13 @@ register_op(
     )
 )
 
-_MASKS = ["begin_mask: int = 0", "end_mask: int = 0", "ellipsis_mask: int = 0",
-          "new_axis_mask: int = 0", "shrink_axis_mask: int = 0"]  # fmt: skip
+_MASKS = [
+    "begin_mask: int = 0",
+    "end_mask: int = 0",
+    "ellipsis_mask: int = 0",
+    "new_axis_mask: int = 0",
+    "shrink_axis_mask: int = 0",
+]
 
 
 def _strided_slice_shape(ctx):
@@ -97,7 +102,8 @@ def gather_dims(params: list, indices: list, axis: int, batch_dims: int) -> list
 
 
 def check_batch_dims(batch_dims: int, axis: int, params_rank: int, indices_rank: int) -> int:
-    """Canonical batch_dims; ValueError unless batch_dims <= axis and batch_dims <= rank(indices)."""
+    """Canonical batch_dims; ValueError unless batch_dims <= axis and batch_dims <=
+    rank(indices)."""
     if batch_dims < 0:
         batch_dims += indices_rank
     if not 0 <= batch_dims <= indices_rank:
@@ -125,7 +131,8 @@ def _gather_v2_shape(ctx):
     for i in range(batch_dims):
         if params[i] is not None and indices[i] is not None and params[i] != indices[i]:
             raise ValueError(
-                f"params.shape[{i}]: {params[i]} should be equal to indices.shape[{i}]: {indices[i]}"
+                f"params.shape[{i}]: {params[i]} should be equal to indices.shape[{i}]: "
+                f"{indices[i]}"
             )
     return TensorShape(gather_dims(params, indices, axis, batch_dims))
 

@@ -97,43 +97,92 @@ for _v, _handle in _HANDLE.items():
     )
 
 # -- gradient accumulators (§4.6), a barrier and a staging area ---------------------------------
-_ACC = ["dtype: numeric", "shape: shape", "container: string = ''", "shared_name: string = ''",
-        "reduction_type: {'MEAN', 'SUM'} = 'MEAN'"]  # fmt: skip
-register_op(OpDef("ResourceConditionalAccumulator", outputs=["handle: resource"], attrs=_ACC,
-                  shape_fn=scalar, is_stateful=True))  # fmt: skip
-register_op(OpDef("ConditionalAccumulator", outputs=["handle: Ref(string)"], attrs=_ACC,
-                  shape_fn=lambda ctx: TensorShape([2]), is_stateful=True))  # fmt: skip
-register_op(OpDef("SparseConditionalAccumulator", outputs=["handle: Ref(string)"], attrs=_ACC,
-                  shape_fn=lambda ctx: TensorShape([2]), is_stateful=True))  # fmt: skip
+_ACC = [
+    "dtype: numeric",
+    "shape: shape",
+    "container: string = ''",
+    "shared_name: string = ''",
+    "reduction_type: {'MEAN', 'SUM'} = 'MEAN'",
+]
+register_op(
+    OpDef(
+        "ResourceConditionalAccumulator",
+        outputs=["handle: resource"],
+        attrs=_ACC,
+        shape_fn=scalar,
+        is_stateful=True,
+    )
+)
+register_op(
+    OpDef(
+        "ConditionalAccumulator",
+        outputs=["handle: Ref(string)"],
+        attrs=_ACC,
+        shape_fn=lambda ctx: TensorShape([2]),
+        is_stateful=True,
+    )
+)
+register_op(
+    OpDef(
+        "SparseConditionalAccumulator",
+        outputs=["handle: Ref(string)"],
+        attrs=_ACC,
+        shape_fn=lambda ctx: TensorShape([2]),
+        is_stateful=True,
+    )
+)
 for _v, _handle in (("Resource", "resource"), ("", "Ref(string)")):
     register_op(
-        OpDef(f"{_v}AccumulatorApplyGradient",
-              inputs=[f"handle: {_handle}", "local_step: int64", "gradient: dtype"],
-              attrs=["dtype: numeric"], shape_fn=no_outputs, is_stateful=True)
-    )  # fmt: skip
+        OpDef(
+            f"{_v}AccumulatorApplyGradient",
+            inputs=[f"handle: {_handle}", "local_step: int64", "gradient: dtype"],
+            attrs=["dtype: numeric"],
+            shape_fn=no_outputs,
+            is_stateful=True,
+        )
+    )
     register_op(
-        OpDef(f"{_v}AccumulatorTakeGradient", inputs=[f"handle: {_handle}", "num_required: int32"],
-              outputs=["average: dtype"], attrs=["dtype: numeric"], shape_fn=unknown,
-              is_stateful=True)
-    )  # fmt: skip
+        OpDef(
+            f"{_v}AccumulatorTakeGradient",
+            inputs=[f"handle: {_handle}", "num_required: int32"],
+            outputs=["average: dtype"],
+            attrs=["dtype: numeric"],
+            shape_fn=unknown,
+            is_stateful=True,
+        )
+    )
     register_op(
-        OpDef(f"{_v}AccumulatorNumAccumulated", inputs=[f"handle: {_handle}"],
-              outputs=["num_accumulated: int32"], shape_fn=scalar, is_stateful=True)
-    )  # fmt: skip
+        OpDef(
+            f"{_v}AccumulatorNumAccumulated",
+            inputs=[f"handle: {_handle}"],
+            outputs=["num_accumulated: int32"],
+            shape_fn=scalar,
+            is_stateful=True,
+        )
+    )
     register_op(
-        OpDef(f"{_v}AccumulatorSetGlobalStep",
-              inputs=[f"handle: {_handle}", "new_global_step: int64"], shape_fn=no_outputs,
-              is_stateful=True)
-    )  # fmt: skip
+        OpDef(
+            f"{_v}AccumulatorSetGlobalStep",
+            inputs=[f"handle: {_handle}", "new_global_step: int64"],
+            shape_fn=no_outputs,
+            is_stateful=True,
+        )
+    )
 register_op(
     OpDef(
         "SparseAccumulatorApplyGradient",
-        inputs=["handle: Ref(string)", "local_step: int64", "gradient_indices: int64",
-                "gradient_values: dtype", "gradient_shape: int64"],
+        inputs=[
+            "handle: Ref(string)",
+            "local_step: int64",
+            "gradient_indices: int64",
+            "gradient_values: dtype",
+            "gradient_shape: int64",
+        ],
         attrs=["dtype: numeric", "has_known_shape: bool"],
-        shape_fn=no_outputs, is_stateful=True,
+        shape_fn=no_outputs,
+        is_stateful=True,
     )
-)  # fmt: skip
+)
 register_op(
     OpDef(
         "SparseAccumulatorTakeGradient",
@@ -146,62 +195,115 @@ register_op(
 )
 
 register_op(
-    OpDef("Barrier", outputs=["handle: Ref(string)"],
-          attrs=["component_types: list(type) >= 1", "shapes: list(shape) >= 0 = []"] + _COMMON,
-          shape_fn=lambda ctx: TensorShape([2]), is_stateful=True)
-)  # fmt: skip
+    OpDef(
+        "Barrier",
+        outputs=["handle: Ref(string)"],
+        attrs=["component_types: list(type) >= 1", "shapes: list(shape) >= 0 = []"] + _COMMON,
+        shape_fn=lambda ctx: TensorShape([2]),
+        is_stateful=True,
+    )
+)
 register_op(
-    OpDef("BarrierInsertMany", inputs=["handle: Ref(string)", "keys: string", "values: T"],
-          attrs=["T: type", "component_index: int"], shape_fn=no_outputs, is_stateful=True)
-)  # fmt: skip
+    OpDef(
+        "BarrierInsertMany",
+        inputs=["handle: Ref(string)", "keys: string", "values: T"],
+        attrs=["T: type", "component_index: int"],
+        shape_fn=no_outputs,
+        is_stateful=True,
+    )
+)
 register_op(
     OpDef(
         "BarrierTakeMany",
         inputs=["handle: Ref(string)", "num_elements: int32"],
         outputs=["indices: int64", "keys: string", "values: component_types"],
-        attrs=["component_types: list(type) >= 1", "allow_small_batch: bool = false",
-               "wait_for_incomplete: bool = false", "timeout_ms: int = -1"],
-        shape_fn=unknown, is_stateful=True,
+        attrs=[
+            "component_types: list(type) >= 1",
+            "allow_small_batch: bool = false",
+            "wait_for_incomplete: bool = false",
+            "timeout_ms: int = -1",
+        ],
+        shape_fn=unknown,
+        is_stateful=True,
     )
-)  # fmt: skip
-register_op(OpDef("BarrierClose", inputs=["handle: Ref(string)"],
-                  attrs=["cancel_pending_enqueues: bool = false"], shape_fn=no_outputs,
-                  is_stateful=True))  # fmt: skip
+)
+register_op(
+    OpDef(
+        "BarrierClose",
+        inputs=["handle: Ref(string)"],
+        attrs=["cancel_pending_enqueues: bool = false"],
+        shape_fn=no_outputs,
+        is_stateful=True,
+    )
+)
 for _op in ("BarrierReadySize", "BarrierIncompleteSize"):
-    register_op(OpDef(_op, inputs=["handle: Ref(string)"], outputs=["size: int32"],
-                      shape_fn=scalar, is_stateful=True))  # fmt: skip
+    register_op(
+        OpDef(
+            _op,
+            inputs=["handle: Ref(string)"],
+            outputs=["size: int32"],
+            shape_fn=scalar,
+            is_stateful=True,
+        )
+    )
 
-_STAGE = ["capacity: int >= 0 = 0", "memory_limit: int >= 0 = 0", "dtypes: list(type)",
-          "container: string = ''", "shared_name: string = ''"]  # fmt: skip
-register_op(OpDef("Stage", inputs=["values: dtypes"], attrs=_STAGE, shape_fn=no_outputs,
-                  is_stateful=True))  # fmt: skip
-register_op(OpDef("Unstage", outputs=["values: dtypes"], attrs=_STAGE, shape_fn=unknown,
-                  is_stateful=True))  # fmt: skip
-register_op(OpDef("StagePeek", inputs=["index: int32"], outputs=["values: dtypes"], attrs=_STAGE,
-                  shape_fn=unknown, is_stateful=True))  # fmt: skip
-register_op(OpDef("StageSize", outputs=["size: int32"], attrs=_STAGE, shape_fn=scalar,
-                  is_stateful=True))  # fmt: skip
+_STAGE = [
+    "capacity: int >= 0 = 0",
+    "memory_limit: int >= 0 = 0",
+    "dtypes: list(type)",
+    "container: string = ''",
+    "shared_name: string = ''",
+]
+register_op(
+    OpDef("Stage", inputs=["values: dtypes"], attrs=_STAGE, shape_fn=no_outputs, is_stateful=True)
+)
+register_op(
+    OpDef("Unstage", outputs=["values: dtypes"], attrs=_STAGE, shape_fn=unknown, is_stateful=True)
+)
+register_op(
+    OpDef(
+        "StagePeek",
+        inputs=["index: int32"],
+        outputs=["values: dtypes"],
+        attrs=_STAGE,
+        shape_fn=unknown,
+        is_stateful=True,
+    )
+)
+register_op(
+    OpDef("StageSize", outputs=["size: int32"], attrs=_STAGE, shape_fn=scalar, is_stateful=True)
+)
 register_op(OpDef("StageClear", attrs=_STAGE, shape_fn=no_outputs, is_stateful=True))
 
 # -- SparseTensorsMap: SparseTensors through queues as int64 handles (tf.train.batch) ------------
 _MAP = ["container: string = ''", "shared_name: string = ''"]
 register_op(
-    OpDef("AddSparseToTensorsMap",
-          inputs=["sparse_indices: int64", "sparse_values: T", "sparse_shape: int64"],
-          outputs=["sparse_handle: int64"], attrs=["T: type"] + _MAP, shape_fn=scalar,
-          is_stateful=True)
-)  # fmt: skip
+    OpDef(
+        "AddSparseToTensorsMap",
+        inputs=["sparse_indices: int64", "sparse_values: T", "sparse_shape: int64"],
+        outputs=["sparse_handle: int64"],
+        attrs=["T: type"] + _MAP,
+        shape_fn=scalar,
+        is_stateful=True,
+    )
+)
 register_op(
-    OpDef("AddManySparseToTensorsMap",
-          inputs=["sparse_indices: int64", "sparse_values: T", "sparse_shape: int64"],
-          outputs=["sparse_handles: int64"], attrs=["T: type"] + _MAP,
-          shape_fn=lambda ctx: TensorShape([None]), is_stateful=True)
-)  # fmt: skip
+    OpDef(
+        "AddManySparseToTensorsMap",
+        inputs=["sparse_indices: int64", "sparse_values: T", "sparse_shape: int64"],
+        outputs=["sparse_handles: int64"],
+        attrs=["T: type"] + _MAP,
+        shape_fn=lambda ctx: TensorShape([None]),
+        is_stateful=True,
+    )
+)
 register_op(
-    OpDef("TakeManySparseFromTensorsMap", inputs=["sparse_handles: int64"],
-          outputs=["sparse_indices: int64", "sparse_values: dtype", "sparse_shape: int64"],
-          attrs=["dtype: type"] + _MAP,
-          shape_fn=lambda ctx: [TensorShape([None, None]), TensorShape([None]),
-                                TensorShape([None])],
-          is_stateful=True)
-)  # fmt: skip
+    OpDef(
+        "TakeManySparseFromTensorsMap",
+        inputs=["sparse_handles: int64"],
+        outputs=["sparse_indices: int64", "sparse_values: dtype", "sparse_shape: int64"],
+        attrs=["dtype: type"] + _MAP,
+        shape_fn=lambda ctx: [TensorShape([None, None]), TensorShape([None]), TensorShape([None])],
+        is_stateful=True,
+    )
+)

@@ -44,24 +44,54 @@ def _dynamic_stitch_shape(ctx):
     return TensorShape([rows]).concatenate(inner)
 
 
-register_op(OpDef("BroadcastGradientArgs", inputs=["s0: T", "s1: T"], outputs=["r0: T", "r1: T"],
-                  attrs=["T: {int32, int64} = DT_INT32"],
-                  shape_fn=_broadcast_gradient_args_shape))  # fmt: skip
-register_op(OpDef("UnsortedSegmentSum", inputs=["data: T", "segment_ids: Tindices",
-                                                "num_segments: Tnumsegments"],
-                  outputs=["output: T"],
-                  attrs=["T: numbertypes", "Tindices: {int32, int64}",
-                         "Tnumsegments: {int32, int64} = DT_INT32"],
-                  shape_fn=_unsorted_segment_sum_shape))  # fmt: skip
-register_op(OpDef("DynamicStitch", inputs=["indices: N * int32", "data: N * T"],
-                  outputs=["merged: T"], attrs=["N: int >= 1", "T: type"],
-                  shape_fn=_dynamic_stitch_shape))  # fmt: skip
-register_op(OpDef("InvertPermutation", inputs=["x: T"], outputs=["y: T"],
-                  attrs=["T: {int32, int64} = DT_INT32"],
-                  shape_fn=lambda ctx: ctx.input_shapes[0].with_rank(1)))  # fmt: skip
+register_op(
+    OpDef(
+        "BroadcastGradientArgs",
+        inputs=["s0: T", "s1: T"],
+        outputs=["r0: T", "r1: T"],
+        attrs=["T: {int32, int64} = DT_INT32"],
+        shape_fn=_broadcast_gradient_args_shape,
+    )
+)
+register_op(
+    OpDef(
+        "UnsortedSegmentSum",
+        inputs=["data: T", "segment_ids: Tindices", "num_segments: Tnumsegments"],
+        outputs=["output: T"],
+        attrs=[
+            "T: numbertypes",
+            "Tindices: {int32, int64}",
+            "Tnumsegments: {int32, int64} = DT_INT32",
+        ],
+        shape_fn=_unsorted_segment_sum_shape,
+    )
+)
+register_op(
+    OpDef(
+        "DynamicStitch",
+        inputs=["indices: N * int32", "data: N * T"],
+        outputs=["merged: T"],
+        attrs=["N: int >= 1", "T: type"],
+        shape_fn=_dynamic_stitch_shape,
+    )
+)
+register_op(
+    OpDef(
+        "InvertPermutation",
+        inputs=["x: T"],
+        outputs=["y: T"],
+        attrs=["T: {int32, int64} = DT_INT32"],
+        shape_fn=lambda ctx: ctx.input_shapes[0].with_rank(1),
+    )
+)
 
-_MASKS = ["begin_mask: int = 0", "end_mask: int = 0", "ellipsis_mask: int = 0",
-          "new_axis_mask: int = 0", "shrink_axis_mask: int = 0"]  # fmt: skip
+_MASKS = [
+    "begin_mask: int = 0",
+    "end_mask: int = 0",
+    "ellipsis_mask: int = 0",
+    "new_axis_mask: int = 0",
+    "shrink_axis_mask: int = 0",
+]
 
 
 def _strided_slice_grad_shape(ctx):
@@ -69,10 +99,15 @@ def _strided_slice_grad_shape(ctx):
 
 
 # The gradient of StridedSlice: dy scattered into zeros of the input's shape (TF's op).
-register_op(OpDef("StridedSliceGrad", inputs=["shape: Index", "begin: Index", "end: Index",
-                                              "strides: Index", "dy: T"],
-                  outputs=["output: T"], attrs=["T: type", "Index: {int32, int64}"] + _MASKS,
-                  shape_fn=_strided_slice_grad_shape))  # fmt: skip
+register_op(
+    OpDef(
+        "StridedSliceGrad",
+        inputs=["shape: Index", "begin: Index", "end: Index", "strides: Index", "dy: T"],
+        outputs=["output: T"],
+        attrs=["T: type", "Index: {int32, int64}"] + _MASKS,
+        shape_fn=_strided_slice_grad_shape,
+    )
+)
 
 
 def _mirror_pad_grad_shape(ctx):
@@ -85,6 +120,12 @@ def _mirror_pad_grad_shape(ctx):
     )
 
 
-register_op(OpDef("MirrorPadGrad", inputs=["input: T", "paddings: Tpaddings"], outputs=["output: T"],
-                  attrs=["T: type", "Tpaddings: {int32, int64} = DT_INT32", "mode: {'REFLECT', 'SYMMETRIC'}"],
-                  shape_fn=_mirror_pad_grad_shape))  # fmt: skip
+register_op(
+    OpDef(
+        "MirrorPadGrad",
+        inputs=["input: T", "paddings: Tpaddings"],
+        outputs=["output: T"],
+        attrs=["T: type", "Tpaddings: {int32, int64} = DT_INT32", "mode: {'REFLECT', 'SYMMETRIC'}"],
+        shape_fn=_mirror_pad_grad_shape,
+    )
+)

@@ -14,9 +14,14 @@ def _decoded(ctx):
 
 
 register_op(
-    OpDef("DecodePng", inputs=["contents: string"], outputs=["image: dtype"],
-          attrs=["channels: int = 0", "dtype: {uint8, uint16} = DT_UINT8"], shape_fn=_decoded)
-)  # fmt: skip
+    OpDef(
+        "DecodePng",
+        inputs=["contents: string"],
+        outputs=["image: dtype"],
+        attrs=["channels: int = 0", "dtype: {uint8, uint16} = DT_UINT8"],
+        shape_fn=_decoded,
+    )
+)
 register_op(
     OpDef(
         "DecodeJpeg",
@@ -38,15 +43,23 @@ register_op(
         "DecodeImage",
         inputs=["contents: string"],
         outputs=["image: dtype"],
-        attrs=["channels: int = 0", "dtype: {uint8, uint16, float} = DT_UINT8",
-               "expand_animations: bool = true"],
+        attrs=[
+            "channels: int = 0",
+            "dtype: {uint8, uint16, float} = DT_UINT8",
+            "expand_animations: bool = true",
+        ],
         shape_fn=lambda ctx: unknown_shape(),
     )
-)  # fmt: skip
+)
 register_op(
-    OpDef("EncodePng", inputs=["image: T"], outputs=["contents: string"],
-          attrs=["compression: int = -1", "T: {uint8, uint16} = DT_UINT8"], shape_fn=scalar)
-)  # fmt: skip
+    OpDef(
+        "EncodePng",
+        inputs=["image: T"],
+        outputs=["contents: string"],
+        attrs=["compression: int = -1", "T: {uint8, uint16} = DT_UINT8"],
+        shape_fn=scalar,
+    )
+)
 register_op(
     OpDef(
         "EncodeJpeg",
@@ -78,20 +91,38 @@ def _resized(ctx):
 _RESIZE_ATTRS = ["align_corners: bool = false", "half_pixel_centers: bool = false"]
 _REAL = "T: {int8, uint8, int16, uint16, int32, int64, half, float, double, bfloat16}"
 register_op(
-    OpDef("ResizeBilinear", inputs=["images: T", "size: int32"], outputs=["resized_images: float"],
-          attrs=[_REAL] + _RESIZE_ATTRS, shape_fn=_resized)
-)  # fmt: skip
+    OpDef(
+        "ResizeBilinear",
+        inputs=["images: T", "size: int32"],
+        outputs=["resized_images: float"],
+        attrs=[_REAL] + _RESIZE_ATTRS,
+        shape_fn=_resized,
+    )
+)
 register_op(
-    OpDef("ResizeNearestNeighbor", inputs=["images: T", "size: int32"],
-          outputs=["resized_images: T"], attrs=[_REAL] + _RESIZE_ATTRS, shape_fn=_resized)
-)  # fmt: skip
+    OpDef(
+        "ResizeNearestNeighbor",
+        inputs=["images: T", "size: int32"],
+        outputs=["resized_images: T"],
+        attrs=[_REAL] + _RESIZE_ATTRS,
+        shape_fn=_resized,
+    )
+)
 register_op(
-    OpDef("ResizeBilinearGrad", inputs=["grads: float", "original_image: T"],
-          outputs=["output: T"], attrs=["T: {float, bfloat16, half, double}"] + _RESIZE_ATTRS,
-          shape_fn=lambda ctx: ctx.input_shapes[1])
-)  # fmt: skip
+    OpDef(
+        "ResizeBilinearGrad",
+        inputs=["grads: float", "original_image: T"],
+        outputs=["output: T"],
+        attrs=["T: {float, bfloat16, half, double}"] + _RESIZE_ATTRS,
+        shape_fn=lambda ctx: ctx.input_shapes[1],
+    )
+)
 register_op(
-    OpDef("ResizeNearestNeighborGrad", inputs=["grads: T", "size: int32"], outputs=["output: T"],
-          attrs=["T: {uint8, int8, int32, half, float, double, bfloat16}"] + _RESIZE_ATTRS,
-          shape_fn=lambda ctx: unknown_shape(4))
-)  # fmt: skip
+    OpDef(
+        "ResizeNearestNeighborGrad",
+        inputs=["grads: T", "size: int32"],
+        outputs=["output: T"],
+        attrs=["T: {uint8, int8, int32, half, float, double, bfloat16}"] + _RESIZE_ATTRS,
+        shape_fn=lambda ctx: unknown_shape(4),
+    )
+)

@@ -2,7 +2,8 @@
 read them from persistent storage), TensorFlow's io_ops.cc.
 
 SaveV2/RestoreV2/MergeV2Checkpoints use the V2 tensor bundle (core/tensor_bundle.py); the
-TF1-era Save/SaveSlices/Restore/RestoreSlice use the V1 table format (core/checkpoint_v1.py). The ops
+TF1-era Save/SaveSlices/Restore/RestoreSlice use the V1 table format (core/checkpoint_v1.py). The
+ops
 that touch files are stateful, so no pass may fold or merge them.
 """
 
@@ -47,13 +48,17 @@ def _restore_slice_shape(ctx):
 register_op(
     OpDef(
         "SaveV2",
-        inputs=["prefix: string", "tensor_names: string", "shape_and_slices: string",
-                "tensors: dtypes"],
+        inputs=[
+            "prefix: string",
+            "tensor_names: string",
+            "shape_and_slices: string",
+            "tensors: dtypes",
+        ],
         attrs=["dtypes: list(type)"],
         shape_fn=no_outputs,
         is_stateful=True,
     )
-)  # fmt: skip
+)
 register_op(
     OpDef(
         "RestoreV2",
@@ -104,13 +109,12 @@ register_op(
 register_op(
     OpDef(
         "SaveSlices",
-        inputs=["filename: string", "tensor_names: string", "shapes_and_slices: string",
-                "data: T"],
+        inputs=["filename: string", "tensor_names: string", "shapes_and_slices: string", "data: T"],
         attrs=["T: list(type)"],
         shape_fn=no_outputs,
         is_stateful=True,
     )
-)  # fmt: skip
+)
 register_op(
     OpDef(
         "Restore",

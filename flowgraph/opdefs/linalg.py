@@ -49,14 +49,25 @@ def _batch_matmul_shape(ctx, broadcast_batch: bool) -> TensorShape:
     return batch.concatenate([m.value, n.value])
 
 
-register_op(OpDef("MatMul", inputs=["a: T", "b: T"], outputs=["product: T"],
-                  attrs=["transpose_a: bool = false", "transpose_b: bool = false",
-                         f"T: {_MATMUL_TYPES}"],
-                  shape_fn=_matmul_shape))  # fmt: skip
+register_op(
+    OpDef(
+        "MatMul",
+        inputs=["a: T", "b: T"],
+        outputs=["product: T"],
+        attrs=["transpose_a: bool = false", "transpose_b: bool = false", f"T: {_MATMUL_TYPES}"],
+        shape_fn=_matmul_shape,
+    )
+)
 for _op, _bcast in (("BatchMatMul", False), ("BatchMatMulV2", True)):
-    register_op(OpDef(_op, inputs=["x: T", "y: T"], outputs=["output: T"],
-                      attrs=[f"T: {_MATMUL_TYPES}", "adj_x: bool = false", "adj_y: bool = false"],
-                      shape_fn=lambda ctx, _b=_bcast: _batch_matmul_shape(ctx, _b)))  # fmt: skip
+    register_op(
+        OpDef(
+            _op,
+            inputs=["x: T", "y: T"],
+            outputs=["output: T"],
+            attrs=[f"T: {_MATMUL_TYPES}", "adj_x: bool = false", "adj_y: bool = false"],
+            shape_fn=lambda ctx, _b=_bcast: _batch_matmul_shape(ctx, _b),
+        )
+    )
 
 
 def _square(shape: TensorShape) -> TensorShape:
@@ -92,23 +103,60 @@ def _solve_shape(ctx) -> TensorShape:
     return batch.concatenate([matrix[-1].merge_with(rhs[-2]).value, rhs[-1].value])
 
 
-register_op(OpDef("MatrixInverse", inputs=["input: T"], outputs=["output: T"],
-                  attrs=["adjoint: bool = false", f"T: {_LINALG_TYPES}"],
-                  shape_fn=_square_unchanged))  # fmt: skip
-register_op(OpDef("Cholesky", inputs=["input: T"], outputs=["output: T"],
-                  attrs=[f"T: {_LINALG_TYPES}"], shape_fn=_square_unchanged))  # fmt: skip
-register_op(OpDef("MatrixDeterminant", inputs=["input: T"], outputs=["output: T"],
-                  attrs=[f"T: {_LINALG_TYPES}"], shape_fn=_determinant_shape))  # fmt: skip
-register_op(OpDef("LogMatrixDeterminant", inputs=["input: T"],
-                  outputs=["sign: T", "log_abs_determinant: T"],
-                  attrs=[f"T: {_LINALG_TYPES}"],
-                  shape_fn=lambda ctx: [_determinant_shape(ctx)] * 2))  # fmt: skip
-register_op(OpDef("MatrixSolve", inputs=["matrix: T", "rhs: T"], outputs=["output: T"],
-                  attrs=["adjoint: bool = false", f"T: {_LINALG_TYPES}"],
-                  shape_fn=_solve_shape))  # fmt: skip
-register_op(OpDef("MatrixTriangularSolve", inputs=["matrix: T", "rhs: T"], outputs=["output: T"],
-                  attrs=["lower: bool = true", "adjoint: bool = false", f"T: {_LINALG_TYPES}"],
-                  shape_fn=_solve_shape))  # fmt: skip
+register_op(
+    OpDef(
+        "MatrixInverse",
+        inputs=["input: T"],
+        outputs=["output: T"],
+        attrs=["adjoint: bool = false", f"T: {_LINALG_TYPES}"],
+        shape_fn=_square_unchanged,
+    )
+)
+register_op(
+    OpDef(
+        "Cholesky",
+        inputs=["input: T"],
+        outputs=["output: T"],
+        attrs=[f"T: {_LINALG_TYPES}"],
+        shape_fn=_square_unchanged,
+    )
+)
+register_op(
+    OpDef(
+        "MatrixDeterminant",
+        inputs=["input: T"],
+        outputs=["output: T"],
+        attrs=[f"T: {_LINALG_TYPES}"],
+        shape_fn=_determinant_shape,
+    )
+)
+register_op(
+    OpDef(
+        "LogMatrixDeterminant",
+        inputs=["input: T"],
+        outputs=["sign: T", "log_abs_determinant: T"],
+        attrs=[f"T: {_LINALG_TYPES}"],
+        shape_fn=lambda ctx: [_determinant_shape(ctx)] * 2,
+    )
+)
+register_op(
+    OpDef(
+        "MatrixSolve",
+        inputs=["matrix: T", "rhs: T"],
+        outputs=["output: T"],
+        attrs=["adjoint: bool = false", f"T: {_LINALG_TYPES}"],
+        shape_fn=_solve_shape,
+    )
+)
+register_op(
+    OpDef(
+        "MatrixTriangularSolve",
+        inputs=["matrix: T", "rhs: T"],
+        outputs=["output: T"],
+        attrs=["lower: bool = true", "adjoint: bool = false", f"T: {_LINALG_TYPES}"],
+        shape_fn=_solve_shape,
+    )
+)
 
 
 # -- diagonals and bands ----------------------------------------------------------------------
@@ -168,19 +216,60 @@ def _band_part_shape(ctx) -> TensorShape:
     return ctx.input_shapes[0].with_rank_at_least(2)
 
 
-register_op(OpDef("Diag", inputs=["diagonal: T"], outputs=["output: T"],
-                  attrs=[f"T: {_DIAG_TYPES}"], shape_fn=_diag_shape))  # fmt: skip
-register_op(OpDef("DiagPart", inputs=["input: T"], outputs=["diagonal: T"],
-                  attrs=[f"T: {_DIAG_TYPES}"], shape_fn=_diag_part_shape))  # fmt: skip
-register_op(OpDef("MatrixDiag", inputs=["diagonal: T"], outputs=["output: T"],
-                  attrs=["T: type"], shape_fn=_matrix_diag_shape))  # fmt: skip
-register_op(OpDef("MatrixDiagPart", inputs=["input: T"], outputs=["diagonal: T"],
-                  attrs=["T: type"], shape_fn=_matrix_diag_part_shape))  # fmt: skip
-register_op(OpDef("MatrixSetDiag", inputs=["input: T", "diagonal: T"], outputs=["output: T"],
-                  attrs=["T: type"], shape_fn=_matrix_set_diag_shape))  # fmt: skip
-register_op(OpDef("MatrixBandPart", inputs=["input: T", "num_lower: Tindex", "num_upper: Tindex"],
-                  outputs=["band: T"], attrs=["T: type", "Tindex: {int32, int64} = DT_INT64"],
-                  shape_fn=_band_part_shape))  # fmt: skip
+register_op(
+    OpDef(
+        "Diag",
+        inputs=["diagonal: T"],
+        outputs=["output: T"],
+        attrs=[f"T: {_DIAG_TYPES}"],
+        shape_fn=_diag_shape,
+    )
+)
+register_op(
+    OpDef(
+        "DiagPart",
+        inputs=["input: T"],
+        outputs=["diagonal: T"],
+        attrs=[f"T: {_DIAG_TYPES}"],
+        shape_fn=_diag_part_shape,
+    )
+)
+register_op(
+    OpDef(
+        "MatrixDiag",
+        inputs=["diagonal: T"],
+        outputs=["output: T"],
+        attrs=["T: type"],
+        shape_fn=_matrix_diag_shape,
+    )
+)
+register_op(
+    OpDef(
+        "MatrixDiagPart",
+        inputs=["input: T"],
+        outputs=["diagonal: T"],
+        attrs=["T: type"],
+        shape_fn=_matrix_diag_part_shape,
+    )
+)
+register_op(
+    OpDef(
+        "MatrixSetDiag",
+        inputs=["input: T", "diagonal: T"],
+        outputs=["output: T"],
+        attrs=["T: type"],
+        shape_fn=_matrix_set_diag_shape,
+    )
+)
+register_op(
+    OpDef(
+        "MatrixBandPart",
+        inputs=["input: T", "num_lower: Tindex", "num_upper: Tindex"],
+        outputs=["band: T"],
+        attrs=["T: type", "Tindex: {int32, int64} = DT_INT64"],
+        shape_fn=_band_part_shape,
+    )
+)
 
 
 def _qr_shape(ctx):
@@ -194,6 +283,12 @@ def _qr_shape(ctx):
     return [batch.concatenate([m, k]), batch.concatenate([k, n])]
 
 
-register_op(OpDef("Qr", inputs=["input: T"], outputs=["q: T", "r: T"],
-                  attrs=["full_matrices: bool = false", "T: {half, float, double, complex64, complex128}"],
-                  shape_fn=_qr_shape))  # fmt: skip
+register_op(
+    OpDef(
+        "Qr",
+        inputs=["input: T"],
+        outputs=["q: T", "r: T"],
+        attrs=["full_matrices: bool = false", "T: {half, float, double, complex64, complex128}"],
+        shape_fn=_qr_shape,
+    )
+)

@@ -53,8 +53,15 @@ _BINARY_ARGS = {name: ["y", "dy"] for name in BINARY if name.endswith("Grad")}
 _BINARY_ARGS["Atan2"] = ["y", "x"]
 for _op, _types in BINARY.items():
     _a, _b = _BINARY_ARGS.get(_op, ["x", "y"])
-    register_op(OpDef(_op, inputs=[f"{_a}: T", f"{_b}: T"], outputs=["z: T"],
-                      attrs=[f"T: {_types}"], shape_fn=broadcast))  # fmt: skip
+    register_op(
+        OpDef(
+            _op,
+            inputs=[f"{_a}: T", f"{_b}: T"],
+            outputs=["z: T"],
+            attrs=[f"T: {_types}"],
+            shape_fn=broadcast,
+        )
+    )
 
 # Unary element-wise ops: op type -> allowed T. The output has the input's type and shape.
 UNARY = {
@@ -94,30 +101,48 @@ UNARY = {
     "Conj": COMPLEX,
 }
 for _op, _types in UNARY.items():
-    register_op(OpDef(_op, inputs=["x: T"], outputs=["y: T"], attrs=[f"T: {_types}"],
-                      shape_fn=unchanged))  # fmt: skip
+    register_op(
+        OpDef(_op, inputs=["x: T"], outputs=["y: T"], attrs=[f"T: {_types}"], shape_fn=unchanged)
+    )
 
 # Float predicates: T -> bool, same shape.
 for _op in ("IsNan", "IsInf", "IsFinite"):
-    register_op(OpDef(_op, inputs=["x: T"], outputs=["y: bool"], attrs=[f"T: {FLOAT}"],
-                      shape_fn=unchanged))  # fmt: skip
+    register_op(
+        OpDef(_op, inputs=["x: T"], outputs=["y: bool"], attrs=[f"T: {FLOAT}"], shape_fn=unchanged)
+    )
 
 # Complex parts: complex T -> real Tout, same shape.
 for _op in ("Real", "Imag", "ComplexAbs"):
-    register_op(OpDef(_op, inputs=["input: T" if _op != "ComplexAbs" else "x: T"],
-                      outputs=["output: Tout" if _op != "ComplexAbs" else "y: Tout"],
-                      attrs=["T: {complex64, complex128} = DT_COMPLEX64",
-                             "Tout: {float, double} = DT_FLOAT"],
-                      shape_fn=unchanged))  # fmt: skip
-register_op(OpDef("Complex", inputs=["real: T", "imag: T"], outputs=["out: Tout"],
-                  attrs=["T: {float, double} = DT_FLOAT",
-                         "Tout: {complex64, complex128} = DT_COMPLEX64"],
-                  shape_fn=broadcast))  # fmt: skip
+    register_op(
+        OpDef(
+            _op,
+            inputs=["input: T" if _op != "ComplexAbs" else "x: T"],
+            outputs=["output: Tout" if _op != "ComplexAbs" else "y: Tout"],
+            attrs=["T: {complex64, complex128} = DT_COMPLEX64", "Tout: {float, double} = DT_FLOAT"],
+            shape_fn=unchanged,
+        )
+    )
+register_op(
+    OpDef(
+        "Complex",
+        inputs=["real: T", "imag: T"],
+        outputs=["out: Tout"],
+        attrs=["T: {float, double} = DT_FLOAT", "Tout: {complex64, complex128} = DT_COMPLEX64"],
+        shape_fn=broadcast,
+    )
+)
 
 # Comparisons: broadcasting, bool output.
 for _op in ("Less", "LessEqual", "Greater", "GreaterEqual"):
-    register_op(OpDef(_op, inputs=["x: T", "y: T"], outputs=["z: bool"], attrs=[f"T: {REAL}"],
-                      shape_fn=broadcast))  # fmt: skip
+    register_op(
+        OpDef(
+            _op,
+            inputs=["x: T", "y: T"],
+            outputs=["z: bool"],
+            attrs=[f"T: {REAL}"],
+            shape_fn=broadcast,
+        )
+    )
 
 
 def _equality_shape(ctx) -> TensorShape:
@@ -131,22 +156,45 @@ def _equality_shape(ctx) -> TensorShape:
 
 
 for _op in ("Equal", "NotEqual"):
-    register_op(OpDef(_op, inputs=["x: T", "y: T"], outputs=["z: bool"],
-                      attrs=[("T: {half, float, double, uint8, int8, uint16, int16, int32, int64, "
-                              "uint32, uint64, complex64, complex128, bool, string}"),
-                             "incompatible_shape_error: bool = true"],
-                      shape_fn=_equality_shape))  # fmt: skip
+    register_op(
+        OpDef(
+            _op,
+            inputs=["x: T", "y: T"],
+            outputs=["z: bool"],
+            attrs=[
+                (
+                    "T: {half, float, double, uint8, int8, uint16, int16, int32, int64, "
+                    "uint32, uint64, complex64, complex128, bool, string}"
+                ),
+                "incompatible_shape_error: bool = true",
+            ],
+            shape_fn=_equality_shape,
+        )
+    )
 
 for _op in ("LogicalAnd", "LogicalOr"):
     register_op(OpDef(_op, inputs=["x: bool", "y: bool"], outputs=["z: bool"], shape_fn=broadcast))
 register_op(OpDef("LogicalNot", inputs=["x: bool"], outputs=["y: bool"], shape_fn=unchanged))
 
-register_op(OpDef("AddN", inputs=["inputs: N * T"], outputs=["sum: T"],
-                  attrs=["N: int >= 1", f"T: {NUMERIC}"], shape_fn=merge_all))  # fmt: skip
+register_op(
+    OpDef(
+        "AddN",
+        inputs=["inputs: N * T"],
+        outputs=["sum: T"],
+        attrs=["N: int >= 1", f"T: {NUMERIC}"],
+        shape_fn=merge_all,
+    )
+)
 
-register_op(OpDef("Cast", inputs=["x: SrcT"], outputs=["y: DstT"],
-                  attrs=["SrcT: type", "DstT: type", "Truncate: bool = false"],
-                  shape_fn=unchanged))  # fmt: skip
+register_op(
+    OpDef(
+        "Cast",
+        inputs=["x: SrcT"],
+        outputs=["y: DstT"],
+        attrs=["SrcT: type", "DstT: type", "Truncate: bool = false"],
+        shape_fn=unchanged,
+    )
+)
 
 
 # -- selection --------------------------------------------------------------------------------
@@ -157,7 +205,8 @@ def _where_shape(ctx) -> TensorShape:
 
 
 def _select_shape(ctx) -> TensorShape:
-    """Select(c, t, e): t and e have one shape; c is a scalar, that shape, or a vector over dim 0."""
+    """Select(c, t, e): t and e have one shape; c is a scalar, that shape, or a vector over dim
+    0."""
     cond, t, e = ctx.input_shapes
     if not t.is_compatible_with(e):
         raise ValueError(f"Shapes must be equal rank and compatible, but are {t} and {e}")
@@ -178,25 +227,63 @@ def _select_v2_shape(ctx) -> TensorShape:
     return broadcast_shape(broadcast_shape(cond, t), e)
 
 
-register_op(OpDef("Where", inputs=["input: T"], outputs=["index: int64"],
-                  attrs=[("T: {bool, half, float, double, int8, int16, int32, int64, uint8, uint16, "
-                          "uint32, uint64, complex64, complex128} = DT_BOOL")],
-                  shape_fn=_where_shape))  # fmt: skip
-register_op(OpDef("Select", inputs=["condition: bool", "t: T", "e: T"], outputs=["output: T"],
-                  attrs=["T: type"], shape_fn=_select_shape))  # fmt: skip
-register_op(OpDef("SelectV2", inputs=["condition: bool", "t: T", "e: T"], outputs=["output: T"],
-                  attrs=["T: type"], shape_fn=_select_v2_shape))  # fmt: skip
+register_op(
+    OpDef(
+        "Where",
+        inputs=["input: T"],
+        outputs=["index: int64"],
+        attrs=[
+            (
+                "T: {bool, half, float, double, int8, int16, int32, int64, uint8, uint16, "
+                "uint32, uint64, complex64, complex128} = DT_BOOL"
+            )
+        ],
+        shape_fn=_where_shape,
+    )
+)
+register_op(
+    OpDef(
+        "Select",
+        inputs=["condition: bool", "t: T", "e: T"],
+        outputs=["output: T"],
+        attrs=["T: type"],
+        shape_fn=_select_shape,
+    )
+)
+register_op(
+    OpDef(
+        "SelectV2",
+        inputs=["condition: bool", "t: T", "e: T"],
+        outputs=["output: T"],
+        attrs=["T: type"],
+        shape_fn=_select_v2_shape,
+    )
+)
 
 
 # -- reductions -------------------------------------------------------------------------------
 _REDUCE_ATTRS = ["keep_dims: bool = false", "Tidx: {int32, int64} = DT_INT32"]
 REDUCTIONS = {"Sum": NUMERIC, "Mean": NUMERIC, "Prod": NUMERIC, "Max": REAL, "Min": REAL}
 for _op, _types in REDUCTIONS.items():
-    register_op(OpDef(_op, inputs=["input: T", "reduction_indices: Tidx"], outputs=["output: T"],
-                      attrs=_REDUCE_ATTRS + [f"T: {_types}"], shape_fn=reduction))  # fmt: skip
+    register_op(
+        OpDef(
+            _op,
+            inputs=["input: T", "reduction_indices: Tidx"],
+            outputs=["output: T"],
+            attrs=_REDUCE_ATTRS + [f"T: {_types}"],
+            shape_fn=reduction,
+        )
+    )
 for _op in ("Any", "All"):
-    register_op(OpDef(_op, inputs=["input: bool", "reduction_indices: Tidx"],
-                      outputs=["output: bool"], attrs=_REDUCE_ATTRS, shape_fn=reduction))  # fmt: skip
+    register_op(
+        OpDef(
+            _op,
+            inputs=["input: bool", "reduction_indices: Tidx"],
+            outputs=["output: bool"],
+            attrs=_REDUCE_ATTRS,
+            shape_fn=reduction,
+        )
+    )
 
 
 def _arg_reduce_shape(ctx) -> TensorShape:
@@ -222,10 +309,19 @@ def _arg_reduce_shape(ctx) -> TensorShape:
 
 
 for _op in ("ArgMax", "ArgMin"):
-    register_op(OpDef(_op, inputs=["input: T", "dimension: Tidx"], outputs=["output: output_type"],
-                      attrs=[f"T: {REAL}", "Tidx: {int32, int64} = DT_INT32",
-                             "output_type: {int32, int64} = DT_INT64"],
-                      shape_fn=_arg_reduce_shape))  # fmt: skip
+    register_op(
+        OpDef(
+            _op,
+            inputs=["input: T", "dimension: Tidx"],
+            outputs=["output: output_type"],
+            attrs=[
+                f"T: {REAL}",
+                "Tidx: {int32, int64} = DT_INT32",
+                "output_type: {int32, int64} = DT_INT64",
+            ],
+            shape_fn=_arg_reduce_shape,
+        )
+    )
 
 
 def _scan_shape(ctx) -> TensorShape:
@@ -236,7 +332,17 @@ def _scan_shape(ctx) -> TensorShape:
 
 
 for _op in ("Cumsum", "Cumprod"):
-    register_op(OpDef(_op, inputs=["x: T", "axis: Tidx"], outputs=["out: T"],
-                      attrs=["exclusive: bool = false", "reverse: bool = false", f"T: {NUMERIC}",
-                             "Tidx: {int32, int64} = DT_INT32"],
-                      shape_fn=_scan_shape))  # fmt: skip
+    register_op(
+        OpDef(
+            _op,
+            inputs=["x: T", "axis: Tidx"],
+            outputs=["out: T"],
+            attrs=[
+                "exclusive: bool = false",
+                "reverse: bool = false",
+                f"T: {NUMERIC}",
+                "Tidx: {int32, int64} = DT_INT32",
+            ],
+            shape_fn=_scan_shape,
+        )
+    )

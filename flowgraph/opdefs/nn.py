@@ -176,8 +176,13 @@ register_op(
 )
 
 # -- normalization --------------------------------------------------------------------------------
-_LRN_ATTRS = ["depth_radius: int = 5", "bias: float = 1.0", "alpha: float = 1.0", "beta: float = 0.5",
-              "T: {half, bfloat16, float} = DT_FLOAT"]  # fmt: skip
+_LRN_ATTRS = [
+    "depth_radius: int = 5",
+    "bias: float = 1.0",
+    "alpha: float = 1.0",
+    "beta: float = 0.5",
+    "T: {half, bfloat16, float} = DT_FLOAT",
+]
 register_op(
     OpDef(
         "LRN",
@@ -226,10 +231,17 @@ def _fused_bn_grad_shape(ctx):
     return [x, TensorShape([c]), TensorShape([c])] + [TensorShape([0])] * (ctx.num_outputs - 3)
 
 
-_BN_ATTRS = ["epsilon: float = 0.0001", "exponential_avg_factor: float = 1.0",
-             "data_format: {'NHWC', 'NCHW'} = 'NHWC'", "is_training: bool = true"]  # fmt: skip
-_BN_GRAD_ATTRS = ["epsilon: float = 0.0001", "data_format: {'NHWC', 'NCHW'} = 'NHWC'",
-                  "is_training: bool = true"]  # fmt: skip
+_BN_ATTRS = [
+    "epsilon: float = 0.0001",
+    "exponential_avg_factor: float = 1.0",
+    "data_format: {'NHWC', 'NCHW'} = 'NHWC'",
+    "is_training: bool = true",
+]
+_BN_GRAD_ATTRS = [
+    "epsilon: float = 0.0001",
+    "data_format: {'NHWC', 'NCHW'} = 'NHWC'",
+    "is_training: bool = true",
+]
 
 
 def _register_fused_batch_norm(suffix: str, x: str, u: str, type_attrs: list, reserves: int):
@@ -345,8 +357,14 @@ def _sampler_shape(ctx):
     return [sampled, TensorShape([true.as_list()[0], num_true]), sampled]
 
 
-_SAMPLER_ATTRS = ["num_true: int >= 1", "num_sampled: int >= 1", "unique: bool", "range_max: int >= 1",
-                  "seed: int = 0", "seed2: int = 0"]  # fmt: skip
+_SAMPLER_ATTRS = [
+    "num_true: int >= 1",
+    "num_sampled: int >= 1",
+    "unique: bool",
+    "range_max: int >= 1",
+    "seed: int = 0",
+    "seed2: int = 0",
+]
 _SAMPLER_OUTS = [
     "sampled_candidates: int64",
     "true_expected_count: float",

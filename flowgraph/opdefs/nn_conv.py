@@ -42,7 +42,8 @@ def window_geometry(size, ksize, stride, dilation, padding, explicit=(0, 0)):
     span = size + before + after - effective
     if span < 0:
         raise ValueError(
-            f"Computed output size would be negative: input {size} (padded {size + before + after}) "
+            f"Computed output size would be negative: input {size} (padded "
+            f"{size + before + after}) "
             f"is smaller than the effective window {effective}"
         )
     return span // stride + 1, before, after
@@ -162,9 +163,15 @@ def _shape_of_input(i):
     return fn
 
 
-_CONV_ATTRS = [f"T: {_FLOATS}", "strides: list(int)", "use_cudnn_on_gpu: bool = true",
-               _PADDING_EXPLICIT, "explicit_paddings: list(int) = []", _FORMAT,
-               "dilations: list(int) = [1, 1, 1, 1]"]  # fmt: skip
+_CONV_ATTRS = [
+    f"T: {_FLOATS}",
+    "strides: list(int)",
+    "use_cudnn_on_gpu: bool = true",
+    _PADDING_EXPLICIT,
+    "explicit_paddings: list(int) = []",
+    _FORMAT,
+    "dilations: list(int) = [1, 1, 1, 1]",
+]
 register_op(
     OpDef(
         "Conv2D",
@@ -193,9 +200,14 @@ register_op(
     )
 )
 
-_DEPTHWISE_ATTRS = [f"T: {_FLOATS}", "strides: list(int)", _PADDING_EXPLICIT,
-                    "explicit_paddings: list(int) = []", _FORMAT,
-                    "dilations: list(int) = [1, 1, 1, 1]"]  # fmt: skip
+_DEPTHWISE_ATTRS = [
+    f"T: {_FLOATS}",
+    "strides: list(int)",
+    _PADDING_EXPLICIT,
+    "explicit_paddings: list(int) = []",
+    _FORMAT,
+    "dilations: list(int) = [1, 1, 1, 1]",
+]
 register_op(
     OpDef(
         "DepthwiseConv2dNative",

@@ -58,8 +58,11 @@ register_op(
 register_op(
     OpDef(
         "ParseSequenceExample",
-        inputs=["serialized: string", "debug_name: string",
-                "context_dense_defaults: Tcontext_dense"],
+        inputs=[
+            "serialized: string",
+            "debug_name: string",
+            "context_dense_defaults: Tcontext_dense",
+        ],
         outputs=[
             "context_sparse_indices: Ncontext_sparse * int64",
             "context_sparse_values: context_sparse_types",
@@ -90,7 +93,7 @@ register_op(
         ],
         shape_fn=unknown,
     )
-)  # fmt: skip
+)
 register_op(
     OpDef(
         "DecodeCSV",

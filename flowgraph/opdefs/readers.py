@@ -23,9 +23,14 @@ _READERS = {
 }
 for _op, _attrs in _READERS.items():
     register_op(
-        OpDef(_op, outputs=["reader_handle: resource"], attrs=_attrs + _COMMON, shape_fn=scalar,
-              is_stateful=True)
-    )  # fmt: skip
+        OpDef(
+            _op,
+            outputs=["reader_handle: resource"],
+            attrs=_attrs + _COMMON,
+            shape_fn=scalar,
+            is_stateful=True,
+        )
+    )
 
 register_op(
     OpDef(
@@ -51,20 +56,35 @@ for _op, _out in (
     ("ReaderSerializeStateV2", "state: string"),
 ):
     register_op(
-        OpDef(_op, inputs=["reader_handle: resource"], outputs=[_out], shape_fn=scalar,
-              is_stateful=True)
-    )  # fmt: skip
+        OpDef(
+            _op,
+            inputs=["reader_handle: resource"],
+            outputs=[_out],
+            shape_fn=scalar,
+            is_stateful=True,
+        )
+    )
 register_op(
-    OpDef("ReaderRestoreStateV2", inputs=["reader_handle: resource", "state: string"],
-          shape_fn=no_outputs, is_stateful=True)
-)  # fmt: skip
+    OpDef(
+        "ReaderRestoreStateV2",
+        inputs=["reader_handle: resource", "state: string"],
+        shape_fn=no_outputs,
+        is_stateful=True,
+    )
+)
 register_op(
-    OpDef("ReaderResetV2", inputs=["reader_handle: resource"], shape_fn=no_outputs,
-          is_stateful=True)
-)  # fmt: skip
-register_op(OpDef("ReadFile", inputs=["filename: string"], outputs=["contents: string"],
-                  shape_fn=scalar))  # fmt: skip
+    OpDef(
+        "ReaderResetV2", inputs=["reader_handle: resource"], shape_fn=no_outputs, is_stateful=True
+    )
+)
 register_op(
-    OpDef("WriteFile", inputs=["filename: string", "contents: string"], shape_fn=no_outputs,
-          is_stateful=True)
-)  # fmt: skip
+    OpDef("ReadFile", inputs=["filename: string"], outputs=["contents: string"], shape_fn=scalar)
+)
+register_op(
+    OpDef(
+        "WriteFile",
+        inputs=["filename: string", "contents: string"],
+        shape_fn=no_outputs,
+        is_stateful=True,
+    )
+)

@@ -6,8 +6,13 @@ from __future__ import annotations
 from flowgraph.core.op_def import OpDef, register_op
 from flowgraph.opdefs.shape_fns import no_outputs, unknown
 
-_EDGE_ATTRS = ["tensor_name: string", "send_device: string", "send_device_incarnation: int",
-               "recv_device: string", "client_terminated: bool = false"]  # fmt: skip
+_EDGE_ATTRS = [
+    "tensor_name: string",
+    "send_device: string",
+    "send_device_incarnation: int",
+    "recv_device: string",
+    "client_terminated: bool = false",
+]
 
 register_op(
     OpDef(

@@ -18,9 +18,14 @@ def _assign_shape(ctx):
 
 for _op in ("VariableV2", "Variable"):  # Variable is the deprecated name of the same op
     register_op(
-        OpDef(_op, outputs=["ref: Ref(dtype)"], attrs=_VAR_ATTRS,
-              shape_fn=lambda ctx: ctx.attrs["shape"], is_stateful=True)
-    )  # fmt: skip
+        OpDef(
+            _op,
+            outputs=["ref: Ref(dtype)"],
+            attrs=_VAR_ATTRS,
+            shape_fn=lambda ctx: ctx.attrs["shape"],
+            is_stateful=True,
+        )
+    )
 register_op(
     OpDef(
         "Assign",
@@ -170,7 +175,8 @@ def _scatter_shape(ctx):
 
 
 def _scatter_nd_shape(ctx):
-    """indices [..., K] address the first K dims of ref; updates are indices.shape[:-1] + ref.shape[K:]."""
+    """indices [..., K] address the first K dims of ref; updates are indices.shape[:-1] +
+    ref.shape[K:]."""
     ref, indices, updates = ctx.input_shapes
     if ref.ndims is None or indices.ndims is None or indices.ndims == 0:
         return ref

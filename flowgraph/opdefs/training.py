@@ -21,9 +21,22 @@ from flowgraph.core.shapes import TensorShape, unknown_shape
 
 # Coefficient inputs: each must be a scalar.
 SCALARS = frozenset(
-    ["lr", "alpha", "momentum", "rho", "epsilon", "beta1_power", "beta2_power", "beta1", "beta2",
-     "l1", "l2", "l2_shrinkage", "lr_power"]
-)  # fmt: skip
+    [
+        "lr",
+        "alpha",
+        "momentum",
+        "rho",
+        "epsilon",
+        "beta1_power",
+        "beta2_power",
+        "beta1",
+        "beta2",
+        "l1",
+        "l2",
+        "l2_shrinkage",
+        "lr_power",
+    ]
+)
 
 # op type (the Apply* form) -> (TensorFlow's input names in order, extra attrs). A name ending in
 # '*' is a reference (the variable or one of its accumulators).

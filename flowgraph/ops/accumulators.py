@@ -62,8 +62,11 @@ class ConditionalAccumulatorBase:
 
     def num_accumulated(self, name=None):
         """How many gradients have been summed since the last take_grad."""
-        return apply_op(self._op("AccumulatorNumAccumulated"), [self._accumulator_ref],
-                        name=name or f"{self._name}_NumAccumulated").outputs[0]  # fmt: skip
+        return apply_op(
+            self._op("AccumulatorNumAccumulated"),
+            [self._accumulator_ref],
+            name=name or f"{self._name}_NumAccumulated",
+        ).outputs[0]
 
     def set_global_step(self, new_global_step, name=None):
         """Raises the global step (gradients with an older local_step are dropped)."""
@@ -77,28 +80,43 @@ class ConditionalAccumulatorBase:
 class ConditionalAccumulator(ConditionalAccumulatorBase):
     """Sums dense gradients; take_grad returns their mean (reduction_type 'MEAN') or sum."""
 
-    def __init__(self, dtype, shape=None, shared_name=None, name="conditional_accumulator",
-                 reduction_type="MEAN"):  # fmt: skip
+    def __init__(
+        self,
+        dtype,
+        shape=None,
+        shared_name=None,
+        name="conditional_accumulator",
+        reduction_type="MEAN",
+    ):
         ref = apply_op(
-            "ResourceConditionalAccumulator", [], name=name, dtype=dtypes_lib.as_dtype(dtype),
+            "ResourceConditionalAccumulator",
+            [],
+            name=name,
+            dtype=dtypes_lib.as_dtype(dtype),
             shape=as_shape(shape) if shape is not None else unknown_shape(),
-            shared_name=shared_name or "", reduction_type=reduction_type,
-        ).outputs[0]  # fmt: skip
+            shared_name=shared_name or "",
+            reduction_type=reduction_type,
+        ).outputs[0]
         super().__init__(dtype, shape, ref)
 
     def apply_grad(self, grad, local_step=0, name=None):
         """Adds `grad` unless `local_step` is older than the global step."""
         grad = convert.convert_to_tensor(grad, dtype=self._dtype, name="grad")
         grad.shape.assert_is_compatible_with(self._shape)
-        return apply_op("ResourceAccumulatorApplyGradient",
-                        [self._accumulator_ref, _int64(local_step, "local_step"), grad],
-                        name=name or f"{self._name}_ApplyGrad")  # fmt: skip
+        return apply_op(
+            "ResourceAccumulatorApplyGradient",
+            [self._accumulator_ref, _int64(local_step, "local_step"), grad],
+            name=name or f"{self._name}_ApplyGrad",
+        )
 
     def take_grad(self, num_required, name=None):
         """Waits for `num_required` gradients; returns their mean, resets, bumps the step."""
-        out = apply_op("ResourceAccumulatorTakeGradient",
-                       [self._accumulator_ref, _int32(num_required, "num_required")],
-                       name=name or f"{self._name}_TakeGrad", dtype=self._dtype).outputs[0]  # fmt: skip
+        out = apply_op(
+            "ResourceAccumulatorTakeGradient",
+            [self._accumulator_ref, _int32(num_required, "num_required")],
+            name=name or f"{self._name}_TakeGrad",
+            dtype=self._dtype,
+        ).outputs[0]
         out.set_shape(self._shape)
         return out
 
@@ -107,13 +125,23 @@ class SparseConditionalAccumulator(ConditionalAccumulatorBase):
     """Sums IndexedSlices gradients row by row; take_grad averages each row over the
     gradients that had it."""
 
-    def __init__(self, dtype, shape=None, shared_name=None,
-                 name="sparse_conditional_accumulator", reduction_type="MEAN"):  # fmt: skip
+    def __init__(
+        self,
+        dtype,
+        shape=None,
+        shared_name=None,
+        name="sparse_conditional_accumulator",
+        reduction_type="MEAN",
+    ):
         ref = apply_op(
-            "SparseConditionalAccumulator", [], name=name, dtype=dtypes_lib.as_dtype(dtype),
+            "SparseConditionalAccumulator",
+            [],
+            name=name,
+            dtype=dtypes_lib.as_dtype(dtype),
             shape=as_shape(shape) if shape is not None else unknown_shape(),
-            shared_name=shared_name or "", reduction_type=reduction_type,
-        ).outputs[0]  # fmt: skip
+            shared_name=shared_name or "",
+            reduction_type=reduction_type,
+        ).outputs[0]
         super().__init__(dtype, shape, ref)
 
     def apply_indexed_slices_grad(self, grad, local_step=0, name=None):
@@ -124,17 +152,25 @@ class SparseConditionalAccumulator(ConditionalAccumulatorBase):
         shape = [] if grad_shape is None else grad_shape
         return apply_op(
             "SparseAccumulatorApplyGradient",
-            [self._accumulator_ref, _int64(local_step, "local_step"),
-             _int64(grad_indices, "grad_indices"), values,
-             convert.convert_to_tensor(shape, dtype=dtypes_lib.int64, name="grad_shape")],
-            name=name or f"{self._name}_ApplyGrad", has_known_shape=grad_shape is not None,
-        )  # fmt: skip
+            [
+                self._accumulator_ref,
+                _int64(local_step, "local_step"),
+                _int64(grad_indices, "grad_indices"),
+                values,
+                convert.convert_to_tensor(shape, dtype=dtypes_lib.int64, name="grad_shape"),
+            ],
+            name=name or f"{self._name}_ApplyGrad",
+            has_known_shape=grad_shape is not None,
+        )
 
     def take_grad(self, num_required, name=None):
         """(indices, values, shape) of the averaged gradient."""
-        op = apply_op("SparseAccumulatorTakeGradient",
-                      [self._accumulator_ref, _int32(num_required, "num_required")],
-                      name=name or f"{self._name}_TakeGrad", dtype=self._dtype)  # fmt: skip
+        op = apply_op(
+            "SparseAccumulatorTakeGradient",
+            [self._accumulator_ref, _int32(num_required, "num_required")],
+            name=name or f"{self._name}_TakeGrad",
+            dtype=self._dtype,
+        )
         return tuple(op.outputs)
 
     def take_indexed_slices_grad(self, num_required, name=None):
@@ -153,9 +189,13 @@ class Barrier:
         if len(self._shapes) != len(self._types):
             raise ValueError("Barrier shapes must have the same length as types")
         self._barrier_ref = apply_op(
-            "Barrier", [], name=name, component_types=self._types, shapes=shapes or [],
+            "Barrier",
+            [],
+            name=name,
+            component_types=self._types,
+            shapes=shapes or [],
             shared_name=shared_name or "",
-        ).outputs[0]  # fmt: skip
+        ).outputs[0]
         self._name = self._barrier_ref.op.name.split("/")[-1]
 
     @property
@@ -170,21 +210,27 @@ class Barrier:
         """Sets component `component_index` of each key (a key's element is complete once
         every component is set)."""
         keys = convert.convert_to_tensor(keys, dtype=dtypes_lib.string, name="keys")
-        values = convert.convert_to_tensor(values, dtype=self._types[component_index],
-                                           name="values")  # fmt: skip
-        return apply_op("BarrierInsertMany", [self._barrier_ref, keys, values],
-                        name=name or f"{self._name}_BarrierInsertMany",
-                        component_index=component_index)  # fmt: skip
+        values = convert.convert_to_tensor(
+            values, dtype=self._types[component_index], name="values"
+        )
+        return apply_op(
+            "BarrierInsertMany",
+            [self._barrier_ref, keys, values],
+            name=name or f"{self._name}_BarrierInsertMany",
+            component_index=component_index,
+        )
 
     def take_many(self, num_elements, allow_small_batch=False, timeout=None, name=None):
         """(indices, keys, [component values]) of `num_elements` complete elements."""
         if timeout is not None:
             raise NotImplementedError("Barrier.take_many(timeout=...) (TF: not supported yet)")
         op = apply_op(
-            "BarrierTakeMany", [self._barrier_ref, _int32(num_elements, "num_elements")],
-            name=name or f"{self._name}_BarrierTakeMany", component_types=self._types,
+            "BarrierTakeMany",
+            [self._barrier_ref, _int32(num_elements, "num_elements")],
+            name=name or f"{self._name}_BarrierTakeMany",
+            component_types=self._types,
             allow_small_batch=allow_small_batch,
-        )  # fmt: skip
+        )
         indices, keys, *values = op.outputs
         n = convert.constant_value(op.inputs[1])
         batch = None if allow_small_batch or n is None else int(n)
@@ -195,24 +241,33 @@ class Barrier:
         return indices, keys, values
 
     def close(self, cancel_pending_enqueues=False, name=None):
-        return apply_op("BarrierClose", [self._barrier_ref], name=name or f"{self._name}_BarrierClose",
-                        cancel_pending_enqueues=cancel_pending_enqueues)  # fmt: skip
+        return apply_op(
+            "BarrierClose",
+            [self._barrier_ref],
+            name=name or f"{self._name}_BarrierClose",
+            cancel_pending_enqueues=cancel_pending_enqueues,
+        )
 
     def ready_size(self, name=None):
-        return apply_op("BarrierReadySize", [self._barrier_ref],
-                        name=name or f"{self._name}_BarrierReadySize").outputs[0]  # fmt: skip
+        return apply_op(
+            "BarrierReadySize", [self._barrier_ref], name=name or f"{self._name}_BarrierReadySize"
+        ).outputs[0]
 
     def incomplete_size(self, name=None):
-        return apply_op("BarrierIncompleteSize", [self._barrier_ref],
-                        name=name or f"{self._name}_BarrierIncompleteSize").outputs[0]  # fmt: skip
+        return apply_op(
+            "BarrierIncompleteSize",
+            [self._barrier_ref],
+            name=name or f"{self._name}_BarrierIncompleteSize",
+        ).outputs[0]
 
 
 class StagingArea:
     """A buffer of tensor tuples between pipeline stages (put/get/peek), e.g. to prefetch
     the next batch onto a device while the current one is used."""
 
-    def __init__(self, dtypes, shapes=None, names=None, shared_name=None, capacity=0,
-                 memory_limit=0):  # fmt: skip
+    def __init__(
+        self, dtypes, shapes=None, names=None, shared_name=None, capacity=0, memory_limit=0
+    ):
         self._dtypes = _as_type_list(dtypes)
         self._shapes = _as_shape_list(shapes, unknown_dim_allowed=False) if shapes else None
         if self._shapes is not None and len(self._shapes) != len(self._dtypes):
@@ -220,8 +275,12 @@ class StagingArea:
         self._names = _as_name_list(names, self._dtypes)
         graph = default_graph.get()
         self._name = shared_name or graph.unique_name("StagingArea")
-        self._attrs = {"dtypes": self._dtypes, "capacity": capacity,
-                       "memory_limit": memory_limit, "shared_name": self._name}  # fmt: skip
+        self._attrs = {
+            "dtypes": self._dtypes,
+            "capacity": capacity,
+            "memory_limit": memory_limit,
+            "shared_name": self._name,
+        }
 
     @property
     def name(self):
@@ -251,8 +310,10 @@ class StagingArea:
             values = [values]
         if len(values) != len(self._dtypes):
             raise ValueError(f"Expected {len(self._dtypes)} values to put, got {len(values)}")
-        tensors = [convert.convert_to_tensor(v, dtype=d, name=f"component_{i}")
-                   for i, (v, d) in enumerate(zip(values, self._dtypes))]  # fmt: skip
+        tensors = [
+            convert.convert_to_tensor(v, dtype=d, name=f"component_{i}")
+            for i, (v, d) in enumerate(zip(values, self._dtypes))
+        ]
         for t, shape in zip(tensors, self._shapes or []):
             t.shape.assert_is_compatible_with(shape)
         return apply_op("Stage", [tensors], name=name or f"{self._name}_put", **self._attrs)
@@ -267,17 +328,25 @@ class StagingArea:
 
     def get(self, name=None):
         """Removes and returns the oldest tuple (waits while empty)."""
-        return self._result(apply_op("Unstage", [], name=name or f"{self._name}_get",
-                                     **self._attrs))  # fmt: skip
+        return self._result(
+            apply_op("Unstage", [], name=name or f"{self._name}_get", **self._attrs)
+        )
 
     def peek(self, index, name=None):
         """The tuple at `index` without removing it (waits until it exists)."""
-        return self._result(apply_op("StagePeek", [_int32(index, "index")],
-                                     name=name or f"{self._name}_peek", **self._attrs))  # fmt: skip
+        return self._result(
+            apply_op(
+                "StagePeek",
+                [_int32(index, "index")],
+                name=name or f"{self._name}_peek",
+                **self._attrs,
+            )
+        )
 
     def size(self, name=None):
-        return apply_op("StageSize", [], name=name or f"{self._name}_size",
-                        **self._attrs).outputs[0]  # fmt: skip
+        return apply_op("StageSize", [], name=name or f"{self._name}_size", **self._attrs).outputs[
+            0
+        ]
 
     def clear(self, name=None):
         return apply_op("StageClear", [], name=name or f"{self._name}_clear", **self._attrs)

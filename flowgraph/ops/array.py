@@ -23,7 +23,7 @@ from flowgraph.framework.convert import (
     constant_value,
     convert_to_tensor,
     register_tensor_conversion_function,
-)  # fmt: skip
+)
 from flowgraph.framework.operation import Operation, Tensor
 
 __all__ = [
@@ -67,7 +67,7 @@ __all__ = [
     "unstack",
     "zeros",
     "zeros_like",
-]  # fmt: skip
+]
 
 newaxis = None  # tf.newaxis: `x[:, tf.newaxis]` inserts a dimension of size 1
 
@@ -102,8 +102,10 @@ def _autopack(value, dtype=None, name=None, as_ref=False):
         return constant(_dimension_values(value), dtype=dtype, name=name or "Const")
     if dtype is None:
         dtype = _first_dtype(value)
-    items = [_autopack(v, dtype) if isinstance(v, (list, builtins.tuple)) and _contains_tensor(v) else v
-             for v in value]  # fmt: skip
+    items = [
+        _autopack(v, dtype) if isinstance(v, (list, builtins.tuple)) and _contains_tensor(v) else v
+        for v in value
+    ]
     items = [convert_to_tensor(v, dtype=dtype) for v in items]
     return apply_op("Pack", [items], name=name or "packed", axis=0).outputs[0]
 
@@ -288,8 +290,10 @@ def range_(start, limit=None, delta=1, dtype=None, name="range"):
     if limit is None:
         start, limit = 0, start
     with name_scope(name, "Range", [start, limit, delta]) as scope:
-        args = [convert_to_tensor(v, dtype=dtype, name=n)
-                for v, n in zip((start, limit, delta), ("start", "limit", "delta"))]  # fmt: skip
+        args = [
+            convert_to_tensor(v, dtype=dtype, name=n)
+            for v, n in zip((start, limit, delta), ("start", "limit", "delta"))
+        ]
         if dtype is None:
             kinds = [a.dtype.base_dtype for a in args]
             widest = builtins.max(
@@ -380,8 +384,9 @@ def transpose(a, perm=None, name="transpose", conjugate=False):
                 perm = builtins.list(builtins.range(x.shape.ndims - 1, -1, -1))
             else:
                 r = rank(x)
-                perm = apply_op("Sub", [apply_op("Sub", [r, 1], name="sub").outputs[0],
-                                        range_(0, r, 1)]).outputs[0]  # fmt: skip
+                perm = apply_op(
+                    "Sub", [apply_op("Sub", [r, 1], name="sub").outputs[0], range_(0, r, 1)]
+                ).outputs[0]
         return apply_op(op, [x, index_tensor(perm)], name=scope).outputs[0]
 
 
@@ -458,8 +463,9 @@ def split(value, num_or_size_splits, axis=0, num=None, name="split"):
     if isinstance(num_or_size_splits, (int, np.integer)) and not isinstance(
         num_or_size_splits, bool
     ):
-        return apply_op("Split", [index_tensor(axis), value], name=name,
-                        num_split=int(num_or_size_splits)).outputs  # fmt: skip
+        return apply_op(
+            "Split", [index_tensor(axis), value], name=name, num_split=int(num_or_size_splits)
+        ).outputs
     sizes = index_tensor(num_or_size_splits, name="size_splits")
     if num is None:
         sizes.shape.with_rank(1)
@@ -497,16 +503,22 @@ def reverse(tensor, axis, name=None):
 reverse_v2 = reverse
 
 
-def reverse_sequence(input, seq_lengths, seq_axis=None, batch_axis=None, name=None, seq_dim=None,
-                     batch_dim=None):  # fmt: skip
+def reverse_sequence(
+    input, seq_lengths, seq_axis=None, batch_axis=None, name=None, seq_dim=None, batch_dim=None
+):
     """Reverses the first seq_lengths[b] elements along `seq_axis` of each batch entry b."""
     seq_axis = _alias(seq_axis, seq_dim, "seq_axis", "seq_dim")
     batch_axis = _alias(batch_axis, batch_dim, "batch_axis", "batch_dim")
     if seq_axis is None:
         raise ValueError("reverse_sequence requires seq_axis (or seq_dim)")
     lengths = convert_to_tensor(seq_lengths, preferred_dtype=dtypes.int64)
-    return apply_op("ReverseSequence", [input, lengths], name=name, seq_dim=seq_axis,
-                    batch_dim=0 if batch_axis is None else batch_axis).outputs[0]  # fmt: skip
+    return apply_op(
+        "ReverseSequence",
+        [input, lengths],
+        name=name,
+        seq_dim=seq_axis,
+        batch_dim=0 if batch_axis is None else batch_axis,
+    ).outputs[0]
 
 
 def _alias(new, old, new_name, old_name):

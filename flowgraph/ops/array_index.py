@@ -24,7 +24,7 @@ from flowgraph.ops.array import (
     reshape,
     shape,
     stack,
-)  # fmt: skip
+)
 
 __all__ = [
     "boolean_mask",
@@ -39,7 +39,7 @@ __all__ = [
     "strided_slice",
     "unique",
     "unique_with_counts",
-]  # fmt: skip
+]
 
 
 def slice_(input_, begin, size, name=None):
@@ -49,8 +49,19 @@ def slice_(input_, begin, size, name=None):
     ]
 
 
-def strided_slice(input_, begin, end, strides=None, begin_mask=0, end_mask=0, ellipsis_mask=0,
-                  new_axis_mask=0, shrink_axis_mask=0, var=None, name=None):  # fmt: skip
+def strided_slice(
+    input_,
+    begin,
+    end,
+    strides=None,
+    begin_mask=0,
+    end_mask=0,
+    ellipsis_mask=0,
+    new_axis_mask=0,
+    shrink_axis_mask=0,
+    var=None,
+    name=None,
+):
     """NumPy-style extended slicing, encoded as TensorFlow's begin/end/strides and bit masks.
 
     Example: strided_slice(x, [0, 2], [0, -1], [1, 2], begin_mask=1, end_mask=1) is x[:, ::2].
@@ -62,9 +73,16 @@ def strided_slice(input_, begin, end, strides=None, begin_mask=0, end_mask=0, el
         )
     begin, end = index_tensor(begin), index_tensor(end)
     strides = ones_like(begin) if strides is None else index_tensor(strides)
-    return apply_op("StridedSlice", [input_, begin, end, strides], name=name, begin_mask=begin_mask,
-                    end_mask=end_mask, ellipsis_mask=ellipsis_mask, new_axis_mask=new_axis_mask,
-                    shrink_axis_mask=shrink_axis_mask).outputs[0]  # fmt: skip
+    return apply_op(
+        "StridedSlice",
+        [input_, begin, end, strides],
+        name=name,
+        begin_mask=begin_mask,
+        end_mask=end_mask,
+        ellipsis_mask=ellipsis_mask,
+        new_axis_mask=new_axis_mask,
+        shrink_axis_mask=shrink_axis_mask,
+    ).outputs[0]
 
 
 # -- Tensor.__getitem__ -----------------------------------------------------------------------
@@ -180,8 +198,9 @@ def gather(params, indices, validate_indices=None, name=None, axis=None, batch_d
     del validate_indices  # TF1 documents it as deprecated and without effect
     if axis is None:
         axis = batch_dims
-    return apply_op("GatherV2", [params, indices, index_tensor(axis)], name=name,
-                    batch_dims=int(batch_dims)).outputs[0]  # fmt: skip
+    return apply_op(
+        "GatherV2", [params, indices, index_tensor(axis)], name=name, batch_dims=int(batch_dims)
+    ).outputs[0]
 
 
 def gather_nd(params, indices, name=None, batch_dims=0):
@@ -216,8 +235,9 @@ def gather_nd(params, indices, name=None, batch_dims=0):
 def scatter_nd(indices, updates, shape, name=None):
     """A zero tensor of `shape` with `updates` added at `indices` (duplicates accumulate)."""
     indices = convert_to_tensor(indices)
-    return apply_op("ScatterNd", [indices, updates, convert_to_tensor(shape, dtype=indices.dtype)],
-                    name=name).outputs[0]  # fmt: skip
+    return apply_op(
+        "ScatterNd", [indices, updates, convert_to_tensor(shape, dtype=indices.dtype)], name=name
+    ).outputs[0]
 
 
 # -- encoding ---------------------------------------------------------------------------------
@@ -234,7 +254,8 @@ def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None
             for v in value_dtypes:
                 if v != dtype:
                     raise TypeError(
-                        f"dtype {v.name} of on_value/off_value does not match dtype parameter {dtype.name}"
+                        f"dtype {v.name} of on_value/off_value does not match dtype parameter "
+                        f"{dtype.name}"
                     )
         elif value_dtypes:
             if len(set(value_dtypes)) > 1:
@@ -252,8 +273,9 @@ def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None
             0 if off_value is None else off_value, dtype=dtype, name="off_value"
         )
         depth = convert_to_tensor(depth, dtype=dtypes.int32, name="depth")
-        return apply_op("OneHot", [indices, depth, on, off], name=scope,
-                        axis=-1 if axis is None else axis).outputs[0]  # fmt: skip
+        return apply_op(
+            "OneHot", [indices, depth, on, off], name=scope, axis=-1 if axis is None else axis
+        ).outputs[0]
 
 
 def boolean_mask(tensor, mask, name="boolean_mask", axis=None):
@@ -278,12 +300,24 @@ def boolean_mask(tensor, mask, name="boolean_mask", axis=None):
         static[axis : axis + k].assert_is_compatible_with(mask.shape)
         dims = shape(tensor)
         leading = apply_op("Prod", [_slice_vector(dims, axis, axis + k), [0]]).outputs[0]
-        new_shape = apply_op("ConcatV2", [[_slice_vector(dims, 0, axis), reshape(leading, [1]),
-                                           _slice_vector(dims, axis + k, None)], 0]).outputs[0]  # fmt: skip
+        new_shape = apply_op(
+            "ConcatV2",
+            [
+                [
+                    _slice_vector(dims, 0, axis),
+                    reshape(leading, [1]),
+                    _slice_vector(dims, axis + k, None),
+                ],
+                0,
+            ],
+        ).outputs[0]
         flat = reshape(tensor, new_shape)
         if static.ndims is not None:
-            flat.set_shape(static[:axis].concatenate([static[axis:axis + k].num_elements()])
-                           .concatenate(static[axis + k:]))  # fmt: skip
+            flat.set_shape(
+                static[:axis]
+                .concatenate([static[axis : axis + k].num_elements()])
+                .concatenate(static[axis + k :])
+            )
         where = apply_op("Where", [reshape(mask, [-1])]).outputs[0]
         indices = apply_op("Squeeze", [where], squeeze_dims=[1]).outputs[0]
         return gather(flat, indices, axis=axis)

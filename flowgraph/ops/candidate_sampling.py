@@ -25,13 +25,22 @@ __all__ = [
     "nce_loss",
     "sampled_softmax_loss",
     "uniform_candidate_sampler",
-]  # fmt: skip
+]
 
 
 def _sampler(op_type, true_classes, num_true, num_sampled, unique, range_max, seed, name):
     seed1, seed2 = get_seed(seed)
-    op = apply_op(op_type, [true_classes], name=name, num_true=int(num_true), num_sampled=int(num_sampled),
-                  unique=bool(unique), range_max=int(range_max), seed=seed1 or 0, seed2=seed2 or 0)  # fmt: skip
+    op = apply_op(
+        op_type,
+        [true_classes],
+        name=name,
+        num_true=int(num_true),
+        num_sampled=int(num_sampled),
+        unique=bool(unique),
+        range_max=int(range_max),
+        seed=seed1 or 0,
+        seed2=seed2 or 0,
+    )
     return tuple(op.outputs)
 
 
@@ -57,20 +66,46 @@ def log_uniform_candidate_sampler(
 ):
     """Like uniform_candidate_sampler, with P(k) = log((k + 2) / (k + 1)) / log(range_max + 1)
     (Zipf's law: suited to classes sorted by decreasing frequency)."""
-    return _sampler("LogUniformCandidateSampler", true_classes, num_true, num_sampled, unique, range_max, seed,
-                    name)  # fmt: skip
+    return _sampler(
+        "LogUniformCandidateSampler",
+        true_classes,
+        num_true,
+        num_sampled,
+        unique,
+        range_max,
+        seed,
+        name,
+    )
 
 
 def compute_accidental_hits(true_classes, sampled_candidates, num_true, seed=None, name=None):
     """(indices, ids, weights) of the sampled candidates equal to a true class of their row."""
     seed1, seed2 = get_seed(seed)
-    op = apply_op("ComputeAccidentalHits", [true_classes, sampled_candidates], name=name, num_true=int(num_true),
-                  seed=seed1 or 0, seed2=seed2 or 0)  # fmt: skip
+    op = apply_op(
+        "ComputeAccidentalHits",
+        [true_classes, sampled_candidates],
+        name=name,
+        num_true=int(num_true),
+        seed=seed1 or 0,
+        seed2=seed2 or 0,
+    )
     return tuple(op.outputs)
 
 
-def _sampled_logits(weights, biases, labels, inputs, num_sampled, num_classes, num_true, sampled_values,
-                    subtract_log_q, remove_accidental_hits, partition_strategy, seed):  # fmt: skip
+def _sampled_logits(
+    weights,
+    biases,
+    labels,
+    inputs,
+    num_sampled,
+    num_classes,
+    num_true,
+    sampled_values,
+    subtract_log_q,
+    remove_accidental_hits,
+    partition_strategy,
+    seed,
+):
     """(logits [batch, num_true + num_sampled], labels of the same shape) for a sampled loss."""
     weights = list(weights) if isinstance(weights, (list, tuple)) else [weights]
     labels = convert_to_tensor(labels, name="labels")
@@ -116,13 +151,29 @@ def _sampled_logits(weights, biases, labels, inputs, num_sampled, num_classes, n
             sampled_logits, math_ops.log(math_ops.cast(sampled_expected, sampled_logits.dtype))
         )
     logits = array_ops.concat([true_logits, sampled_logits], 1)
-    out_labels = array_ops.concat([math_ops.divide(array_ops.ones_like(true_logits), float(num_true)),
-                                   array_ops.zeros_like(sampled_logits)], 1)  # fmt: skip
+    out_labels = array_ops.concat(
+        [
+            math_ops.divide(array_ops.ones_like(true_logits), float(num_true)),
+            array_ops.zeros_like(sampled_logits),
+        ],
+        1,
+    )
     return logits, out_labels
 
 
-def nce_loss(weights, biases, labels, inputs, num_sampled, num_classes, num_true=1, sampled_values=None,
-             remove_accidental_hits=False, partition_strategy="mod", name="nce_loss"):  # fmt: skip
+def nce_loss(
+    weights,
+    biases,
+    labels,
+    inputs,
+    num_sampled,
+    num_classes,
+    num_true=1,
+    sampled_values=None,
+    remove_accidental_hits=False,
+    partition_strategy="mod",
+    name="nce_loss",
+):
     """Noise-contrastive estimation loss per example: logistic losses of the true classes
     against sampled noise classes (Gutmann & Hyvarinen; word2vec's training objective)."""
     from flowgraph.ops.nn import sigmoid_cross_entropy_with_logits
@@ -131,17 +182,40 @@ def nce_loss(weights, biases, labels, inputs, num_sampled, num_classes, num_true
         [weights if not isinstance(weights, (list, tuple)) else weights[0], biases, inputs]
     )
     with graph.as_default(), graph.name_scope(name or "nce_loss"):
-        logits, labels = _sampled_logits(weights, biases, labels, inputs, num_sampled, num_classes, num_true,
-                                         sampled_values, True, remove_accidental_hits, partition_strategy, None)  # fmt: skip
+        logits, labels = _sampled_logits(
+            weights,
+            biases,
+            labels,
+            inputs,
+            num_sampled,
+            num_classes,
+            num_true,
+            sampled_values,
+            True,
+            remove_accidental_hits,
+            partition_strategy,
+            None,
+        )
         losses = sigmoid_cross_entropy_with_logits(
             labels=labels, logits=logits, name="sampled_losses"
         )
         return reduction_ops.reduce_sum(losses, 1)
 
 
-def sampled_softmax_loss(weights, biases, labels, inputs, num_sampled, num_classes, num_true=1,
-                         sampled_values=None, remove_accidental_hits=True, partition_strategy="mod",
-                         name="sampled_softmax_loss", seed=None):  # fmt: skip
+def sampled_softmax_loss(
+    weights,
+    biases,
+    labels,
+    inputs,
+    num_sampled,
+    num_classes,
+    num_true=1,
+    sampled_values=None,
+    remove_accidental_hits=True,
+    partition_strategy="mod",
+    name="sampled_softmax_loss",
+    seed=None,
+):
     """Softmax cross-entropy per example over the true and the sampled classes only."""
     from flowgraph.ops.nn import softmax_cross_entropy_with_logits_v2
 
@@ -149,7 +223,19 @@ def sampled_softmax_loss(weights, biases, labels, inputs, num_sampled, num_class
         [weights if not isinstance(weights, (list, tuple)) else weights[0], biases, inputs]
     )
     with graph.as_default(), graph.name_scope(name or "sampled_softmax_loss"):
-        logits, labels = _sampled_logits(weights, biases, labels, inputs, num_sampled, num_classes, num_true,
-                                         sampled_values, True, remove_accidental_hits, partition_strategy, seed)  # fmt: skip
+        logits, labels = _sampled_logits(
+            weights,
+            biases,
+            labels,
+            inputs,
+            num_sampled,
+            num_classes,
+            num_true,
+            sampled_values,
+            True,
+            remove_accidental_hits,
+            partition_strategy,
+            seed,
+        )
         labels = array_ops.stop_gradient(labels, name="labels_stop_gradient")
         return softmax_cross_entropy_with_logits_v2(labels=labels, logits=logits)

@@ -94,15 +94,28 @@ def _check_sequence_length(sequence_length, batch_size):
     expected = array_ops.stack([batch_size])
     check = logging_ops.Assert(
         reduction_ops.reduce_all(math_ops.equal(seq_shape, expected)),
-        [f"Expected shape for Tensor {sequence_length.name} is ", expected, " but saw shape: ",
-         seq_shape],
-    )  # fmt: skip
+        [
+            f"Expected shape for Tensor {sequence_length.name} is ",
+            expected,
+            " but saw shape: ",
+            seq_shape,
+        ],
+    )
     with default_graph.get().control_dependencies([check]):
         return array_ops.identity(sequence_length, name="CheckSeqLen")
 
 
-def dynamic_rnn(cell, inputs, sequence_length=None, initial_state=None, dtype=None,
-                parallel_iterations=None, swap_memory=False, time_major=False, scope=None):  # fmt: skip
+def dynamic_rnn(
+    cell,
+    inputs,
+    sequence_length=None,
+    initial_state=None,
+    dtype=None,
+    parallel_iterations=None,
+    swap_memory=False,
+    time_major=False,
+    scope=None,
+):
     """Runs `cell` over every time step of `inputs` in a while loop.
 
     `inputs` is a tensor (or nested structure of tensors) of shape [batch, time, ...], or
@@ -133,8 +146,9 @@ def dynamic_rnn(cell, inputs, sequence_length=None, initial_state=None, dtype=No
         if sequence_length is not None:
             sequence_length = _check_sequence_length(sequence_length, batch_size)
         time_major_inputs = nest.pack_sequence_as(inputs, flat_input)
-        outputs, final_state = _dynamic_rnn_loop(cell, time_major_inputs, state, parallel_iterations,
-                                                 swap_memory, sequence_length, dtype)  # fmt: skip
+        outputs, final_state = _dynamic_rnn_loop(
+            cell, time_major_inputs, state, parallel_iterations, swap_memory, sequence_length, dtype
+        )
         if not time_major:
             outputs = nest.map_structure(_transpose_batch_time, outputs)
         return outputs, final_state
@@ -165,8 +179,9 @@ def _static_time_and_batch(flat_input):
     return shapes, const_time, const_batch
 
 
-def _dynamic_rnn_loop(cell, inputs, initial_state, parallel_iterations, swap_memory,
-                      sequence_length, dtype):  # fmt: skip
+def _dynamic_rnn_loop(
+    cell, inputs, initial_state, parallel_iterations, swap_memory, sequence_length, dtype
+):
     """The while loop over time on time-major `inputs`; returns (time-major outputs, state)."""
     graph = default_graph.get()
     flat_input = nest.flatten(inputs)
@@ -186,15 +201,23 @@ def _dynamic_rnn_loop(cell, inputs, initial_state, parallel_iterations, swap_mem
     with graph.name_scope("dynamic_rnn") as base_name:
         pass  # only reserves a unique prefix for the arrays' names, as TF1 does
     output_tas = tuple(
-        TensorArray(out_dtype, size=time_steps, tensor_array_name=f"{base_name}output_{i}",
-                    element_shape=TensorShape([const_batch]).concatenate(as_shape(size)))
+        TensorArray(
+            out_dtype,
+            size=time_steps,
+            tensor_array_name=f"{base_name}output_{i}",
+            element_shape=TensorShape([const_batch]).concatenate(as_shape(size)),
+        )
         for i, size in enumerate(flat_output_size)
-    )  # fmt: skip
+    )
     input_tas = tuple(
-        TensorArray(x.dtype, size=time_steps, tensor_array_name=f"{base_name}input_{i}",
-                    element_shape=x.get_shape()[1:]).unstack(x)
+        TensorArray(
+            x.dtype,
+            size=time_steps,
+            tensor_array_name=f"{base_name}input_{i}",
+            element_shape=x.get_shape()[1:],
+        ).unstack(x)
         for i, x in enumerate(flat_input)
-    )  # fmt: skip
+    )
 
     def time_step(time, output_tas, state):
         flat_x = [ta.read(time) for ta in input_tas]
@@ -216,9 +239,12 @@ def _dynamic_rnn_loop(cell, inputs, initial_state, parallel_iterations, swap_mem
         return time + 1, output_tas, new_state
 
     _, output_tas, final_state = while_loop(
-        lambda time, *_: time < loop_bound, time_step, (time, output_tas, initial_state),
-        parallel_iterations=parallel_iterations, swap_memory=swap_memory,
-    )  # fmt: skip
+        lambda time, *_: time < loop_bound,
+        time_step,
+        (time, output_tas, initial_state),
+        parallel_iterations=parallel_iterations,
+        swap_memory=swap_memory,
+    )
     outputs = []
     for ta, size in zip(output_tas, flat_output_size):
         shape = TensorShape([const_time, const_batch]).concatenate(as_shape(size))
@@ -239,9 +265,19 @@ def _stack_outputs(ta, rank, loop_bound, time_steps, stopped_early):
     return array_ops.pad(written, array_ops.concat([missing, rest], 0))
 
 
-def bidirectional_dynamic_rnn(cell_fw, cell_bw, inputs, sequence_length=None, initial_state_fw=None,
-                              initial_state_bw=None, dtype=None, parallel_iterations=None,
-                              swap_memory=False, time_major=False, scope=None):  # fmt: skip
+def bidirectional_dynamic_rnn(
+    cell_fw,
+    cell_bw,
+    inputs,
+    sequence_length=None,
+    initial_state_fw=None,
+    initial_state_bw=None,
+    dtype=None,
+    parallel_iterations=None,
+    swap_memory=False,
+    time_major=False,
+    scope=None,
+):
     """A forward and a backward `dynamic_rnn` over `inputs`.
 
     The backward cell sees each example reversed in time (only its first sequence_length steps,
@@ -267,18 +303,29 @@ def bidirectional_dynamic_rnn(cell_fw, cell_bw, inputs, sequence_length=None, in
     with vs.variable_scope(scope or "bidirectional_rnn"):
         with vs.variable_scope("fw") as fw_scope:
             output_fw, state_fw = dynamic_rnn(
-                cell_fw, inputs, sequence_length=sequence_length, initial_state=initial_state_fw,
-                dtype=dtype, parallel_iterations=parallel_iterations, swap_memory=swap_memory,
-                time_major=time_major, scope=fw_scope,
-            )  # fmt: skip
+                cell_fw,
+                inputs,
+                sequence_length=sequence_length,
+                initial_state=initial_state_fw,
+                dtype=dtype,
+                parallel_iterations=parallel_iterations,
+                swap_memory=swap_memory,
+                time_major=time_major,
+                scope=fw_scope,
+            )
         with vs.variable_scope("bw") as bw_scope:
             inputs_reversed = nest.map_structure(reverse, inputs)
             tmp, state_bw = dynamic_rnn(
-                cell_bw, inputs_reversed, sequence_length=sequence_length,
-                initial_state=initial_state_bw, dtype=dtype,
-                parallel_iterations=parallel_iterations, swap_memory=swap_memory,
-                time_major=time_major, scope=bw_scope,
-            )  # fmt: skip
+                cell_bw,
+                inputs_reversed,
+                sequence_length=sequence_length,
+                initial_state=initial_state_bw,
+                dtype=dtype,
+                parallel_iterations=parallel_iterations,
+                swap_memory=swap_memory,
+                time_major=time_major,
+                scope=bw_scope,
+            )
     output_bw = nest.map_structure(reverse, tmp)
     return (output_fw, output_bw), (state_fw, state_bw)
 
@@ -349,8 +396,13 @@ def raw_rnn(cell, loop_fn, parallel_iterations=None, swap_memory=False, scope=No
             return next_time, finished, next_input, emit_ta, next_state, next_loop_state
 
         loop_vars = [time, convert_to_tensor(finished), next_input, emit_ta, state, loop_state]
-        result = while_loop(condition, body, loop_vars, parallel_iterations=parallel_iterations,
-                            swap_memory=swap_memory)  # fmt: skip
+        result = while_loop(
+            condition,
+            body,
+            loop_vars,
+            parallel_iterations=parallel_iterations,
+            swap_memory=swap_memory,
+        )
         emit_ta, final_state, final_loop_state = result[-3:]
         return emit_ta, final_state, (None if init_loop_state is None else final_loop_state)
 
@@ -371,8 +423,10 @@ def _emit_arrays(cell, emit_structure, state, const_batch, batch_size):
     """One growing TensorArray per emitted tensor, and the zeros a finished example emits."""
     if emit_structure is not None:
         flat_emit = nest.flatten(emit_structure)
-        sizes = [e.get_shape()[1:] if e.get_shape()[1:].is_fully_defined()
-                 else array_ops.shape(e)[1:] for e in flat_emit]  # fmt: skip
+        sizes = [
+            e.get_shape()[1:] if e.get_shape()[1:].is_fully_defined() else array_ops.shape(e)[1:]
+            for e in flat_emit
+        ]
         emit_dtypes = [e.dtype.base_dtype for e in flat_emit]
     else:
         emit_structure = cell.output_size
@@ -381,8 +435,15 @@ def _emit_arrays(cell, emit_structure, state, const_batch, batch_size):
     tas, zeros = [], []
     for i, (size, dtype) in enumerate(zip(sizes, emit_dtypes)):
         static = size if isinstance(size, TensorShape) else TensorShape(None)
-        tas.append(TensorArray(dtype, size=0, dynamic_size=True, name=f"rnn_output_{i}",
-                               element_shape=TensorShape([const_batch]).concatenate(static)))  # fmt: skip
+        tas.append(
+            TensorArray(
+                dtype,
+                size=0,
+                dynamic_size=True,
+                name=f"rnn_output_{i}",
+                element_shape=TensorShape([const_batch]).concatenate(static),
+            )
+        )
         if isinstance(size, TensorShape):
             shape = array_ops.stack([batch_size] + size.as_list())
         else:

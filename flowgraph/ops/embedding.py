@@ -64,11 +64,16 @@ def _route(flat_ids, params, partition_strategy):
         total = math_ops.cast(total, flat_ids.dtype)
         per, extras = math_ops.floordiv(total, n), math_ops.floormod(total, n)
     # The first `extras` shards hold per + 1 ids, the others per.
-    shard = math_ops.maximum(math_ops.floordiv(flat_ids, math_ops.add(per, 1)),
-                             math_ops.floordiv(math_ops.subtract(flat_ids, extras), per))  # fmt: skip
+    shard = math_ops.maximum(
+        math_ops.floordiv(flat_ids, math_ops.add(per, 1)),
+        math_ops.floordiv(math_ops.subtract(flat_ids, extras), per),
+    )
     in_big_shard = math_ops.less(shard, extras)
-    row = math_ops.where(in_big_shard, math_ops.floormod(flat_ids, math_ops.add(per, 1)),
-                         math_ops.floormod(math_ops.subtract(flat_ids, extras), per))  # fmt: skip
+    row = math_ops.where(
+        in_big_shard,
+        math_ops.floormod(flat_ids, math_ops.add(per, 1)),
+        math_ops.floormod(math_ops.subtract(flat_ids, extras), per),
+    )
     return shard, row
 
 

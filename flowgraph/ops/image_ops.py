@@ -57,27 +57,46 @@ def _string(contents):
 
 def decode_png(contents, channels=0, dtype=dtypes.uint8, name=None):
     """A [height, width, channels] uint8 (or uint16) image from PNG bytes."""
-    return apply_op("DecodePng", [_string(contents)], name=name, channels=channels,
-                    dtype=dtypes.as_dtype(dtype)).outputs[0]  # fmt: skip
+    return apply_op(
+        "DecodePng", [_string(contents)], name=name, channels=channels, dtype=dtypes.as_dtype(dtype)
+    ).outputs[0]
 
 
-def decode_jpeg(contents, channels=0, ratio=1, fancy_upscaling=True, try_recover_truncated=False,
-                acceptable_fraction=1, dct_method="", name=None):  # fmt: skip
+def decode_jpeg(
+    contents,
+    channels=0,
+    ratio=1,
+    fancy_upscaling=True,
+    try_recover_truncated=False,
+    acceptable_fraction=1,
+    dct_method="",
+    name=None,
+):
     """A [height, width, channels] uint8 image from JPEG bytes (`ratio` downscales by 2/4/8)."""
     return apply_op(
-        "DecodeJpeg", [_string(contents)], name=name, channels=channels, ratio=ratio,
-        fancy_upscaling=fancy_upscaling, try_recover_truncated=try_recover_truncated,
-        acceptable_fraction=float(acceptable_fraction), dct_method=dct_method,
-    ).outputs[0]  # fmt: skip
+        "DecodeJpeg",
+        [_string(contents)],
+        name=name,
+        channels=channels,
+        ratio=ratio,
+        fancy_upscaling=fancy_upscaling,
+        try_recover_truncated=try_recover_truncated,
+        acceptable_fraction=float(acceptable_fraction),
+        dct_method=dct_method,
+    ).outputs[0]
 
 
 def decode_image(contents, channels=None, dtype=dtypes.uint8, name=None, expand_animations=True):
     """Decodes PNG, JPEG, GIF (frames as a 4-D tensor) or BMP by the data's own format."""
     dtype = dtypes.as_dtype(dtype)
     return apply_op(
-        "DecodeImage", [_string(contents)], name=name, channels=channels or 0, dtype=dtype,
+        "DecodeImage",
+        [_string(contents)],
+        name=name,
+        channels=channels or 0,
+        dtype=dtype,
         expand_animations=expand_animations,
-    ).outputs[0]  # fmt: skip
+    ).outputs[0]
 
 
 def encode_png(image, compression=-1, name=None):
@@ -86,17 +105,35 @@ def encode_png(image, compression=-1, name=None):
     return apply_op("EncodePng", [image], name=name, compression=compression).outputs[0]
 
 
-def encode_jpeg(image, format="", quality=95, progressive=False, optimize_size=False,
-                chroma_downsampling=True, density_unit="in", x_density=300, y_density=300,
-                xmp_metadata="", name=None):  # fmt: skip
+def encode_jpeg(
+    image,
+    format="",
+    quality=95,
+    progressive=False,
+    optimize_size=False,
+    chroma_downsampling=True,
+    density_unit="in",
+    x_density=300,
+    y_density=300,
+    xmp_metadata="",
+    name=None,
+):
     """JPEG bytes of a [height, width, 1 or 3] uint8 image."""
     image = convert.convert_to_tensor(image, dtype=dtypes.uint8, name="image")
     return apply_op(
-        "EncodeJpeg", [image], name=name, format=format, quality=quality,
-        progressive=progressive, optimize_size=optimize_size,
-        chroma_downsampling=chroma_downsampling, density_unit=density_unit,
-        x_density=x_density, y_density=y_density, xmp_metadata=xmp_metadata,
-    ).outputs[0]  # fmt: skip
+        "EncodeJpeg",
+        [image],
+        name=name,
+        format=format,
+        quality=quality,
+        progressive=progressive,
+        optimize_size=optimize_size,
+        chroma_downsampling=chroma_downsampling,
+        density_unit=density_unit,
+        x_density=x_density,
+        y_density=y_density,
+        xmp_metadata=xmp_metadata,
+    ).outputs[0]
 
 
 # -- resizing -------------------------------------------------------------------------------------
@@ -117,21 +154,34 @@ def _size(size):
 
 def resize_bilinear(images, size, align_corners=False, half_pixel_centers=False, name=None):
     """Bilinear resize of [batch, height, width, channels] images to `size`; float32 out."""
-    return apply_op("ResizeBilinear", [images, _size(size)], name=name,
-                    align_corners=align_corners, half_pixel_centers=half_pixel_centers
-                    ).outputs[0]  # fmt: skip
+    return apply_op(
+        "ResizeBilinear",
+        [images, _size(size)],
+        name=name,
+        align_corners=align_corners,
+        half_pixel_centers=half_pixel_centers,
+    ).outputs[0]
 
 
-def resize_nearest_neighbor(images, size, align_corners=False, half_pixel_centers=False,
-                            name=None):  # fmt: skip
+def resize_nearest_neighbor(images, size, align_corners=False, half_pixel_centers=False, name=None):
     """Nearest-neighbour resize of [batch, height, width, channels] images; dtype kept."""
-    return apply_op("ResizeNearestNeighbor", [images, _size(size)], name=name,
-                    align_corners=align_corners, half_pixel_centers=half_pixel_centers
-                    ).outputs[0]  # fmt: skip
+    return apply_op(
+        "ResizeNearestNeighbor",
+        [images, _size(size)],
+        name=name,
+        align_corners=align_corners,
+        half_pixel_centers=half_pixel_centers,
+    ).outputs[0]
 
 
-def resize_images(images, size, method=ResizeMethod.BILINEAR, align_corners=False,
-                  preserve_aspect_ratio=False, name=None):  # fmt: skip
+def resize_images(
+    images,
+    size,
+    method=ResizeMethod.BILINEAR,
+    align_corners=False,
+    preserve_aspect_ratio=False,
+    name=None,
+):
     """Resizes 3-D or 4-D images to `size` ([new_height, new_width])."""
     if preserve_aspect_ratio:
         raise NotImplementedError("resize_images(preserve_aspect_ratio=True)")
@@ -196,16 +246,18 @@ def crop_to_bounding_box(image, offset_height, offset_width, target_height, targ
     for v, what in ((offset_height, "offset_height"), (offset_width, "offset_width")):
         if isinstance(v, int) and v < 0:
             raise ValueError(f"{what} must be >= 0.")
-    static = all(isinstance(v, int) for v in (offset_height, offset_width, target_height,
-                                               target_width))  # fmt: skip
+    static = all(
+        isinstance(v, int) for v in (offset_height, offset_width, target_height, target_width)
+    )
     if static and height is not None and offset_height + target_height > height:
         raise ValueError("height must be >= target + offset.")
     if static and width is not None and offset_width + target_width > width:
         raise ValueError("width must be >= target + offset.")
     lead = [0] * (image.shape.ndims - 3)
     keep = [-1] * (image.shape.ndims - 3)
-    return slice_(image, lead + [offset_height, offset_width, 0],
-                  keep + [target_height, target_width, -1])  # fmt: skip
+    return slice_(
+        image, lead + [offset_height, offset_width, 0], keep + [target_height, target_width, -1]
+    )
 
 
 def pad_to_bounding_box(image, offset_height, offset_width, target_height, target_width):
@@ -279,9 +331,7 @@ def per_image_standardization(image):
     with graph.name_scope("per_image_standardization"):
         image = math_ops.cast(image, dtypes.float32)
         axes = [-1, -2, -3]
-        num = math_ops.cast(
-            reduction.reduce_prod(array_ops.shape(image)[-3:]), dtypes.float32
-        )  # fmt: skip
+        num = math_ops.cast(reduction.reduce_prod(array_ops.shape(image)[-3:]), dtypes.float32)
         mean = reduction.reduce_mean(image, axes, keepdims=True)
         variance = reduction.reduce_mean(math_ops.square(image - mean), axes, keepdims=True)
         stddev = math_ops.sqrt(variance)

@@ -219,8 +219,14 @@ class variance_scaling_initializer(Initializer):
     _MODES = ("fan_in", "fan_out", "fan_avg")
     _DISTRIBUTIONS = ("normal", "uniform", "truncated_normal", "untruncated_normal")
 
-    def __init__(self, scale=1.0, mode="fan_in", distribution="truncated_normal", seed=None,
-                 dtype=dtypes.float32):  # fmt: skip
+    def __init__(
+        self,
+        scale=1.0,
+        mode="fan_in",
+        distribution="truncated_normal",
+        seed=None,
+        dtype=dtypes.float32,
+    ):
         if scale <= 0.0:
             raise ValueError(f"`scale` must be positive float, got {scale!r}.")
         if mode not in self._MODES:
@@ -228,7 +234,8 @@ class variance_scaling_initializer(Initializer):
         distribution = str(distribution).lower()
         if distribution not in self._DISTRIBUTIONS:
             raise ValueError(
-                f"Invalid `distribution` argument: {distribution!r}; expected one of {self._DISTRIBUTIONS}."
+                f"Invalid `distribution` argument: {distribution!r}; expected one of "
+                f"{self._DISTRIBUTIONS}."
             )
         self.scale = scale
         self.mode = mode
@@ -252,8 +259,13 @@ class variance_scaling_initializer(Initializer):
         return random_ops.random_uniform(shape, -limit, limit, dtype, seed=self.seed)
 
     def get_config(self):
-        return {"scale": self.scale, "mode": self.mode, "distribution": self.distribution,
-                "seed": self.seed, "dtype": self.dtype.name}  # fmt: skip
+        return {
+            "scale": self.scale,
+            "mode": self.mode,
+            "distribution": self.distribution,
+            "seed": self.seed,
+            "dtype": self.dtype.name,
+        }
 
 
 class glorot_uniform_initializer(variance_scaling_initializer):
@@ -281,7 +293,8 @@ class glorot_normal_initializer(variance_scaling_initializer):
 class orthogonal_initializer(Initializer):
     """An orthogonal matrix (rows or columns orthonormal) times `gain`; a tensor of rank > 2 is
     treated as a [prod(shape[:-1]), shape[-1]] matrix. Built from the QR decomposition of a
-    normal matrix, with Q's columns signed by R's diagonal so the result is uniformly distributed."""
+    normal matrix, with Q's columns signed by R's diagonal so the result is uniformly
+    distributed."""
 
     def __init__(self, gain=1.0, seed=None, dtype=dtypes.float32):
         self.gain = gain

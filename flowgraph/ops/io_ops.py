@@ -16,7 +16,7 @@ __all__ = [
     "save_v2",
     "sharded_filename",
     "sharded_filespec",
-]  # fmt: skip
+]
 
 
 def save_v2(prefix, tensor_names, shape_and_slices, tensors, name=None):
@@ -31,11 +31,21 @@ def restore_v2(prefix, tensor_names, shape_and_slices, dtypes_, name=None):
     return list(op.outputs)
 
 
-def merge_v2_checkpoints(checkpoint_prefixes, destination_prefix, delete_old_dirs=True,
-                         allow_missing_files=False, name=None):  # fmt: skip
+def merge_v2_checkpoints(
+    checkpoint_prefixes,
+    destination_prefix,
+    delete_old_dirs=True,
+    allow_missing_files=False,
+    name=None,
+):
     """Merges per-shard bundles into `destination_prefix` (sharded saves)."""
-    return apply_op("MergeV2Checkpoints", [checkpoint_prefixes, destination_prefix], name=name,
-                    delete_old_dirs=delete_old_dirs, allow_missing_files=allow_missing_files)  # fmt: skip
+    return apply_op(
+        "MergeV2Checkpoints",
+        [checkpoint_prefixes, destination_prefix],
+        name=name,
+        delete_old_dirs=delete_old_dirs,
+        allow_missing_files=allow_missing_files,
+    )
 
 
 def sharded_filename(basename, shard, num_shards, name=None):
@@ -55,17 +65,28 @@ def save(filename, tensor_names, data, name=None):
 
 def save_slices(filename, tensor_names, shapes_and_slices, data, name=None):
     """Writes tensors or slices of them to a V1 checkpoint file (the SaveSlices op)."""
-    return apply_op("SaveSlices", [filename, tensor_names, shapes_and_slices, list(data)],
-                    name=name)  # fmt: skip
+    return apply_op(
+        "SaveSlices", [filename, tensor_names, shapes_and_slices, list(data)], name=name
+    )
 
 
 def restore(file_pattern, tensor_name, dt, preferred_shard=-1, name=None):
     """Reads one tensor from the V1 checkpoint matching `file_pattern` (the Restore op)."""
-    return apply_op("Restore", [file_pattern, tensor_name], name=name,
-                    dt=dtypes.as_dtype(dt).base_dtype, preferred_shard=preferred_shard).outputs[0]  # fmt: skip
+    return apply_op(
+        "Restore",
+        [file_pattern, tensor_name],
+        name=name,
+        dt=dtypes.as_dtype(dt).base_dtype,
+        preferred_shard=preferred_shard,
+    ).outputs[0]
 
 
 def restore_slice(file_pattern, tensor_name, shape_and_slice, dt, preferred_shard=-1, name=None):
     """Reads a slice of one tensor from a V1 checkpoint (the RestoreSlice op)."""
-    return apply_op("RestoreSlice", [file_pattern, tensor_name, shape_and_slice], name=name,
-                    dt=dtypes.as_dtype(dt).base_dtype, preferred_shard=preferred_shard).outputs[0]  # fmt: skip
+    return apply_op(
+        "RestoreSlice",
+        [file_pattern, tensor_name, shape_and_slice],
+        name=name,
+        dt=dtypes.as_dtype(dt).base_dtype,
+        preferred_shard=preferred_shard,
+    ).outputs[0]

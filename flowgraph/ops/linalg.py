@@ -38,15 +38,24 @@ __all__ = [
     "qr",
     "tensordot",
     "trace",
-]  # fmt: skip
+]
 
 
 def _op(op_type, inputs, name=None, **attrs):
     return apply_op(op_type, inputs, name=name, **attrs).outputs[0]
 
 
-def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_b=False,
-           a_is_sparse=False, b_is_sparse=False, name=None):  # fmt: skip
+def matmul(
+    a,
+    b,
+    transpose_a=False,
+    transpose_b=False,
+    adjoint_a=False,
+    adjoint_b=False,
+    a_is_sparse=False,
+    b_is_sparse=False,
+    name=None,
+):
     """The matrix product a @ b: MatMul for matrices, BatchMatMulV2 (batch dims broadcast) when
     either input has rank > 2 or unknown rank. `adjoint_*` also conjugates; `*_is_sparse` are
     hints that select no other algorithm here (BLAS is used either way).
@@ -220,8 +229,9 @@ def _only_main_diagonal(function: str, **args) -> None:
 
 def matrix_diag(diagonal, name="diag", k=0, num_rows=-1, num_cols=-1, padding_value=0):
     """Batched diagonal matrices: [..., N] -> [..., N, N] with the input on the diagonal."""
-    _only_main_diagonal("matrix_diag", k=k, num_rows=num_rows, num_cols=num_cols,
-                        padding_value=padding_value)  # fmt: skip
+    _only_main_diagonal(
+        "matrix_diag", k=k, num_rows=num_rows, num_cols=num_cols, padding_value=padding_value
+    )
     return _op("MatrixDiag", [diagonal], name)
 
 
@@ -327,15 +337,31 @@ def adjoint(matrix, name=None):
 
 
 def qr(input, full_matrices=False, name=None):
-    """(q, r) with input = q @ r for each inner matrix: q orthonormal columns, r upper triangular."""
+    """(q, r) with input = q @ r for each inner matrix: q orthonormal columns, r upper
+    triangular."""
     return tuple(apply_op("Qr", [input], name=name, full_matrices=full_matrices).outputs)
 
 
 LINALG = {  # tf.linalg.<key> -> function
-    "matmul": matmul, "tensordot": tensordot, "inv": matrix_inverse, "det": matrix_determinant,
-    "slogdet": slogdet, "logdet": logdet, "cholesky": cholesky, "solve": matrix_solve,
-    "triangular_solve": matrix_triangular_solve, "diag": matrix_diag,
-    "diag_part": matrix_diag_part, "set_diag": matrix_set_diag, "band_part": matrix_band_part,
-    "tensor_diag": diag, "tensor_diag_part": diag_part, "trace": trace, "eye": eye, "qr": qr,
-    "transpose": matrix_transpose, "matrix_transpose": matrix_transpose, "adjoint": adjoint,
-}  # fmt: skip
+    "matmul": matmul,
+    "tensordot": tensordot,
+    "inv": matrix_inverse,
+    "det": matrix_determinant,
+    "slogdet": slogdet,
+    "logdet": logdet,
+    "cholesky": cholesky,
+    "solve": matrix_solve,
+    "triangular_solve": matrix_triangular_solve,
+    "diag": matrix_diag,
+    "diag_part": matrix_diag_part,
+    "set_diag": matrix_set_diag,
+    "band_part": matrix_band_part,
+    "tensor_diag": diag,
+    "tensor_diag_part": diag_part,
+    "trace": trace,
+    "eye": eye,
+    "qr": qr,
+    "transpose": matrix_transpose,
+    "matrix_transpose": matrix_transpose,
+    "adjoint": adjoint,
+}

@@ -26,8 +26,9 @@ def Print(input_, data, message=None, first_n=None, summarize=None, name=None):
     """Returns `input_`, and when it runs writes `message` followed by each data tensor's
     summary to stderr (only the first `first_n` times if first_n >= 0)."""
     tensors = [convert_to_tensor(d) for d in data]
-    return apply_op("Print", [input_, tensors], name=name, message=message, first_n=first_n,
-                    summarize=summarize).outputs[0]  # fmt: skip
+    return apply_op(
+        "Print", [input_, tensors], name=name, message=message, first_n=first_n, summarize=summarize
+    ).outputs[0]
 
 
 def check_numerics(tensor, message, name=None):

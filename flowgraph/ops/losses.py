@@ -49,8 +49,14 @@ class Reduction:
 
     @classmethod
     def all(cls):
-        return (cls.NONE, cls.SUM, cls.MEAN, cls.SUM_OVER_BATCH_SIZE, cls.SUM_OVER_NONZERO_WEIGHTS,
-                cls.SUM_BY_NONZERO_WEIGHTS)  # fmt: skip
+        return (
+            cls.NONE,
+            cls.SUM,
+            cls.MEAN,
+            cls.SUM_OVER_BATCH_SIZE,
+            cls.SUM_OVER_NONZERO_WEIGHTS,
+            cls.SUM_BY_NONZERO_WEIGHTS,
+        )
 
     @classmethod
     def validate(cls, key):
@@ -70,7 +76,8 @@ def _check_broadcastable(weights, losses):
         return
     if w.ndims != l.ndims:
         raise ValueError(
-            f"weights can not be broadcast to values. values.rank={l.ndims}. weights.rank={w.ndims}. "
+            f"weights can not be broadcast to values. values.rank={l.ndims}. "
+            f"weights.rank={w.ndims}. "
             f"values.shape={l}. weights.shape={w}."
         )
     for dw, dl in zip(w.as_list(), l.as_list()):
@@ -92,8 +99,13 @@ def _num_present(losses, weights):
         return reduction_ops.reduce_sum(present)
 
 
-def compute_weighted_loss(losses, weights=1.0, scope=None, loss_collection=GraphKeys.LOSSES,
-                          reduction=Reduction.SUM_BY_NONZERO_WEIGHTS):  # fmt: skip
+def compute_weighted_loss(
+    losses,
+    weights=1.0,
+    scope=None,
+    loss_collection=GraphKeys.LOSSES,
+    reduction=Reduction.SUM_BY_NONZERO_WEIGHTS,
+):
     """Weights `losses` and reduces them; the result is added to `loss_collection`.
 
     Example: loss = tf.losses.compute_weighted_loss(per_example, weights=mask)
@@ -135,9 +147,14 @@ def _float_pair(labels, predictions):
     return labels, predictions
 
 
-def absolute_difference(labels, predictions, weights=1.0, scope=None,
-                        loss_collection=GraphKeys.LOSSES,
-                        reduction=Reduction.SUM_BY_NONZERO_WEIGHTS):  # fmt: skip
+def absolute_difference(
+    labels,
+    predictions,
+    weights=1.0,
+    scope=None,
+    loss_collection=GraphKeys.LOSSES,
+    reduction=Reduction.SUM_BY_NONZERO_WEIGHTS,
+):
     """Weighted |predictions - labels|."""
     _check_args(labels=labels, predictions=predictions)
     with _name_scope(scope, "absolute_difference", (predictions, labels, weights)) as scope:
@@ -146,9 +163,14 @@ def absolute_difference(labels, predictions, weights=1.0, scope=None,
         return compute_weighted_loss(losses, weights, scope, loss_collection, reduction)
 
 
-def mean_squared_error(labels, predictions, weights=1.0, scope=None,
-                       loss_collection=GraphKeys.LOSSES,
-                       reduction=Reduction.SUM_BY_NONZERO_WEIGHTS):  # fmt: skip
+def mean_squared_error(
+    labels,
+    predictions,
+    weights=1.0,
+    scope=None,
+    loss_collection=GraphKeys.LOSSES,
+    reduction=Reduction.SUM_BY_NONZERO_WEIGHTS,
+):
     """Weighted (predictions - labels)².
 
     Example: loss = tf.losses.mean_squared_error(y, y_hat)
@@ -160,8 +182,14 @@ def mean_squared_error(labels, predictions, weights=1.0, scope=None,
         return compute_weighted_loss(losses, weights, scope, loss_collection, reduction)
 
 
-def hinge_loss(labels, logits, weights=1.0, scope=None, loss_collection=GraphKeys.LOSSES,
-               reduction=Reduction.SUM_BY_NONZERO_WEIGHTS):  # fmt: skip
+def hinge_loss(
+    labels,
+    logits,
+    weights=1.0,
+    scope=None,
+    loss_collection=GraphKeys.LOSSES,
+    reduction=Reduction.SUM_BY_NONZERO_WEIGHTS,
+):
     """max(0, 1 - y·logits) with labels in {0, 1} mapped to y in {-1, 1}."""
     _check_args(labels=labels, logits=logits)
     with _name_scope(scope, "hinge_loss", (logits, labels, weights)) as scope:
@@ -172,9 +200,15 @@ def hinge_loss(labels, logits, weights=1.0, scope=None, loss_collection=GraphKey
         return compute_weighted_loss(losses, weights, scope, loss_collection, reduction)
 
 
-def huber_loss(labels, predictions, weights=1.0, delta=1.0, scope=None,
-               loss_collection=GraphKeys.LOSSES,
-               reduction=Reduction.SUM_BY_NONZERO_WEIGHTS):  # fmt: skip
+def huber_loss(
+    labels,
+    predictions,
+    weights=1.0,
+    delta=1.0,
+    scope=None,
+    loss_collection=GraphKeys.LOSSES,
+    reduction=Reduction.SUM_BY_NONZERO_WEIGHTS,
+):
     """0.5·e² where |e| <= delta, delta·(|e| - 0.5·delta) beyond: quadratic near 0, linear far."""
     _check_args(labels=labels, predictions=predictions)
     with _name_scope(scope, "huber_loss", (predictions, labels, weights)) as scope:
@@ -188,9 +222,15 @@ def huber_loss(labels, predictions, weights=1.0, delta=1.0, scope=None,
         return compute_weighted_loss(losses, weights, scope, loss_collection, reduction)
 
 
-def log_loss(labels, predictions, weights=1.0, epsilon=1e-7, scope=None,
-             loss_collection=GraphKeys.LOSSES,
-             reduction=Reduction.SUM_BY_NONZERO_WEIGHTS):  # fmt: skip
+def log_loss(
+    labels,
+    predictions,
+    weights=1.0,
+    epsilon=1e-7,
+    scope=None,
+    loss_collection=GraphKeys.LOSSES,
+    reduction=Reduction.SUM_BY_NONZERO_WEIGHTS,
+):
     """Binary cross-entropy of probabilities: -y·log(p + eps) - (1 - y)·log(1 - p + eps)."""
     _check_args(labels=labels, predictions=predictions)
     with _name_scope(scope, "log_loss", (predictions, labels, weights)) as scope:
@@ -201,9 +241,15 @@ def log_loss(labels, predictions, weights=1.0, epsilon=1e-7, scope=None,
         return compute_weighted_loss(losses, weights, scope, loss_collection, reduction)
 
 
-def sigmoid_cross_entropy(multi_class_labels, logits, weights=1.0, label_smoothing=0, scope=None,
-                          loss_collection=GraphKeys.LOSSES,
-                          reduction=Reduction.SUM_BY_NONZERO_WEIGHTS):  # fmt: skip
+def sigmoid_cross_entropy(
+    multi_class_labels,
+    logits,
+    weights=1.0,
+    label_smoothing=0,
+    scope=None,
+    loss_collection=GraphKeys.LOSSES,
+    reduction=Reduction.SUM_BY_NONZERO_WEIGHTS,
+):
     """Sigmoid cross-entropy; `label_smoothing` moves labels towards 1/2: y·(1-s) + s/2."""
     _check_args(multi_class_labels=multi_class_labels, logits=logits)
     with _name_scope(
@@ -220,9 +266,15 @@ def sigmoid_cross_entropy(multi_class_labels, logits, weights=1.0, label_smoothi
         return compute_weighted_loss(losses, weights, scope, loss_collection, reduction)
 
 
-def softmax_cross_entropy(onehot_labels, logits, weights=1.0, label_smoothing=0, scope=None,
-                          loss_collection=GraphKeys.LOSSES,
-                          reduction=Reduction.SUM_BY_NONZERO_WEIGHTS):  # fmt: skip
+def softmax_cross_entropy(
+    onehot_labels,
+    logits,
+    weights=1.0,
+    label_smoothing=0,
+    scope=None,
+    loss_collection=GraphKeys.LOSSES,
+    reduction=Reduction.SUM_BY_NONZERO_WEIGHTS,
+):
     """Softmax cross-entropy of one-hot labels; `label_smoothing` s turns each label y into
     y·(1-s) + s/num_classes. `weights` are per example ([batch] or scalar).
 
@@ -258,9 +310,14 @@ def _squeeze_last(t, other_rank):
     return t
 
 
-def sparse_softmax_cross_entropy(labels, logits, weights=1.0, scope=None,
-                                 loss_collection=GraphKeys.LOSSES,
-                                 reduction=Reduction.SUM_BY_NONZERO_WEIGHTS):  # fmt: skip
+def sparse_softmax_cross_entropy(
+    labels,
+    logits,
+    weights=1.0,
+    scope=None,
+    loss_collection=GraphKeys.LOSSES,
+    reduction=Reduction.SUM_BY_NONZERO_WEIGHTS,
+):
     """Softmax cross-entropy of integer class ids `labels` ([batch] or [batch, 1])."""
     _check_args(labels=labels, logits=logits)
     with _name_scope(

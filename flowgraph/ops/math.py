@@ -2,7 +2,8 @@
 transcendental functions, comparisons, logic, selection and casts, with TF1's signatures.
 
 Reductions and scans are in `reduction.py`, matrix products in `linalg.py`. The Tensor operator
-overloads (`+`, `/`, `<`, `&`, ...) are installed at the end of this module. Single-op wrappers are generated from a table (one row per op); wrappers that compose several
+overloads (`+`, `/`, `<`, `&`, ...) are installed at the end of this module. Single-op wrappers are
+generated from a table (one row per op); wrappers that compose several
 ops, or that follow TF1's special rules (truediv's casts, div's Python-2 semantics), are written
 out below.
 """
@@ -69,8 +70,12 @@ truncatemod = _binary("TruncateMod", "truncatemod", "x mod y with the sign of x 
 maximum = _binary("Maximum", "maximum", "max(x, y) element-wise.")
 minimum = _binary("Minimum", "minimum", "min(x, y) element-wise.")
 squared_difference = _binary("SquaredDifference", "squared_difference", "(x - y) * conj(x - y).")
-atan2 = _binary("Atan2", "atan2", "The angle of the point (x, y): arctan(y / x) in (-pi, pi].",
-                arg_names=("y", "x"))  # fmt: skip
+atan2 = _binary(
+    "Atan2",
+    "atan2",
+    "The angle of the point (x, y): arctan(y / x) in (-pi, pi].",
+    arg_names=("y", "x"),
+)
 div_no_nan = _binary("DivNoNan", "div_no_nan", "x / y, but 0 wherever y == 0.")
 less = _binary("Less", "less", "x < y element-wise (bool).")
 less_equal = _binary("LessEqual", "less_equal", "x <= y element-wise (bool).")
@@ -140,9 +145,13 @@ def _same_dtype(x, y):
 
 # truediv's rule: small ints divide in float32, 32/64-bit ints in float64 (Python 3 division).
 _TRUEDIV_CASTS = {
-    dtypes.int8: dtypes.float32, dtypes.uint8: dtypes.float32, dtypes.int16: dtypes.float32,
-    dtypes.uint16: dtypes.float32, dtypes.int32: dtypes.float64, dtypes.int64: dtypes.float64,
-}  # fmt: skip
+    dtypes.int8: dtypes.float32,
+    dtypes.uint8: dtypes.float32,
+    dtypes.int16: dtypes.float32,
+    dtypes.uint16: dtypes.float32,
+    dtypes.int32: dtypes.float64,
+    dtypes.int64: dtypes.float64,
+}
 
 
 def truediv(x, y, name=None):
@@ -490,7 +499,7 @@ __all__ = [
     "truncatemod",
     "where",
     "where_v2",
-]  # fmt: skip
+]
 
 
 # -- Tensor operator overloads (TF1's math_ops._OverrideBinaryOperatorHelper) ------------------

@@ -25,9 +25,11 @@ __all__ = ["accuracy", "mean", "mean_absolute_error", "mean_squared_error", "pre
 def _metric_variable(shape, dtype, name):
     """A zero-initialized accumulator in LOCAL_VARIABLES and METRIC_VARIABLES."""
     return variables.Variable(
-        lambda: array_ops.zeros(shape, dtype), trainable=False, name=name,
+        lambda: array_ops.zeros(shape, dtype),
+        trainable=False,
+        name=name,
         collections=[GraphKeys.LOCAL_VARIABLES, GraphKeys.METRIC_VARIABLES],
-    )  # fmt: skip
+    )
 
 
 def _add_to(collections, value):
@@ -96,8 +98,9 @@ def mean(values, weights=None, metrics_collections=None, updates_collections=Non
         return value, update_op
 
 
-def accuracy(labels, predictions, weights=None, metrics_collections=None, updates_collections=None,
-             name=None):  # fmt: skip
+def accuracy(
+    labels, predictions, weights=None, metrics_collections=None, updates_collections=None, name=None
+):
     """The (weighted) fraction of `predictions` equal to `labels`.
 
     Example: acc, update = tf.metrics.accuracy(y, tf.argmax(logits, 1))
@@ -110,26 +113,34 @@ def accuracy(labels, predictions, weights=None, metrics_collections=None, update
     return mean(is_correct, weights, metrics_collections, updates_collections, name or "accuracy")
 
 
-def mean_squared_error(labels, predictions, weights=None, metrics_collections=None,
-                       updates_collections=None, name=None):  # fmt: skip
+def mean_squared_error(
+    labels, predictions, weights=None, metrics_collections=None, updates_collections=None, name=None
+):
     """The (weighted) running mean of (labels - predictions)²."""
     predictions, labels, weights = _prepare(predictions, labels, weights)
     predictions.get_shape().assert_is_compatible_with(labels.get_shape())
-    squared = math_ops.squared_difference(math_ops.cast(labels, dtypes.float32),
-                                          math_ops.cast(predictions, dtypes.float32))  # fmt: skip
+    squared = math_ops.squared_difference(
+        math_ops.cast(labels, dtypes.float32), math_ops.cast(predictions, dtypes.float32)
+    )
     return mean(
         squared, weights, metrics_collections, updates_collections, name or "mean_squared_error"
     )
 
 
-def mean_absolute_error(labels, predictions, weights=None, metrics_collections=None,
-                        updates_collections=None, name=None):  # fmt: skip
+def mean_absolute_error(
+    labels, predictions, weights=None, metrics_collections=None, updates_collections=None, name=None
+):
     """The (weighted) running mean of |labels - predictions|."""
     predictions, labels, weights = _prepare(predictions, labels, weights)
     predictions.get_shape().assert_is_compatible_with(labels.get_shape())
     diff = math_ops.cast(labels, dtypes.float32) - math_ops.cast(predictions, dtypes.float32)
-    return mean(math_ops.abs(diff), weights, metrics_collections, updates_collections,
-                name or "mean_absolute_error")  # fmt: skip
+    return mean(
+        math_ops.abs(diff),
+        weights,
+        metrics_collections,
+        updates_collections,
+        name or "mean_absolute_error",
+    )
 
 
 def _count(condition, weights, name):
@@ -148,8 +159,16 @@ def _read(var):
     return var.value() if hasattr(var, "value") else convert_to_tensor(var)
 
 
-def _ratio_metric(labels, predictions, weights, metrics_collections, updates_collections, name,
-                  default, other_label):  # fmt: skip
+def _ratio_metric(
+    labels,
+    predictions,
+    weights,
+    metrics_collections,
+    updates_collections,
+    name,
+    default,
+    other_label,
+):
     """tp / (tp + other), `other` = false positives (precision) or false negatives (recall)."""
     with vs.variable_scope(name, default, (predictions, labels, weights)):
         predictions, labels, weights = _prepare(predictions, labels, weights)
@@ -173,15 +192,33 @@ def _ratio_metric(labels, predictions, weights, metrics_collections, updates_col
         return value, update_op
 
 
-def precision(labels, predictions, weights=None, metrics_collections=None, updates_collections=None,
-              name=None):  # fmt: skip
+def precision(
+    labels, predictions, weights=None, metrics_collections=None, updates_collections=None, name=None
+):
     """Running true_positives / (true_positives + false_positives) of boolean predictions."""
-    return _ratio_metric(labels, predictions, weights, metrics_collections, updates_collections,
-                         name, "precision", "false_positives")  # fmt: skip
+    return _ratio_metric(
+        labels,
+        predictions,
+        weights,
+        metrics_collections,
+        updates_collections,
+        name,
+        "precision",
+        "false_positives",
+    )
 
 
-def recall(labels, predictions, weights=None, metrics_collections=None, updates_collections=None,
-           name=None):  # fmt: skip
+def recall(
+    labels, predictions, weights=None, metrics_collections=None, updates_collections=None, name=None
+):
     """Running true_positives / (true_positives + false_negatives) of boolean predictions."""
-    return _ratio_metric(labels, predictions, weights, metrics_collections, updates_collections,
-                         name, "recall", "false_negatives")  # fmt: skip
+    return _ratio_metric(
+        labels,
+        predictions,
+        weights,
+        metrics_collections,
+        updates_collections,
+        name,
+        "recall",
+        "false_negatives",
+    )

@@ -23,14 +23,43 @@ from flowgraph.ops import math as math_ops
 from flowgraph.ops import random as random_ops
 from flowgraph.ops import reduction as reduction_ops
 
-__all__ = [
-    "relu", "relu6", "elu", "selu", "leaky_relu", "softplus", "softsign", "crelu", "sigmoid", "tanh",
-    "softmax", "log_softmax", "bias_add", "xw_plus_b", "l2_loss", "l2_normalize", "moments",
-    "batch_normalization", "fused_batch_norm", "lrn", "local_response_normalization",
-    "softmax_cross_entropy_with_logits", "softmax_cross_entropy_with_logits_v2",
-    "sparse_softmax_cross_entropy_with_logits", "sigmoid_cross_entropy_with_logits",
-    "weighted_cross_entropy_with_logits", "top_k", "in_top_k", "dropout", "relu_layer",
-] + nn_conv.__all__ + embedding.__all__ + candidate_sampling.__all__  # fmt: skip
+__all__ = (
+    [
+        "relu",
+        "relu6",
+        "elu",
+        "selu",
+        "leaky_relu",
+        "softplus",
+        "softsign",
+        "crelu",
+        "sigmoid",
+        "tanh",
+        "softmax",
+        "log_softmax",
+        "bias_add",
+        "xw_plus_b",
+        "l2_loss",
+        "l2_normalize",
+        "moments",
+        "batch_normalization",
+        "fused_batch_norm",
+        "lrn",
+        "local_response_normalization",
+        "softmax_cross_entropy_with_logits",
+        "softmax_cross_entropy_with_logits_v2",
+        "sparse_softmax_cross_entropy_with_logits",
+        "sigmoid_cross_entropy_with_logits",
+        "weighted_cross_entropy_with_logits",
+        "top_k",
+        "in_top_k",
+        "dropout",
+        "relu_layer",
+    ]
+    + nn_conv.__all__
+    + embedding.__all__
+    + candidate_sampling.__all__
+)
 
 
 def _scope(name, default, values):
@@ -119,7 +148,8 @@ def _on_last_axis(op_type, logits, axis, name):
 
 
 def softmax(logits, axis=None, name=None, dim=None):
-    """exp(logits) / sum(exp(logits), axis), along `axis` (default the last; `dim` is TF1's name)."""
+    """exp(logits) / sum(exp(logits), axis), along `axis` (default the last; `dim` is TF1's
+    name)."""
     return _on_last_axis("Softmax", logits, _axis_arg(axis, dim), name)
 
 
@@ -128,7 +158,7 @@ def log_softmax(logits, axis=None, name=None, dim=None):
     return _on_last_axis("LogSoftmax", logits, _axis_arg(axis, dim), name)
 
 
-# -- bias and dense layers --------------------------------------------------------------------------
+# -- bias and dense layers -------------------------------------------------------------------------
 def bias_add(value, bias, data_format=None, name=None):
     """value + bias, with `bias` a vector along the channel axis (last for NHWC, 1 for NCHW)."""
     data_format = data_format or "NHWC"
@@ -158,7 +188,7 @@ def relu_layer(x, weights, biases, name=None):
         return relu(bias_add(linalg_ops.matmul(x, weights), biases), name=scope_name)
 
 
-# -- losses and normalization -------------------------------------------------------------------------
+# -- losses and normalization ----------------------------------------------------------------------
 def l2_loss(t, name=None):
     """sum(t ** 2) / 2."""
     return apply_op("L2Loss", [t], name=name).outputs[0]
@@ -210,12 +240,25 @@ def batch_normalization(x, mean, variance, offset, scale, variance_epsilon, name
         shift = math_ops.multiply(mean, inv)
         shift = math_ops.subtract(offset, shift) if offset is not None else math_ops.negative(shift)
         x = convert_to_tensor(x, name="x")
-        return math_ops.add(math_ops.multiply(x, math_ops.cast(inv, x.dtype)),
-                            math_ops.cast(shift, x.dtype), name=scope_name)  # fmt: skip
+        return math_ops.add(
+            math_ops.multiply(x, math_ops.cast(inv, x.dtype)),
+            math_ops.cast(shift, x.dtype),
+            name=scope_name,
+        )
 
 
-def fused_batch_norm(x, scale, offset=None, mean=None, variance=None, epsilon=0.001, data_format="NHWC",
-                     is_training=True, name=None, exponential_avg_factor=1.0):  # fmt: skip
+def fused_batch_norm(
+    x,
+    scale,
+    offset=None,
+    mean=None,
+    variance=None,
+    epsilon=0.001,
+    data_format="NHWC",
+    is_training=True,
+    name=None,
+    exponential_avg_factor=1.0,
+):
     """Batch normalization of a 4-D `x` in one op: returns (y, batch_mean, batch_variance).
 
     In training, mean and variance are the batch's (the returned variance is unbiased); in
@@ -240,22 +283,35 @@ def fused_batch_norm(x, scale, offset=None, mean=None, variance=None, epsilon=0.
         variance = empty if variance is None else convert_to_tensor(variance, dtype=u)
         # TF1 avoids eps < 1.001e-5 (cuDNN's minimum); the CPU result is the same either way.
         epsilon = max(float(epsilon), 1.001e-5)
-        op = apply_op("FusedBatchNormV3", [x, scale, offset, mean, variance], name=scope_name,
-                      epsilon=epsilon, data_format=data_format, is_training=bool(is_training),
-                      exponential_avg_factor=float(exponential_avg_factor))  # fmt: skip
+        op = apply_op(
+            "FusedBatchNormV3",
+            [x, scale, offset, mean, variance],
+            name=scope_name,
+            epsilon=epsilon,
+            data_format=data_format,
+            is_training=bool(is_training),
+            exponential_avg_factor=float(exponential_avg_factor),
+        )
         return op.outputs[0], op.outputs[1], op.outputs[2]
 
 
 def local_response_normalization(input, depth_radius=5, bias=1, alpha=1, beta=0.5, name=None):
     """input / (bias + alpha * sum of squares over nearby channels) ** beta (4-D, NHWC)."""
-    return apply_op("LRN", [input], name=name, depth_radius=int(depth_radius), bias=float(bias),
-                    alpha=float(alpha), beta=float(beta)).outputs[0]  # fmt: skip
+    return apply_op(
+        "LRN",
+        [input],
+        name=name,
+        depth_radius=int(depth_radius),
+        bias=float(bias),
+        alpha=float(alpha),
+        beta=float(beta),
+    ).outputs[0]
 
 
 lrn = local_response_normalization
 
 
-# -- cross-entropies ----------------------------------------------------------------------------------
+# -- cross-entropies -------------------------------------------------------------------------------
 def _named_only(sentinel, fn_name):
     if sentinel is not None:
         raise ValueError(
@@ -283,7 +339,8 @@ def _outer_shape(t, rank):
 
 
 def softmax_cross_entropy_with_logits_v2(labels, logits, axis=-1, name=None, dim=None):
-    """Per-example -sum(labels * log_softmax(logits)) along `axis`; gradients flow into labels too."""
+    """Per-example -sum(labels * log_softmax(logits)) along `axis`; gradients flow into labels
+    too."""
     axis = _axis_arg(axis if axis != -1 else None, dim)
     graph, scope = _scope(name, "softmax_cross_entropy_with_logits", [logits, labels])
     with graph.as_default(), scope as scope_name:
@@ -312,7 +369,8 @@ def softmax_cross_entropy_with_logits_v2(labels, logits, axis=-1, name=None, dim
 def softmax_cross_entropy_with_logits(
     _sentinel=None, labels=None, logits=None, dim=-1, name=None, axis=None
 ):
-    """TF1's version: like _v2 but no gradient flows into `labels` (they are wrapped in stop_gradient)."""
+    """TF1's version: like _v2 but no gradient flows into `labels` (they are wrapped in
+    stop_gradient)."""
     _named_only(_sentinel, "softmax_cross_entropy_with_logits")
     axis = _axis_arg(axis, dim if dim != -1 else None)
     graph, scope = _scope(name, "softmax_cross_entropy_with_logits_sg", [logits, labels])
@@ -338,14 +396,16 @@ def sparse_softmax_cross_entropy_with_logits(_sentinel=None, labels=None, logits
             raise ValueError(f"Logits cannot be scalars - received shape {logits.shape}.")
         if rank is not None and label_rank is not None and label_rank != rank - 1:
             raise ValueError(
-                f"Rank mismatch: Rank of labels (received {label_rank}) should equal rank of logits "
+                f"Rank mismatch: Rank of labels (received {label_rank}) should equal rank of "
+                "logits "
                 f"minus 1 (received {rank})."
             )
         if rank is not None and label_rank is not None:
             outer = logits.shape.as_list()[:-1]
             if not labels.shape.is_compatible_with(outer):
                 raise ValueError(
-                    f"Shape mismatch: The shape of labels (received {labels.shape}) should equal the "
+                    f"Shape mismatch: The shape of labels (received {labels.shape}) should equal "
+                    "the "
                     f"shape of logits except for the last dimension (received {logits.shape})."
                 )
         if rank is None:
@@ -381,14 +441,18 @@ def sigmoid_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None, 
         cond = math_ops.greater_equal(logits, zeros)
         relu_logits = math_ops.where(cond, logits, zeros)
         neg_abs_logits = math_ops.where(cond, math_ops.negative(logits), logits)
-        return math_ops.add(math_ops.subtract(relu_logits, math_ops.multiply(logits, labels)),
-                            math_ops.log1p(math_ops.exp(neg_abs_logits)), name=scope_name)  # fmt: skip
+        return math_ops.add(
+            math_ops.subtract(relu_logits, math_ops.multiply(logits, labels)),
+            math_ops.log1p(math_ops.exp(neg_abs_logits)),
+            name=scope_name,
+        )
 
 
 def weighted_cross_entropy_with_logits(
     labels=None, logits=None, pos_weight=None, name=None, targets=None
 ):
-    """Sigmoid cross-entropy whose positive term is weighted by `pos_weight` (TF1 `targets` = labels)."""
+    """Sigmoid cross-entropy whose positive term is weighted by `pos_weight` (TF1 `targets` =
+    labels)."""
     labels = nn_conv._one_of(labels, targets, "labels", "targets")
     if pos_weight is None:
         raise ValueError("pos_weight is required")
@@ -402,13 +466,18 @@ def weighted_cross_entropy_with_logits(
         log_weight = math_ops.add(
             one, math_ops.multiply(math_ops.subtract(pos_weight, one), labels)
         )
-        softplus_neg = math_ops.add(math_ops.log1p(math_ops.exp(math_ops.negative(math_ops.abs(logits)))),
-                                    relu(math_ops.negative(logits)))  # fmt: skip
-        return math_ops.add(math_ops.multiply(math_ops.subtract(one, labels), logits),
-                            math_ops.multiply(log_weight, softplus_neg), name=scope_name)  # fmt: skip
+        softplus_neg = math_ops.add(
+            math_ops.log1p(math_ops.exp(math_ops.negative(math_ops.abs(logits)))),
+            relu(math_ops.negative(logits)),
+        )
+        return math_ops.add(
+            math_ops.multiply(math_ops.subtract(one, labels), logits),
+            math_ops.multiply(log_weight, softplus_neg),
+            name=scope_name,
+        )
 
 
-# -- top-k --------------------------------------------------------------------------------------------
+# -- top-k -----------------------------------------------------------------------------------------
 TopKV2 = collections.namedtuple("TopKV2", ["values", "indices"])
 
 
@@ -429,7 +498,7 @@ def in_top_k(predictions, targets, k, name=None):
     return op.outputs[0]
 
 
-# -- dropout --------------------------------------------------------------------------------------------
+# -- dropout ---------------------------------------------------------------------------------------
 def dropout(x, keep_prob=None, noise_shape=None, seed=None, name=None, rate=None):
     """Keeps each element with probability 1 - rate (scaled by 1 / (1 - rate)), else zeroes it.
 
@@ -441,8 +510,10 @@ def dropout(x, keep_prob=None, noise_shape=None, seed=None, name=None, rate=None
     with graph.as_default(), scope as scope_name:
         x = convert_to_tensor(x, name="x")
         if not x.dtype.is_floating:
-            raise ValueError(f"x has to be a floating point tensor since it's going to be scaled. Got a "
-                             f"{x.dtype.name} tensor instead.")  # fmt: skip
+            raise ValueError(
+                f"x has to be a floating point tensor since it's going to be scaled. Got a "
+                f"{x.dtype.name} tensor instead."
+            )
         if keep_prob is None:
             if isinstance(rate, numbers.Real) and not 0 <= rate < 1:
                 raise ValueError(
@@ -466,14 +537,14 @@ def dropout(x, keep_prob=None, noise_shape=None, seed=None, name=None, rate=None
         return result
 
 
-# -- re-exports: tf.nn also holds the convolution, pooling, embedding and sampling ops ----------------------
+# -- re-exports: tf.nn also holds the convolution, pooling, embedding and sampling ops -------------
 from flowgraph.ops.candidate_sampling import (  # noqa: F401
     compute_accidental_hits,
     log_uniform_candidate_sampler,
     nce_loss,
     sampled_softmax_loss,
     uniform_candidate_sampler,
-)  # fmt: skip
+)
 from flowgraph.ops.embedding import embedding_lookup  # noqa: F401
 from flowgraph.ops.nn_conv import (  # noqa: F401
     atrous_conv2d,
@@ -491,4 +562,4 @@ from flowgraph.ops.nn_conv import (  # noqa: F401
     max_pool,
     max_pool2d,
     separable_conv2d,
-)  # fmt: skip
+)

@@ -25,7 +25,7 @@ __all__ = [
     "max_pool",
     "max_pool2d",
     "separable_conv2d",
-]  # fmt: skip
+]
 
 _FORMATS = ("NHWC", "NCHW")
 
@@ -68,19 +68,33 @@ def _padding_attrs(padding, data_format) -> dict:
     return {"padding": padding.upper()}
 
 
-def conv2d(input, filter=None, strides=None, padding=None, use_cudnn_on_gpu=True, data_format="NHWC",
-           dilations=(1, 1, 1, 1), name=None, filters=None):  # fmt: skip
+def conv2d(
+    input,
+    filter=None,
+    strides=None,
+    padding=None,
+    use_cudnn_on_gpu=True,
+    data_format="NHWC",
+    dilations=(1, 1, 1, 1),
+    name=None,
+    filters=None,
+):
     """2-D convolution (cross-correlation) of a 4-D `input` with a [kh, kw, in, out] `filter`.
 
     Example: y = tf.nn.conv2d(images, w, strides=[1, 1, 1, 1], padding="SAME")
     """
     filter = _one_of(filter, filters, "filter", "filters")
     data_format = _check_format(data_format)
-    return apply_op("Conv2D", [input, filter], name=name,
-                    strides=_sequence(strides, 2, data_format, "strides"),
-                    use_cudnn_on_gpu=bool(use_cudnn_on_gpu), data_format=data_format,
-                    dilations=_sequence(dilations, 2, data_format, "dilations"),
-                    **_padding_attrs(padding, data_format)).outputs[0]  # fmt: skip
+    return apply_op(
+        "Conv2D",
+        [input, filter],
+        name=name,
+        strides=_sequence(strides, 2, data_format, "strides"),
+        use_cudnn_on_gpu=bool(use_cudnn_on_gpu),
+        data_format=data_format,
+        dilations=_sequence(dilations, 2, data_format, "dilations"),
+        **_padding_attrs(padding, data_format),
+    ).outputs[0]
 
 
 def _one_of(a, b, name_a, name_b):
@@ -91,32 +105,70 @@ def _one_of(a, b, name_a, name_b):
     return a if a is not None else b
 
 
-def conv2d_backprop_input(input_sizes, filter=None, out_backprop=None, strides=None, padding=None,
-                          use_cudnn_on_gpu=True, data_format="NHWC", dilations=(1, 1, 1, 1), name=None,
-                          filters=None):  # fmt: skip
+def conv2d_backprop_input(
+    input_sizes,
+    filter=None,
+    out_backprop=None,
+    strides=None,
+    padding=None,
+    use_cudnn_on_gpu=True,
+    data_format="NHWC",
+    dilations=(1, 1, 1, 1),
+    name=None,
+    filters=None,
+):
     """The gradient of conv2d with respect to its input, whose shape is `input_sizes`."""
     filter = _one_of(filter, filters, "filter", "filters")
     data_format = _check_format(data_format)
-    return apply_op("Conv2DBackpropInput", [input_sizes, filter, out_backprop], name=name,
-                    strides=_sequence(strides, 2, data_format, "strides"),
-                    use_cudnn_on_gpu=bool(use_cudnn_on_gpu), data_format=data_format,
-                    dilations=_sequence(dilations, 2, data_format, "dilations"),
-                    **_padding_attrs(padding, data_format)).outputs[0]  # fmt: skip
+    return apply_op(
+        "Conv2DBackpropInput",
+        [input_sizes, filter, out_backprop],
+        name=name,
+        strides=_sequence(strides, 2, data_format, "strides"),
+        use_cudnn_on_gpu=bool(use_cudnn_on_gpu),
+        data_format=data_format,
+        dilations=_sequence(dilations, 2, data_format, "dilations"),
+        **_padding_attrs(padding, data_format),
+    ).outputs[0]
 
 
-def conv2d_backprop_filter(input, filter_sizes, out_backprop, strides, padding, use_cudnn_on_gpu=True,
-                           data_format="NHWC", dilations=(1, 1, 1, 1), name=None):  # fmt: skip
+def conv2d_backprop_filter(
+    input,
+    filter_sizes,
+    out_backprop,
+    strides,
+    padding,
+    use_cudnn_on_gpu=True,
+    data_format="NHWC",
+    dilations=(1, 1, 1, 1),
+    name=None,
+):
     """The gradient of conv2d with respect to its filter, whose shape is `filter_sizes`."""
     data_format = _check_format(data_format)
-    return apply_op("Conv2DBackpropFilter", [input, filter_sizes, out_backprop], name=name,
-                    strides=_sequence(strides, 2, data_format, "strides"),
-                    use_cudnn_on_gpu=bool(use_cudnn_on_gpu), data_format=data_format,
-                    dilations=_sequence(dilations, 2, data_format, "dilations"),
-                    **_padding_attrs(padding, data_format)).outputs[0]  # fmt: skip
+    return apply_op(
+        "Conv2DBackpropFilter",
+        [input, filter_sizes, out_backprop],
+        name=name,
+        strides=_sequence(strides, 2, data_format, "strides"),
+        use_cudnn_on_gpu=bool(use_cudnn_on_gpu),
+        data_format=data_format,
+        dilations=_sequence(dilations, 2, data_format, "dilations"),
+        **_padding_attrs(padding, data_format),
+    ).outputs[0]
 
 
-def conv2d_transpose(value=None, filter=None, output_shape=None, strides=None, padding="SAME",
-                     data_format="NHWC", name=None, input=None, filters=None, dilations=None):  # fmt: skip
+def conv2d_transpose(
+    value=None,
+    filter=None,
+    output_shape=None,
+    strides=None,
+    padding="SAME",
+    data_format="NHWC",
+    name=None,
+    input=None,
+    filters=None,
+    dilations=None,
+):
     """The transpose ("deconvolution") of conv2d: Conv2DBackpropInput with `value` as the gradient.
 
     `filter` is [kh, kw, output_channels, in_channels]; `output_shape` is the 4-D result shape.
@@ -145,32 +197,64 @@ def conv2d_transpose(value=None, filter=None, output_shape=None, strides=None, p
         )
 
 
-def depthwise_conv2d_native(input, filter, strides, padding, data_format="NHWC", dilations=(1, 1, 1, 1),
-                            name=None):  # fmt: skip
+def depthwise_conv2d_native(
+    input, filter, strides, padding, data_format="NHWC", dilations=(1, 1, 1, 1), name=None
+):
     """Per-channel convolution: filter [kh, kw, in, multiplier] gives in*multiplier channels."""
     data_format = _check_format(data_format)
-    return apply_op("DepthwiseConv2dNative", [input, filter], name=name,
-                    strides=_sequence(strides, 2, data_format, "strides"), data_format=data_format,
-                    dilations=_sequence(dilations, 2, data_format, "dilations"),
-                    **_padding_attrs(padding, data_format)).outputs[0]  # fmt: skip
+    return apply_op(
+        "DepthwiseConv2dNative",
+        [input, filter],
+        name=name,
+        strides=_sequence(strides, 2, data_format, "strides"),
+        data_format=data_format,
+        dilations=_sequence(dilations, 2, data_format, "dilations"),
+        **_padding_attrs(padding, data_format),
+    ).outputs[0]
 
 
-def depthwise_conv2d_native_backprop_input(input_sizes, filter, out_backprop, strides, padding,
-                                           data_format="NHWC", dilations=(1, 1, 1, 1), name=None):  # fmt: skip
+def depthwise_conv2d_native_backprop_input(
+    input_sizes,
+    filter,
+    out_backprop,
+    strides,
+    padding,
+    data_format="NHWC",
+    dilations=(1, 1, 1, 1),
+    name=None,
+):
     data_format = _check_format(data_format)
-    return apply_op("DepthwiseConv2dNativeBackpropInput", [input_sizes, filter, out_backprop], name=name,
-                    strides=_sequence(strides, 2, data_format, "strides"), data_format=data_format,
-                    dilations=_sequence(dilations, 2, data_format, "dilations"),
-                    **_padding_attrs(padding, data_format)).outputs[0]  # fmt: skip
+    return apply_op(
+        "DepthwiseConv2dNativeBackpropInput",
+        [input_sizes, filter, out_backprop],
+        name=name,
+        strides=_sequence(strides, 2, data_format, "strides"),
+        data_format=data_format,
+        dilations=_sequence(dilations, 2, data_format, "dilations"),
+        **_padding_attrs(padding, data_format),
+    ).outputs[0]
 
 
-def depthwise_conv2d_native_backprop_filter(input, filter_sizes, out_backprop, strides, padding,
-                                            data_format="NHWC", dilations=(1, 1, 1, 1), name=None):  # fmt: skip
+def depthwise_conv2d_native_backprop_filter(
+    input,
+    filter_sizes,
+    out_backprop,
+    strides,
+    padding,
+    data_format="NHWC",
+    dilations=(1, 1, 1, 1),
+    name=None,
+):
     data_format = _check_format(data_format)
-    return apply_op("DepthwiseConv2dNativeBackpropFilter", [input, filter_sizes, out_backprop], name=name,
-                    strides=_sequence(strides, 2, data_format, "strides"), data_format=data_format,
-                    dilations=_sequence(dilations, 2, data_format, "dilations"),
-                    **_padding_attrs(padding, data_format)).outputs[0]  # fmt: skip
+    return apply_op(
+        "DepthwiseConv2dNativeBackpropFilter",
+        [input, filter_sizes, out_backprop],
+        name=name,
+        strides=_sequence(strides, 2, data_format, "strides"),
+        data_format=data_format,
+        dilations=_sequence(dilations, 2, data_format, "dilations"),
+        **_padding_attrs(padding, data_format),
+    ).outputs[0]
 
 
 def _rate(rate, dilations):
@@ -197,8 +281,17 @@ def depthwise_conv2d(
         )
 
 
-def separable_conv2d(input, depthwise_filter, pointwise_filter, strides, padding, rate=None, name=None,
-                     data_format=None, dilations=None):  # fmt: skip
+def separable_conv2d(
+    input,
+    depthwise_filter,
+    pointwise_filter,
+    strides,
+    padding,
+    rate=None,
+    name=None,
+    data_format=None,
+    dilations=None,
+):
     """A depthwise convolution followed by a 1x1 (pointwise) convolution mixing channels."""
     data_format = data_format or "NHWC"
     graph = graph_of([input, depthwise_filter, pointwise_filter])
@@ -226,8 +319,17 @@ def atrous_conv2d(value, filters, rate, padding, name=None):
         return conv2d(value, filters, [1, 1, 1, 1], padding, dilations=int(rate), name=scope)
 
 
-def conv1d(value=None, filters=None, stride=None, padding=None, use_cudnn_on_gpu=None, data_format=None,
-           name=None, input=None, dilations=None):  # fmt: skip
+def conv1d(
+    value=None,
+    filters=None,
+    stride=None,
+    padding=None,
+    use_cudnn_on_gpu=None,
+    data_format=None,
+    name=None,
+    input=None,
+    dilations=None,
+):
     """1-D convolution over [batch, width, channels] ('NWC') or 'NCW', as conv2d with height 1."""
     value = _one_of(value, input, "value", "input")
     data_format = data_format or "NWC"
@@ -269,13 +371,20 @@ def _pool(op_type, value, input, ksize, strides, padding, data_format, name):
     data_format = _check_format(data_format)
     if not isinstance(padding, str) or padding.upper() not in ("SAME", "VALID"):
         raise ValueError(f"padding must be 'SAME' or 'VALID', got {padding!r}")
-    return apply_op(op_type, [value], name=name, ksize=_sequence(ksize, 2, data_format, "ksize"),
-                    strides=_sequence(strides, 2, data_format, "strides"), padding=padding.upper(),
-                    data_format=data_format).outputs[0]  # fmt: skip
+    return apply_op(
+        op_type,
+        [value],
+        name=name,
+        ksize=_sequence(ksize, 2, data_format, "ksize"),
+        strides=_sequence(strides, 2, data_format, "strides"),
+        padding=padding.upper(),
+        data_format=data_format,
+    ).outputs[0]
 
 
 def max_pool(value, ksize, strides, padding, data_format="NHWC", name=None, input=None):
-    """The maximum over each ksize window. Example: tf.nn.max_pool(x, [1, 2, 2, 1], [1, 2, 2, 1], "SAME")"""
+    """The maximum over each ksize window. Example: tf.nn.max_pool(x, [1, 2, 2, 1], [1, 2, 2, 1],
+    "SAME")"""
     return _pool("MaxPool", value, input, ksize, strides, padding, data_format, name)
 
 

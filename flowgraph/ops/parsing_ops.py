@@ -217,8 +217,10 @@ def parse_example(serialized, features, name=None, example_names=None):
         op = apply_op(
             "ParseExample",
             [serialized, names, sparse_keys, dense_keys, _dense_defaults(dk, dt, ds, dd)],
-            name="ParseExample", sparse_types=st, dense_shapes=ds,
-        )  # fmt: skip
+            name="ParseExample",
+            sparse_types=st,
+            dense_shapes=ds,
+        )
     return _assemble(op, sk, dk, ds, serialized.shape.with_rank(1)[0].value)
 
 
@@ -235,15 +237,21 @@ def parse_single_example(serialized, features, name=None, example_names=None):
         serialized = convert.convert_to_tensor(serialized, dtype=dtypes.string, name="serialized")
         serialized.shape.assert_is_compatible_with([])
         op = apply_op(
-            "ParseSingleExample", [serialized, _dense_defaults(dk, dt, ds, dd)],
-            name="ParseSingleExample", num_sparse=len(sk), sparse_keys=sk, dense_keys=dk,
-            sparse_types=st, dense_shapes=ds,
-        )  # fmt: skip
+            "ParseSingleExample",
+            [serialized, _dense_defaults(dk, dt, ds, dd)],
+            name="ParseSingleExample",
+            num_sparse=len(sk),
+            sparse_keys=sk,
+            dense_keys=dk,
+            sparse_types=st,
+            dense_shapes=ds,
+        )
     return _assemble(op, sk, dk, ds, False)
 
 
-def parse_sequence_example(serialized, context_features=None, sequence_features=None,
-                           example_names=None, name=None):  # fmt: skip
+def parse_sequence_example(
+    serialized, context_features=None, sequence_features=None, example_names=None, name=None
+):
     """Parses a batch of tf.train.SequenceExamples: (context dict, feature-list dict, lengths
     dict: the number of steps of each dense feature list per example)."""
     if not (context_features or sequence_features):
@@ -279,15 +287,24 @@ def parse_sequence_example(serialized, context_features=None, sequence_features=
             example_names if example_names is not None else [], dtype=dtypes.string
         )
         op = apply_op(
-            "ParseSequenceExample", [serialized, debug, _dense_defaults(cdk, cdt, cds, cdd)],
+            "ParseSequenceExample",
+            [serialized, debug, _dense_defaults(cdk, cdt, cds, cdd)],
             name="ParseSequenceExample",
-            feature_list_dense_missing_assumed_empty=missing_ok, context_sparse_keys=csk,
-            context_dense_keys=cdk, feature_list_sparse_keys=fsk, feature_list_dense_keys=fdk,
-            Ncontext_sparse=len(csk), Ncontext_dense=len(cdk), Nfeature_list_sparse=len(fsk),
-            Nfeature_list_dense=len(fdk), context_sparse_types=cst,
-            feature_list_dense_types=fdt, context_dense_shapes=cds,
-            feature_list_sparse_types=fst, feature_list_dense_shapes=fds,
-        )  # fmt: skip
+            feature_list_dense_missing_assumed_empty=missing_ok,
+            context_sparse_keys=csk,
+            context_dense_keys=cdk,
+            feature_list_sparse_keys=fsk,
+            feature_list_dense_keys=fdk,
+            Ncontext_sparse=len(csk),
+            Ncontext_dense=len(cdk),
+            Nfeature_list_sparse=len(fsk),
+            Nfeature_list_dense=len(fdk),
+            context_sparse_types=cst,
+            feature_list_dense_types=fdt,
+            context_dense_shapes=cds,
+            feature_list_sparse_types=fst,
+            feature_list_dense_shapes=fds,
+        )
     outs = list(op.outputs)
     batch = serialized.shape.with_rank(1)[0].value
     n = len(csk)
@@ -311,8 +328,9 @@ def parse_sequence_example(serialized, context_features=None, sequence_features=
     return context, lists, lengths
 
 
-def parse_single_sequence_example(serialized, context_features=None, sequence_features=None,
-                                  example_name=None, name=None):  # fmt: skip
+def parse_single_sequence_example(
+    serialized, context_features=None, sequence_features=None, example_name=None, name=None
+):
     """Parses one SequenceExample: (context dict, feature-list dict) without the batch dim."""
     batch = array_ops.reshape(
         convert.convert_to_tensor(serialized, dtype=dtypes.string), [1], name=None
@@ -347,9 +365,12 @@ def decode_raw(input_bytes=None, out_type=None, little_endian=True, name=None, b
         input_bytes = bytes
     value = convert.convert_to_tensor(input_bytes, dtype=dtypes.string, name="bytes")
     return apply_op(
-        "DecodeRaw", [value], name=name, out_type=dtypes.as_dtype(out_type),
+        "DecodeRaw",
+        [value],
+        name=name,
+        out_type=dtypes.as_dtype(out_type),
         little_endian=bool(little_endian),
-    ).outputs[0]  # fmt: skip
+    ).outputs[0]
 
 
 def decode_compressed(bytes, compression_type="", name=None):
@@ -360,8 +381,15 @@ def decode_compressed(bytes, compression_type="", name=None):
     ).outputs[0]
 
 
-def decode_csv(records, record_defaults, field_delim=",", use_quote_delim=True, name=None,
-               na_value="", select_cols=None):  # fmt: skip
+def decode_csv(
+    records,
+    record_defaults,
+    field_delim=",",
+    use_quote_delim=True,
+    name=None,
+    na_value="",
+    select_cols=None,
+):
     """Parses CSV records into one tensor per column, of the types of `record_defaults` (a
     value, or an empty tensor for a required column)."""
     records = convert.convert_to_tensor(records, dtype=dtypes.string, name="records")
@@ -378,13 +406,17 @@ def decode_csv(records, record_defaults, field_delim=",", use_quote_delim=True, 
             raise TypeError(
                 f"record_defaults[{i}] has type {t.dtype.name}; DecodeCSV supports float32, "
                 f"float64, int32, int64 and string"
-            )  # fmt: skip
+            )
         defaults.append(t)
     if select_cols is not None and len(select_cols) != len(defaults):
         raise ValueError("Length of select_cols and record_defaults do not match.")
     op = apply_op(
-        "DecodeCSV", [records, defaults], name=name, field_delim=field_delim,
-        use_quote_delim=bool(use_quote_delim), na_value=na_value,
+        "DecodeCSV",
+        [records, defaults],
+        name=name,
+        field_delim=field_delim,
+        use_quote_delim=bool(use_quote_delim),
+        na_value=na_value,
         select_cols=list(select_cols or []),
-    )  # fmt: skip
+    )
     return list(op.outputs)

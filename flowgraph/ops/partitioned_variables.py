@@ -24,7 +24,7 @@ __all__ = [
     "fixed_size_partitioner",
     "min_max_variable_partitioner",
     "variable_axis_size_partitioner",
-]  # fmt: skip
+]
 
 
 def fixed_size_partitioner(num_shards, axis=0):
@@ -46,8 +46,9 @@ def _element_size(dtype, bytes_per_string_element):
     return bytes_per_string_element if dtype == dtypes.string else dtype.size
 
 
-def variable_axis_size_partitioner(max_shard_bytes, axis=0, bytes_per_string_element=16,
-                                   max_shards=None):  # fmt: skip
+def variable_axis_size_partitioner(
+    max_shard_bytes, axis=0, bytes_per_string_element=16, max_shards=None
+):
     """As many slices along `axis` as keep each slice under `max_shard_bytes` (but at least
     one row each, and at most `max_shards` slices)."""
     if max_shard_bytes < 1 or bytes_per_string_element < 1:
@@ -75,8 +76,9 @@ def variable_axis_size_partitioner(max_shard_bytes, axis=0, bytes_per_string_ele
     return _partitioner
 
 
-def min_max_variable_partitioner(max_partitions=1, axis=0, min_slice_size=256 << 10,
-                                 bytes_per_string_element=16):  # fmt: skip
+def min_max_variable_partitioner(
+    max_partitions=1, axis=0, min_slice_size=256 << 10, bytes_per_string_element=16
+):
     """Slices of at least `min_slice_size` bytes, at most `max_partitions` of them."""
 
     def _partitioner(shape, dtype):
@@ -204,13 +206,15 @@ class PartitionedVariable:
         return out
 
     def __repr__(self):
-        return f"<PartitionedVariable '{self._name}' shape={self._shape} parts={len(self._variable_list)}>"
+        parts = len(self._variable_list)
+        return f"<PartitionedVariable '{self._name}' shape={self._shape} parts={parts}>"
 
 
 def _to_tensor(v: PartitionedVariable, dtype=None, name=None, as_ref=False):
     if dtype is not None and not dtypes.as_dtype(dtype).is_compatible_with(v.dtype):
         raise ValueError(
-            f"Incompatible type conversion requested to type '{dtype}' for variable of type '{v.dtype.name}'"
+            f"Incompatible type conversion requested to type '{dtype}' for variable of type "
+            f"'{v.dtype.name}'"
         )
     if as_ref:
         raise NotImplementedError("PartitionedVariable doesn't support being used as a reference.")
@@ -237,9 +241,22 @@ def _slicing(shape: TensorShape, partitions, name: str) -> tuple[int, int]:
     return (dims[0], int(partitions[dims[0]])) if dims else (0, 1)
 
 
-def get_partitioned_variable(store, name, partitioner, shape, dtype, initializer, regularizer,
-                             reuse, trainable, collections, caching_device, validate_shape,
-                             use_resource, constraint) -> PartitionedVariable:  # fmt: skip
+def get_partitioned_variable(
+    store,
+    name,
+    partitioner,
+    shape,
+    dtype,
+    initializer,
+    regularizer,
+    reuse,
+    trainable,
+    collections,
+    caching_device,
+    validate_shape,
+    use_resource,
+    constraint,
+) -> PartitionedVariable:
     """Creates (or, with reuse, returns) the partitions "name/part_i" of variable `name`."""
     from_tensor = initializer is not None and not callable(initializer)
     if from_tensor:
@@ -304,9 +321,21 @@ def get_partitioned_variable(store, name, partitioner, shape, dtype, initializer
             init_shape = None
         else:
             init, init_shape = initializer, var_shape
-        v = store._get_single_variable(part_name, init_shape, dtype, init, regularizer, reuse,
-                                       trainable, collections, caching_device, validate_shape,
-                                       use_resource, constraint, partition_info=info)  # fmt: skip
+        v = store._get_single_variable(
+            part_name,
+            init_shape,
+            dtype,
+            init,
+            regularizer,
+            reuse,
+            trainable,
+            collections,
+            caching_device,
+            validate_shape,
+            use_resource,
+            constraint,
+            partition_info=info,
+        )
         v._save_slice_info = SaveSliceInfoDef(
             full_name=name, full_shape=full, var_offset=var_offset, var_shape=var_shape
         )

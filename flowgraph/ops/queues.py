@@ -260,15 +260,21 @@ class QueueBase:
 class FIFOQueue(QueueBase):
     """A queue that dequeues elements in first-in first-out order."""
 
-    def __init__(self, capacity, dtypes, shapes=None, names=None, shared_name=None,
-                 name="fifo_queue"):  # fmt: skip
+    def __init__(
+        self, capacity, dtypes, shapes=None, names=None, shared_name=None, name="fifo_queue"
+    ):
         dtypes = _as_type_list(dtypes)
         shapes = _as_shape_list(shapes)
         names = _as_name_list(names, dtypes)
         ref = apply_op(
-            "FIFOQueueV2", [], name=name, component_types=dtypes, shapes=shapes,
-            capacity=capacity, shared_name=shared_name or "",
-        ).outputs[0]  # fmt: skip
+            "FIFOQueueV2",
+            [],
+            name=name,
+            component_types=dtypes,
+            shapes=shapes,
+            capacity=capacity,
+            shared_name=shared_name or "",
+        ).outputs[0]
         super().__init__(dtypes, shapes, names, ref)
 
 
@@ -276,8 +282,9 @@ class PaddingFIFOQueue(QueueBase):
     """A FIFOQueue whose shapes may have unknown dimensions (None); dequeue_many pads each
     component to the largest element of the batch, with zeros or empty strings."""
 
-    def __init__(self, capacity, dtypes, shapes, names=None, shared_name=None,
-                 name="padding_fifo_queue"):  # fmt: skip
+    def __init__(
+        self, capacity, dtypes, shapes, names=None, shared_name=None, name="padding_fifo_queue"
+    ):
         dtypes = _as_type_list(dtypes)
         shapes = _as_shape_list(shapes, unknown_dim_allowed=True)
         names = _as_name_list(names, dtypes)
@@ -287,9 +294,14 @@ class PaddingFIFOQueue(QueueBase):
                 f"and {len(shapes)} shapes."
             )
         ref = apply_op(
-            "PaddingFIFOQueueV2", [], name=name, component_types=dtypes, shapes=shapes,
-            capacity=capacity, shared_name=shared_name or "",
-        ).outputs[0]  # fmt: skip
+            "PaddingFIFOQueueV2",
+            [],
+            name=name,
+            component_types=dtypes,
+            shapes=shapes,
+            capacity=capacity,
+            shared_name=shared_name or "",
+        ).outputs[0]
         super().__init__(dtypes, shapes, names, ref)
 
 
@@ -297,8 +309,17 @@ class RandomShuffleQueue(QueueBase):
     """A queue that dequeues a random element, keeping at least `min_after_dequeue` elements
     buffered until it is closed. With a seed (op or graph level) the order is reproducible."""
 
-    def __init__(self, capacity, min_after_dequeue, dtypes, shapes=None, names=None, seed=None,
-                 shared_name=None, name="random_shuffle_queue"):  # fmt: skip
+    def __init__(
+        self,
+        capacity,
+        min_after_dequeue,
+        dtypes,
+        shapes=None,
+        names=None,
+        seed=None,
+        shared_name=None,
+        name="random_shuffle_queue",
+    ):
         dtypes = _as_type_list(dtypes)
         shapes = _as_shape_list(shapes)
         names = _as_name_list(names, dtypes)
@@ -311,10 +332,17 @@ class RandomShuffleQueue(QueueBase):
             digest = hashlib.md5((str(seed1) + shared_name).encode("utf-8")).hexdigest()
             seed2 = int(digest[:8], 16) & 0x7FFFFFFF
         ref = apply_op(
-            "RandomShuffleQueueV2", [], name=name, component_types=dtypes, shapes=shapes,
-            capacity=capacity, min_after_dequeue=min_after_dequeue, seed=seed1, seed2=seed2,
+            "RandomShuffleQueueV2",
+            [],
+            name=name,
+            component_types=dtypes,
+            shapes=shapes,
+            capacity=capacity,
+            min_after_dequeue=min_after_dequeue,
+            seed=seed1,
+            seed2=seed2,
             shared_name=shared_name or "",
-        ).outputs[0]  # fmt: skip
+        ).outputs[0]
         super().__init__(dtypes, shapes, names, ref)
 
 
@@ -322,14 +350,20 @@ class PriorityQueue(QueueBase):
     """A queue that dequeues the element with the smallest priority first. Each element is
     (priority: int64 scalar, *components); dequeue returns the priority as component 0."""
 
-    def __init__(self, capacity, types, shapes, names=None, shared_name=None,
-                 name="priority_queue"):  # fmt: skip
+    def __init__(
+        self, capacity, types, shapes, names=None, shared_name=None, name="priority_queue"
+    ):
         types = _as_type_list(types)
         shapes = _as_shape_list(shapes)
         ref = apply_op(
-            "PriorityQueueV2", [], name=name, component_types=types, shapes=shapes,
-            capacity=capacity, shared_name=shared_name or "",
-        ).outputs[0]  # fmt: skip
+            "PriorityQueueV2",
+            [],
+            name=name,
+            component_types=types,
+            shapes=shapes,
+            capacity=capacity,
+            shared_name=shared_name or "",
+        ).outputs[0]
         priority_dtypes = [dtypes_lib.int64] + types
         priority_shapes = [TensorShape([])] + shapes if shapes else shapes
         super().__init__(priority_dtypes, priority_shapes, names, ref)

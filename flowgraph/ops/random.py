@@ -31,7 +31,7 @@ __all__ = [
     "random_uniform",
     "set_random_seed",
     "truncated_normal",
-]  # fmt: skip
+]
 
 _FLOAT_OR_INT = (
     dtypes.float16,
@@ -149,8 +149,9 @@ def _categorical(default_name, logits, num_samples, seed, name, output_dtype):
     with _scope(name, default_name):
         logits = convert_to_tensor(logits, name="logits")
         output_dtype = None if output_dtype is None else dtypes.as_dtype(output_dtype)
-        return apply_op("Multinomial", [logits, num_samples], output_dtype=output_dtype,
-                        **_seed_attrs(seed)).outputs[0]  # fmt: skip
+        return apply_op(
+            "Multinomial", [logits, num_samples], output_dtype=output_dtype, **_seed_attrs(seed)
+        ).outputs[0]
 
 
 def random_gamma(shape, alpha, beta=None, dtype=dtypes.float32, seed=None, name=None):
@@ -175,8 +176,9 @@ def random_poisson(lam, shape, dtype=dtypes.float32, seed=None, name=None):
     """Poisson(lam) samples of shape `shape + lam.shape`. Example: tf.random_poisson([1.5], [10])"""
     with _scope(name, "random_poisson"):
         shape = convert_to_tensor(shape, name="shape", dtype=dtypes.int32)
-        return apply_op("RandomPoissonV2", [shape, lam], dtype=dtypes.as_dtype(dtype),
-                        **_seed_attrs(seed)).outputs[0]  # fmt: skip
+        return apply_op(
+            "RandomPoissonV2", [shape, lam], dtype=dtypes.as_dtype(dtype), **_seed_attrs(seed)
+        ).outputs[0]
 
 
 def random_crop(value, size, seed=None, name=None):

@@ -103,13 +103,25 @@ class FixedLengthRecordReader(ReaderBase):
     """Reads fixed-size records (after `header_bytes`, before `footer_bytes`, one every
     `hop_bytes` if given); `encoding` may be 'ZLIB' or 'GZIP'."""
 
-    def __init__(self, record_bytes, header_bytes=None, footer_bytes=None, hop_bytes=None,
-                 name=None, encoding=None):  # fmt: skip
+    def __init__(
+        self,
+        record_bytes,
+        header_bytes=None,
+        footer_bytes=None,
+        hop_bytes=None,
+        name=None,
+        encoding=None,
+    ):
         ref = apply_op(
-            "FixedLengthRecordReaderV2", [], name=name, record_bytes=record_bytes,
-            header_bytes=header_bytes, footer_bytes=footer_bytes, hop_bytes=hop_bytes,
+            "FixedLengthRecordReaderV2",
+            [],
+            name=name,
+            record_bytes=record_bytes,
+            header_bytes=header_bytes,
+            footer_bytes=footer_bytes,
+            hop_bytes=hop_bytes,
             encoding=encoding,
-        ).outputs[0]  # fmt: skip
+        ).outputs[0]
         super().__init__(ref, supports_serialize=True)
 
 

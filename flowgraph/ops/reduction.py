@@ -32,7 +32,7 @@ __all__ = [
     "reduce_std",
     "reduce_sum",
     "reduce_variance",
-]  # fmt: skip
+]
 
 
 def _lookup(name, value, old_name, old_value):
@@ -56,10 +56,12 @@ def _reduction_dims(x, axis):
 
 
 def _reducer(op_type: str, py_name: str, doc: str):
-    """The TF1 wrapper `py_name(input_tensor, axis, keepdims, name, reduction_indices, keep_dims)`."""
+    """The TF1 wrapper `py_name(input_tensor, axis, keepdims, name, reduction_indices,
+    keep_dims)`."""
 
-    def wrapper(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None,
-                keep_dims=None):  # fmt: skip
+    def wrapper(
+        input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None, keep_dims=None
+    ):
         axis = _lookup("axis", axis, "reduction_indices", reduction_indices)
         keepdims = bool(_lookup("keepdims", keepdims, "keep_dims", keep_dims))
         x = convert_to_tensor(input_tensor, name="input_tensor")
@@ -90,8 +92,9 @@ reduce_any = _reducer("Any", "reduce_any", "Logical OR across dimensions of a bo
 reduce_all = _reducer("All", "reduce_all", "Logical AND across dimensions of a bool tensor.")
 
 
-def reduce_logsumexp(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None,
-                     keep_dims=None):  # fmt: skip
+def reduce_logsumexp(
+    input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None, keep_dims=None
+):
     """log(sum(exp(x))) across dimensions, computed without overflow: the (finite) maximum is
     subtracted first and added back, and gets no gradient through the shift.
 
@@ -133,8 +136,16 @@ def reduce_std(input_tensor, axis=None, keepdims=False, name=None):
         return apply_op("Sqrt", [variance], name=scope).outputs[0]
 
 
-def count_nonzero(input_tensor=None, axis=None, keepdims=None, dtype=dtypes.int64, name=None,
-                  reduction_indices=None, keep_dims=None, input=None):  # fmt: skip
+def count_nonzero(
+    input_tensor=None,
+    axis=None,
+    keepdims=None,
+    dtype=dtypes.int64,
+    name=None,
+    reduction_indices=None,
+    keep_dims=None,
+    input=None,
+):
     """The number of non-zero (non-empty, for strings; True, for bools) elements across
     dimensions, as `dtype`.
 
@@ -160,12 +171,14 @@ def _arg_reduce(op_type: str, py_name: str, doc: str):
         axis = _lookup("axis", axis, "dimension", dimension)
         if axis is None:
             axis = 0
-        return apply_op(op_type, [input, axis], name=name,
-                        output_type=dtypes.as_dtype(output_type)).outputs[0]  # fmt: skip
+        return apply_op(
+            op_type, [input, axis], name=name, output_type=dtypes.as_dtype(output_type)
+        ).outputs[0]
 
     wrapper.__name__ = wrapper.__qualname__ = py_name
     wrapper.__doc__ = (
-        f"{doc}\n\n    `axis` (alias `dimension`, default 0) is a scalar; ties give the first index;"
+        f"{doc}\n\n    `axis` (alias `dimension`, default 0) is a scalar; ties give the first "
+        "index;"
         f"\n    the result has `output_type` (int64 or int32).\n"
         f"    Example: tf.{py_name}([[1, 3], [3, 1]], axis=1)  # [1, 0]"
     )
@@ -180,8 +193,9 @@ def _scan(op_type: str, py_name: str, doc: str):
     def wrapper(x, axis=0, exclusive=False, reverse=False, name=None):
         with name_scope(name, op_type, [x]) as scope:
             x = convert_to_tensor(x, name="x")
-            return apply_op(op_type, [x, axis], name=scope, exclusive=exclusive,
-                            reverse=reverse).outputs[0]  # fmt: skip
+            return apply_op(
+                op_type, [x, axis], name=scope, exclusive=exclusive, reverse=reverse
+            ).outputs[0]
 
     wrapper.__name__ = wrapper.__qualname__ = py_name
     wrapper.__doc__ = (

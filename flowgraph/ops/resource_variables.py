@@ -98,12 +98,25 @@ class ResourceVariable(variables.Variable):
             doubled = v * 2.0  # reads after the update: [4.0, 6.0]
     """
 
-    def __init__(self, initial_value=None, trainable=None, collections=None, validate_shape=True,
-                 caching_device=None, name=None, dtype=None, variable_def=None, import_scope=None,
-                 constraint=None, distribute_strategy=None,
-                 synchronization=VariableSynchronization.AUTO,
-                 aggregation=VariableAggregation.NONE, shape=None, expected_shape=None,
-                 use_resource=None):  # fmt: skip
+    def __init__(
+        self,
+        initial_value=None,
+        trainable=None,
+        collections=None,
+        validate_shape=True,
+        caching_device=None,
+        name=None,
+        dtype=None,
+        variable_def=None,
+        import_scope=None,
+        constraint=None,
+        distribute_strategy=None,
+        synchronization=VariableSynchronization.AUTO,
+        aggregation=VariableAggregation.NONE,
+        shape=None,
+        expected_shape=None,
+        use_resource=None,
+    ):
         if distribute_strategy is not None:
             raise ValueError(
                 "ResourceVariable(distribute_strategy=...): distribution strategies are not "
@@ -118,19 +131,46 @@ class ResourceVariable(variables.Variable):
                 raise ValueError("variable_def and initial_value are mutually exclusive.")
             self._init_from_proto(variable_def, import_scope)
             return
-        self._init_from_args(initial_value, trainable, collections, validate_shape, caching_device,
-                             name, dtype, expected_shape, constraint, synchronization, aggregation,
-                             shape)  # fmt: skip
+        self._init_from_args(
+            initial_value,
+            trainable,
+            collections,
+            validate_shape,
+            caching_device,
+            name,
+            dtype,
+            expected_shape,
+            constraint,
+            synchronization,
+            aggregation,
+            shape,
+        )
 
     # -- construction -------------------------------------------------------------------------
-    def _init_from_args(self, initial_value, trainable, collections, validate_shape, caching_device,
-                        name, dtype, expected_shape, constraint, synchronization, aggregation,
-                        shape):  # fmt: skip
-        collections = self._check_args(initial_value, trainable, collections, constraint,
-                                       synchronization, aggregation, name)  # fmt: skip
+    def _init_from_args(
+        self,
+        initial_value,
+        trainable,
+        collections,
+        validate_shape,
+        caching_device,
+        name,
+        dtype,
+        expected_shape,
+        constraint,
+        synchronization,
+        aggregation,
+        shape,
+    ):
+        collections = self._check_args(
+            initial_value, trainable, collections, constraint, synchronization, aggregation, name
+        )
         graph = default_graph.get()
-        with variables._outside_control_flow(graph), graph.control_dependencies(None), \
-                graph.name_scope(name or "Variable") as scope:  # fmt: skip
+        with (
+            variables._outside_control_flow(graph),
+            graph.control_dependencies(None),
+            graph.name_scope(name or "Variable") as scope,
+        ):
             handle_name = scope[:-1]
             first_init_op = len(graph.get_operations())
             self._initial_value = self._make_initial_value(graph, initial_value, dtype)
@@ -144,14 +184,23 @@ class ResourceVariable(variables.Variable):
                 )
             self._shape = self._variable_shape(value_shape, validate_shape, shape)
             self._dtype = self._initial_value.dtype.base_dtype
-            self._handle = apply_op("VarHandleOp", [], name=scope, shape=self._shape,
-                                    dtype=self._dtype, shared_name=handle_name).outputs[0]  # fmt: skip
+            self._handle = apply_op(
+                "VarHandleOp",
+                [],
+                name=scope,
+                shape=self._shape,
+                dtype=self._dtype,
+                shared_name=handle_name,
+            ).outputs[0]
             self._colocate_with_handle(graph.get_operations()[first_init_op:-1], handle_name)
             device = self._handle.device
             with graph.name_scope("IsInitialized"):
                 self._is_initialized_op = apply_op("VarIsInitializedOp", [self._handle]).outputs[0]
-            with graph.name_scope("Assign") as assign_scope, \
-                    graph.colocate_with(None, ignore_existing=True), graph.device(device):  # fmt: skip
+            with (
+                graph.name_scope("Assign") as assign_scope,
+                graph.colocate_with(None, ignore_existing=True),
+                graph.device(device),
+            ):
                 self._initializer_op = apply_op(
                     "AssignVariableOp", [self._handle, self._initial_value], name=assign_scope
                 )
@@ -159,8 +208,10 @@ class ResourceVariable(variables.Variable):
                 with graph.device(device):
                     self._graph_element = self._read_op()
                 if caching_device is not None:
-                    with graph.colocate_with(None, ignore_existing=True), \
-                            graph.device(caching_device):  # fmt: skip
+                    with (
+                        graph.colocate_with(None, ignore_existing=True),
+                        graph.device(caching_device),
+                    ):
                         self._cached_value = apply_op("Identity", [self._graph_element]).outputs[0]
         self._caching_device = caching_device
         self._constraint = constraint
@@ -302,8 +353,9 @@ class ResourceVariable(variables.Variable):
         graph = self.graph
         with graph.name_scope(name or "Gather") as scope:
             indices = convert_to_tensor(indices, name="indices")
-            t = apply_op("ResourceGather", [self._handle, indices], name=scope,
-                         dtype=self._dtype).outputs[0]  # fmt: skip
+            t = apply_op(
+                "ResourceGather", [self._handle, indices], name=scope, dtype=self._dtype
+            ).outputs[0]
         if indices.shape.ndims is not None and self._shape.ndims is not None:
             t.set_shape(indices.shape.concatenate(self._shape[1:]))
         return t
@@ -330,8 +382,11 @@ class ResourceVariable(variables.Variable):
         if not read_value:
             return op
         graph = self.graph
-        with graph.control_dependencies([op]), graph.colocate_with(None, ignore_existing=True), \
-                graph.device(self._handle.device):  # fmt: skip
+        with (
+            graph.control_dependencies([op]),
+            graph.colocate_with(None, ignore_existing=True),
+            graph.device(self._handle.device),
+        ):
             return self._read_op()
 
     def _convert_value(self, value, what: str) -> Tensor:
@@ -347,20 +402,25 @@ class ResourceVariable(variables.Variable):
         """Stores `value` (AssignVariableOp). Resource updates always hold the variable's lock,
         so `use_locking` changes nothing (as in TF1). Returns the new value, or the op if
         read_value is False."""
-        op = apply_op("AssignVariableOp", [self._handle, self._convert_value(value, "assign to")],
-                      name=name)  # fmt: skip
+        op = apply_op(
+            "AssignVariableOp", [self._handle, self._convert_value(value, "assign to")], name=name
+        )
         return self._updated(op, read_value)
 
     def assign_add(self, delta, use_locking=None, name=None, read_value=True):
         """variable += delta (AssignAddVariableOp); returns the new value or the op."""
-        op = apply_op("AssignAddVariableOp", [self._handle, self._convert_value(delta, "add to")],
-                      name=name)  # fmt: skip
+        op = apply_op(
+            "AssignAddVariableOp", [self._handle, self._convert_value(delta, "add to")], name=name
+        )
         return self._updated(op, read_value)
 
     def assign_sub(self, delta, use_locking=None, name=None, read_value=True):
         """variable -= delta (AssignSubVariableOp); returns the new value or the op."""
-        op = apply_op("AssignSubVariableOp",
-                      [self._handle, self._convert_value(delta, "subtract from")], name=name)  # fmt: skip
+        op = apply_op(
+            "AssignSubVariableOp",
+            [self._handle, self._convert_value(delta, "subtract from")],
+            name=name,
+        )
         return self._updated(op, read_value)
 
     def _scatter_op(self, op_type, sparse_delta, name):

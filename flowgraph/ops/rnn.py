@@ -146,8 +146,16 @@ def _reverse_seq(input_seq, lengths):
     ]
 
 
-def static_bidirectional_rnn(cell_fw, cell_bw, inputs, initial_state_fw=None, initial_state_bw=None,
-                             dtype=None, sequence_length=None, scope=None):  # fmt: skip
+def static_bidirectional_rnn(
+    cell_fw,
+    cell_bw,
+    inputs,
+    initial_state_fw=None,
+    initial_state_bw=None,
+    dtype=None,
+    sequence_length=None,
+    scope=None,
+):
     """A forward and a backward static_rnn over `inputs`; per-step outputs are concatenated
     [fw, bw] along depth. Returns (outputs, output_state_fw, output_state_bw)."""
     rnn_cell.assert_like_rnncell("cell_fw", cell_fw)

@@ -25,9 +25,15 @@ from flowgraph.ops import nn as nn_ops
 from flowgraph.ops import variable_scope as vs
 
 __all__ = [
-    "BasicLSTMCell", "BasicRNNCell", "DropoutWrapper", "GRUCell", "LSTMCell", "LSTMStateTuple",
-    "MultiRNNCell", "RNNCell",
-]  # fmt: skip
+    "BasicLSTMCell",
+    "BasicRNNCell",
+    "DropoutWrapper",
+    "GRUCell",
+    "LSTMCell",
+    "LSTMStateTuple",
+    "MultiRNNCell",
+    "RNNCell",
+]
 
 
 class LSTMStateTuple(collections.namedtuple("LSTMStateTuple", ("c", "h"))):
@@ -123,8 +129,9 @@ class BasicRNNCell(RNNCell):
     def build(self, inputs_shape):
         depth = _input_depth(self, inputs_shape)
         self._kernel = self.add_weight("kernel", [depth + self._num_units, self._num_units])
-        self._bias = self.add_weight("bias", [self._num_units],
-                                     initializer=init_ops.zeros_initializer(dtype=self.dtype))  # fmt: skip
+        self._bias = self.add_weight(
+            "bias", [self._num_units], initializer=init_ops.zeros_initializer(dtype=self.dtype)
+        )
         self.built = True
 
     def call(self, inputs, state):
@@ -138,8 +145,17 @@ class BasicLSTMCell(RNNCell):
     c' = c·σ(f + forget_bias) + σ(i)·act(j);  h' = act(c')·σ(o)
     """
 
-    def __init__(self, num_units, forget_bias=1.0, state_is_tuple=True, activation=None,
-                 reuse=None, name=None, dtype=None, **kwargs):  # fmt: skip
+    def __init__(
+        self,
+        num_units,
+        forget_bias=1.0,
+        state_is_tuple=True,
+        activation=None,
+        reuse=None,
+        name=None,
+        dtype=None,
+        **kwargs,
+    ):
         super().__init__(_reuse=reuse, name=name, dtype=dtype, **kwargs)
         self._num_units = num_units
         self._forget_bias = forget_bias
@@ -170,8 +186,10 @@ class BasicLSTMCell(RNNCell):
         i, j, f, o = array_ops.split(_linear(inputs, h, self._kernel, self._bias), 4, axis=1)
         forget_bias = convert_to_tensor(self._forget_bias, dtype=f.dtype)
         sig = math_ops.sigmoid
-        new_c = math_ops.add(math_ops.multiply(c, sig(math_ops.add(f, forget_bias))),
-                             math_ops.multiply(sig(i), self._activation(j)))  # fmt: skip
+        new_c = math_ops.add(
+            math_ops.multiply(c, sig(math_ops.add(f, forget_bias))),
+            math_ops.multiply(sig(i), self._activation(j)),
+        )
         new_h = math_ops.multiply(self._activation(new_c), sig(o))
         new_state = (
             LSTMStateTuple(new_c, new_h)
@@ -185,10 +203,24 @@ class LSTMCell(RNNCell):
     """LSTM with optional peepholes (`use_peepholes`), cell clipping and an output projection
     (`num_proj`, then the state is (c, m) with m of size num_proj)."""
 
-    def __init__(self, num_units, use_peepholes=False, cell_clip=None, initializer=None,
-                 num_proj=None, proj_clip=None, num_unit_shards=None, num_proj_shards=None,
-                 forget_bias=1.0, state_is_tuple=True, activation=None, reuse=None, name=None,
-                 dtype=None, **kwargs):  # fmt: skip
+    def __init__(
+        self,
+        num_units,
+        use_peepholes=False,
+        cell_clip=None,
+        initializer=None,
+        num_proj=None,
+        proj_clip=None,
+        num_unit_shards=None,
+        num_proj_shards=None,
+        forget_bias=1.0,
+        state_is_tuple=True,
+        activation=None,
+        reuse=None,
+        name=None,
+        dtype=None,
+        **kwargs,
+    ):
         super().__init__(_reuse=reuse, name=name, dtype=dtype, **kwargs)
         if num_unit_shards is not None or num_proj_shards is not None:
             raise NotImplementedError(
@@ -263,8 +295,17 @@ class GRUCell(RNNCell):
     """Gated recurrent unit (Cho et al. 2014): r, u = σ(W_g·[x, h] + b_g);
     h' = u·h + (1 - u)·act(W_c·[x, r·h] + b_c). Gate biases start at 1."""
 
-    def __init__(self, num_units, activation=None, reuse=None, kernel_initializer=None,
-                 bias_initializer=None, name=None, dtype=None, **kwargs):  # fmt: skip
+    def __init__(
+        self,
+        num_units,
+        activation=None,
+        reuse=None,
+        kernel_initializer=None,
+        bias_initializer=None,
+        name=None,
+        dtype=None,
+        **kwargs,
+    ):
         super().__init__(_reuse=reuse, name=name, dtype=dtype, **kwargs)
         self._num_units = num_units
         self._activation = activation or math_ops.tanh
@@ -284,8 +325,9 @@ class GRUCell(RNNCell):
             1.0, dtype=self.dtype
         )
         self._gate_bias = self.add_weight("gates/bias", [2 * n], initializer=gate_bias_init)
-        self._candidate_kernel = self.add_weight("candidate/kernel", [depth + n, n],
-                                                 initializer=self._kernel_initializer)  # fmt: skip
+        self._candidate_kernel = self.add_weight(
+            "candidate/kernel", [depth + n, n], initializer=self._kernel_initializer
+        )
         cand_bias_init = self._bias_initializer or init_ops.zeros_initializer(dtype=self.dtype)
         self._candidate_bias = self.add_weight("candidate/bias", [n], initializer=cand_bias_init)
         self.built = True
@@ -353,7 +395,8 @@ class MultiRNNCell(RNNCell):
                 if self._state_is_tuple:
                     if not nest.is_sequence(state):
                         raise ValueError(
-                            f"Expected state to be a tuple of length {len(self.state_size)}, but received: {state}"
+                            f"Expected state to be a tuple of length {len(self.state_size)}, but "
+                            f"received: {state}"
                         )
                     cur_state = state[i]
                 else:
@@ -379,17 +422,29 @@ class DropoutWrapper(RNNCell):
     The wrapper adds no variable scope: the wrapped cell's variables keep their names.
     """
 
-    def __init__(self, cell, input_keep_prob=1.0, output_keep_prob=1.0, state_keep_prob=1.0,
-                 variational_recurrent=False, input_size=None, dtype=None, seed=None,
-                 dropout_state_filter_visitor=None):  # fmt: skip
+    def __init__(
+        self,
+        cell,
+        input_keep_prob=1.0,
+        output_keep_prob=1.0,
+        state_keep_prob=1.0,
+        variational_recurrent=False,
+        input_size=None,
+        dtype=None,
+        seed=None,
+        dropout_state_filter_visitor=None,
+    ):
         super().__init__()
         if variational_recurrent:
             raise NotImplementedError(
                 "DropoutWrapper(variational_recurrent=True) is not supported by flowgraph."
             )
         del input_size, dtype  # used only with variational_recurrent
-        for arg, p in (("input_keep_prob", input_keep_prob), ("output_keep_prob", output_keep_prob),
-                       ("state_keep_prob", state_keep_prob)):  # fmt: skip
+        for arg, p in (
+            ("input_keep_prob", input_keep_prob),
+            ("output_keep_prob", output_keep_prob),
+            ("state_keep_prob", state_keep_prob),
+        ):
             if isinstance(p, numbers.Real) and not 0 < p <= 1:
                 raise ValueError(f"Parameter {arg} must be between 0 and 1: {p}")
         self._cell = cell

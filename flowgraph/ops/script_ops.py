@@ -64,8 +64,14 @@ def py_func(func, inp, Tout, stateful=True, name=None):
         raise TypeError(f"py_func: `inp` must be a list of Tensors, got {inp!r}")
     token = py_funcs.register(func)
     try:
-        op = apply_op("PyFunc" if stateful else "PyFuncStateless", [list(inp)], name=name,
-                      graph=graph_of(list(inp)), token=token, Tout=tout)  # fmt: skip
+        op = apply_op(
+            "PyFunc" if stateful else "PyFuncStateless",
+            [list(inp)],
+            name=name,
+            graph=graph_of(list(inp)),
+            token=token,
+            Tout=tout,
+        )
     except BaseException:
         py_funcs.remove([token])
         raise

@@ -30,14 +30,21 @@ __all__ = [
     "scatter_nd_update",
     "scatter_sub",
     "scatter_update",
-]  # fmt: skip
+]
 
 
 def variable_op_v2(shape, dtype, name="Variable", container="", shared_name=""):
     """The raw VariableV2 op: its output is the variable's reference tensor."""
-    return apply_op("VariableV2", [], name=name, graph=default_graph.get(), shape=as_shape(shape),
-                    dtype=dtypes.as_dtype(dtype).base_dtype, container=container,
-                    shared_name=shared_name).outputs[0]  # fmt: skip
+    return apply_op(
+        "VariableV2",
+        [],
+        name=name,
+        graph=default_graph.get(),
+        shape=as_shape(shape),
+        dtype=dtypes.as_dtype(dtype).base_dtype,
+        container=container,
+        shared_name=shared_name,
+    ).outputs[0]
 
 
 def _is_ref_like(ref, method: str = "assign") -> bool:
@@ -56,8 +63,9 @@ def assign(ref, value, validate_shape=None, use_locking=None, name=None):
     """
     if not _is_ref_like(ref):
         return ref.assign(value, name=name)
-    return apply_op("Assign", [ref, value], name=name, validate_shape=validate_shape,
-                    use_locking=use_locking).outputs[0]  # fmt: skip
+    return apply_op(
+        "Assign", [ref, value], name=name, validate_shape=validate_shape, use_locking=use_locking
+    ).outputs[0]
 
 
 def assign_add(ref, value, use_locking=None, name=None):
@@ -120,15 +128,24 @@ scatter_min.__doc__ = "ref[indices, ...] = minimum(ref[indices, ...], updates)."
 scatter_max = _scatter("ScatterMax", False)
 scatter_max.__doc__ = "ref[indices, ...] = maximum(ref[indices, ...], updates)."
 scatter_nd_update = _scatter("ScatterNdUpdate", True)
-scatter_nd_update.__doc__ = """ref[tuple(indices[i])] = updates[i] for index tuples in the last axis of `indices`.
+scatter_nd_update.__doc__ = """ref[tuple(indices[i])] = updates[i] for index tuples in the last
+axis of `indices`.
 
 Example: tf.scatter_nd_update(v, [[0, 1], [2, 0]], [5., 6.])"""
 scatter_nd_add = _scatter("ScatterNdAdd", False)
 scatter_nd_add.__doc__ = "ref[tuple(indices[i])] += updates[i]; duplicates accumulate."
 scatter_nd_sub = _scatter("ScatterNdSub", False)
 scatter_nd_sub.__doc__ = "ref[tuple(indices[i])] -= updates[i]; duplicates accumulate."
-for _fn, _name in ((scatter_update, "scatter_update"), (scatter_add, "scatter_add"), (scatter_sub, "scatter_sub"),
-                   (scatter_mul, "scatter_mul"), (scatter_div, "scatter_div"), (scatter_min, "scatter_min"),
-                   (scatter_max, "scatter_max"), (scatter_nd_update, "scatter_nd_update"),
-                   (scatter_nd_add, "scatter_nd_add"), (scatter_nd_sub, "scatter_nd_sub")):  # fmt: skip
+for _fn, _name in (
+    (scatter_update, "scatter_update"),
+    (scatter_add, "scatter_add"),
+    (scatter_sub, "scatter_sub"),
+    (scatter_mul, "scatter_mul"),
+    (scatter_div, "scatter_div"),
+    (scatter_min, "scatter_min"),
+    (scatter_max, "scatter_max"),
+    (scatter_nd_update, "scatter_nd_update"),
+    (scatter_nd_add, "scatter_nd_add"),
+    (scatter_nd_sub, "scatter_nd_sub"),
+):
     _fn.__name__ = _fn.__qualname__ = _name

@@ -18,9 +18,20 @@ __all__ = ["TensorArray"]
 class TensorArray:
     """A per-step array of tensors of one dtype; see the module docstring."""
 
-    def __init__(self, dtype, size=None, dynamic_size=None, clear_after_read=None, tensor_array_name=None,
-                 handle=None, flow=None, infer_shape=True, element_shape=None,
-                 colocate_with_first_write_call=True, name=None):  # fmt: skip
+    def __init__(
+        self,
+        dtype,
+        size=None,
+        dynamic_size=None,
+        clear_after_read=None,
+        tensor_array_name=None,
+        handle=None,
+        flow=None,
+        infer_shape=True,
+        element_shape=None,
+        colocate_with_first_write_call=True,
+        name=None,
+    ):
         self._dtype = dtypes.as_dtype(dtype).base_dtype
         self._infer_shape = infer_shape
         self._element_shape = [
@@ -39,10 +50,16 @@ class TensorArray:
             raise ValueError("Cannot provide both a flow and a size at the same time")
         graph = default_graph.get()
         with graph.name_scope(name or "TensorArray") as scope:
-            op = apply_op("TensorArrayV3", [convert_to_tensor(size, dtypes.int32, name="size")], name=scope,
-                          dtype=self._dtype, element_shape=self._element_shape[0],
-                          dynamic_size=bool(dynamic_size), clear_after_read=clear_after_read is not False,
-                          tensor_array_name=tensor_array_name or "")  # fmt: skip
+            op = apply_op(
+                "TensorArrayV3",
+                [convert_to_tensor(size, dtypes.int32, name="size")],
+                name=scope,
+                dtype=self._dtype,
+                element_shape=self._element_shape[0],
+                dynamic_size=bool(dynamic_size),
+                clear_after_read=clear_after_read is not False,
+                tensor_array_name=tensor_array_name or "",
+            )
         self._handle, self._flow = op.outputs
 
     # -- identity -----------------------------------------------------------------------------
@@ -76,15 +93,23 @@ class TensorArray:
 
     # -- reading -----------------------------------------------------------------------------
     def read(self, index, name=None):
-        value = apply_op("TensorArrayReadV3", [self._handle, convert_to_tensor(index, dtypes.int32), self._flow],
-                         name=name or "TensorArrayReadV3", dtype=self._dtype).outputs[0]  # fmt: skip
+        value = apply_op(
+            "TensorArrayReadV3",
+            [self._handle, convert_to_tensor(index, dtypes.int32), self._flow],
+            name=name or "TensorArrayReadV3",
+            dtype=self._dtype,
+        ).outputs[0]
         value._shape = self.element_shape
         return value
 
     def gather(self, indices, name=None):
-        return apply_op("TensorArrayGatherV3", [self._handle, convert_to_tensor(indices, dtypes.int32), self._flow],
-                        name=name or "TensorArrayGatherV3", dtype=self._dtype,
-                        element_shape=self.element_shape).outputs[0]  # fmt: skip
+        return apply_op(
+            "TensorArrayGatherV3",
+            [self._handle, convert_to_tensor(indices, dtypes.int32), self._flow],
+            name=name or "TensorArrayGatherV3",
+            dtype=self._dtype,
+            element_shape=self.element_shape,
+        ).outputs[0]
 
     def stack(self, name=None):
         """All elements stacked along a new dimension 0."""
@@ -95,8 +120,13 @@ class TensorArray:
             return self.gather(array_ops.range(0, self.size()), name=name)
 
     def concat(self, name=None):
-        return apply_op("TensorArrayConcatV3", [self._handle, self._flow], name=name or "TensorArrayConcatV3",
-                        dtype=self._dtype, element_shape_except0=self.element_shape[1:]).outputs[0]  # fmt: skip
+        return apply_op(
+            "TensorArrayConcatV3",
+            [self._handle, self._flow],
+            name=name or "TensorArrayConcatV3",
+            dtype=self._dtype,
+            element_shape_except0=self.element_shape[1:],
+        ).outputs[0]
 
     def size(self, name=None):
         return apply_op(
@@ -107,15 +137,21 @@ class TensorArray:
     def write(self, index, value, name=None) -> TensorArray:
         value = convert_to_tensor(value, dtype=self._dtype, name="value")
         self._merge_element_shape(value.shape)
-        flow = apply_op("TensorArrayWriteV3", [self._handle, convert_to_tensor(index, dtypes.int32), value, self._flow],
-                        name=name or "TensorArrayWriteV3").outputs[0]  # fmt: skip
+        flow = apply_op(
+            "TensorArrayWriteV3",
+            [self._handle, convert_to_tensor(index, dtypes.int32), value, self._flow],
+            name=name or "TensorArrayWriteV3",
+        ).outputs[0]
         return self._with_flow(flow)
 
     def scatter(self, indices, value, name=None) -> TensorArray:
         value = convert_to_tensor(value, dtype=self._dtype, name="value")
         self._merge_element_shape(value.shape[1:])
-        flow = apply_op("TensorArrayScatterV3", [self._handle, convert_to_tensor(indices, dtypes.int32), value, self._flow],
-                        name=name or "TensorArrayScatterV3").outputs[0]  # fmt: skip
+        flow = apply_op(
+            "TensorArrayScatterV3",
+            [self._handle, convert_to_tensor(indices, dtypes.int32), value, self._flow],
+            name=name or "TensorArrayScatterV3",
+        ).outputs[0]
         return self._with_flow(flow)
 
     def unstack(self, value, name=None) -> TensorArray:
@@ -131,14 +167,18 @@ class TensorArray:
     def split(self, value, lengths, name=None) -> TensorArray:
         value = convert_to_tensor(value, dtype=self._dtype, name="value")
         lengths = convert_to_tensor(lengths, dtype=dtypes.int64, name="lengths")
-        flow = apply_op("TensorArraySplitV3", [self._handle, value, lengths, self._flow],
-                        name=name or "TensorArraySplitV3").outputs[0]  # fmt: skip
+        flow = apply_op(
+            "TensorArraySplitV3",
+            [self._handle, value, lengths, self._flow],
+            name=name or "TensorArraySplitV3",
+        ).outputs[0]
         return self._with_flow(flow)
 
     def grad(self, source, flow=None, name=None) -> TensorArray:
         flow = self._flow if flow is None else flow
-        handle, out_flow = apply_op("TensorArrayGradV3", [self._handle, flow], name=name or "TensorArrayGrad",
-                                    source=source).outputs  # fmt: skip
+        handle, out_flow = apply_op(
+            "TensorArrayGradV3", [self._handle, flow], name=name or "TensorArrayGrad", source=source
+        ).outputs
         ta = TensorArray(self._dtype, handle=handle, flow=out_flow, infer_shape=self._infer_shape)
         ta._element_shape = self._element_shape
         return ta

@@ -34,9 +34,18 @@ class TFRecordOptions:
     """How a TFRecord file is compressed. Of the zlib tuning options only compression_level is
     supported; the others raise rather than be ignored."""
 
-    def __init__(self, compression_type=None, flush_mode=None, input_buffer_size=None,
-                 output_buffer_size=None, window_bits=None, compression_level=None,
-                 compression_method=None, mem_level=None, compression_strategy=None):  # fmt: skip
+    def __init__(
+        self,
+        compression_type=None,
+        flush_mode=None,
+        input_buffer_size=None,
+        output_buffer_size=None,
+        window_bits=None,
+        compression_level=None,
+        compression_method=None,
+        mem_level=None,
+        compression_strategy=None,
+    ):
         unsupported = {
             "flush_mode": flush_mode,
             "input_buffer_size": input_buffer_size,

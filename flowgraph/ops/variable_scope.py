@@ -64,29 +64,64 @@ class _VariableStore:
         self.vars: dict[str, object] = {}
         self.partitioned_vars: dict[str, object] = {}  # name -> PartitionedVariable
 
-    def get_variable(self, name, shape=None, dtype=dtypes.float32, initializer=None,
-                     regularizer=None, reuse=None, trainable=None, collections=None,
-                     caching_device=None, partitioner=None, validate_shape=True,
-                     use_resource=None, custom_getter=None, constraint=None):  # fmt: skip
+    def get_variable(
+        self,
+        name,
+        shape=None,
+        dtype=dtypes.float32,
+        initializer=None,
+        regularizer=None,
+        reuse=None,
+        trainable=None,
+        collections=None,
+        caching_device=None,
+        partitioner=None,
+        validate_shape=True,
+        use_resource=None,
+        custom_getter=None,
+        constraint=None,
+    ):
         """Creates or returns the variable `name`; `custom_getter` may wrap the creation."""
         if custom_getter is not None and not callable(custom_getter):
             raise ValueError(f"Passed a custom_getter which is not callable: {custom_getter}")
         dtype = dtypes.as_dtype(dtype).base_dtype
-        kwargs = {"name": name, "shape": shape, "dtype": dtype, "initializer": initializer,
-                      "regularizer": regularizer, "reuse": reuse, "trainable": trainable,
-                      "collections": collections, "caching_device": caching_device,
-                      "partitioner": partitioner, "validate_shape": validate_shape,
-                      "use_resource": use_resource}  # fmt: skip
+        kwargs = {
+            "name": name,
+            "shape": shape,
+            "dtype": dtype,
+            "initializer": initializer,
+            "regularizer": regularizer,
+            "reuse": reuse,
+            "trainable": trainable,
+            "collections": collections,
+            "caching_device": caching_device,
+            "partitioner": partitioner,
+            "validate_shape": validate_shape,
+            "use_resource": use_resource,
+        }
         if custom_getter is None:
             return self._true_getter(constraint=constraint, **kwargs)
         if _accepts(custom_getter, "constraint"):
             kwargs["constraint"] = constraint
         return custom_getter(getter=self._true_getter, **kwargs)
 
-    def _true_getter(self, name, shape=None, dtype=dtypes.float32, initializer=None,
-                     regularizer=None, reuse=None, trainable=None, collections=None,
-                     caching_device=None, partitioner=None, validate_shape=True,
-                     use_resource=None, constraint=None, **unused):  # fmt: skip
+    def _true_getter(
+        self,
+        name,
+        shape=None,
+        dtype=dtypes.float32,
+        initializer=None,
+        regularizer=None,
+        reuse=None,
+        trainable=None,
+        collections=None,
+        caching_device=None,
+        partitioner=None,
+        validate_shape=True,
+        use_resource=None,
+        constraint=None,
+        **unused,
+    ):
         if unused:
             raise TypeError(f"get_variable() got unexpected arguments {sorted(unused)}")
         is_scalar = isinstance(shape, Sequence) and not isinstance(shape, str) and len(shape) == 0
@@ -95,17 +130,53 @@ class _VariableStore:
         if partitioner is not None and not is_scalar:
             from flowgraph.ops.partitioned_variables import get_partitioned_variable
 
-            return get_partitioned_variable(self, name, partitioner, shape, dtype, initializer,
-                                            regularizer, reuse, trainable, collections,
-                                            caching_device, validate_shape, use_resource,
-                                            constraint)  # fmt: skip
-        return self._get_single_variable(name, shape, dtype, initializer, regularizer, reuse,
-                                         trainable, collections, caching_device, validate_shape,
-                                         use_resource, constraint)  # fmt: skip
+            return get_partitioned_variable(
+                self,
+                name,
+                partitioner,
+                shape,
+                dtype,
+                initializer,
+                regularizer,
+                reuse,
+                trainable,
+                collections,
+                caching_device,
+                validate_shape,
+                use_resource,
+                constraint,
+            )
+        return self._get_single_variable(
+            name,
+            shape,
+            dtype,
+            initializer,
+            regularizer,
+            reuse,
+            trainable,
+            collections,
+            caching_device,
+            validate_shape,
+            use_resource,
+            constraint,
+        )
 
-    def _get_single_variable(self, name, shape, dtype, initializer, regularizer, reuse, trainable,
-                             collections, caching_device, validate_shape, use_resource,
-                             constraint, partition_info=None):  # fmt: skip
+    def _get_single_variable(
+        self,
+        name,
+        shape,
+        dtype,
+        initializer,
+        regularizer,
+        reuse,
+        trainable,
+        collections,
+        caching_device,
+        validate_shape,
+        use_resource,
+        constraint,
+        partition_info=None,
+    ):
         from_value = initializer is not None and not callable(initializer)
         if shape is not None and from_value:
             raise ValueError("If initializer is a constant, do not specify shape.")
@@ -141,10 +212,17 @@ class _VariableStore:
                     "initializer object and the shape should be fully defined "
                     f"(shape={shape})."
                 )
-        v = variables.Variable(initial_value=init_val, name=name, trainable=trainable,
-                               collections=collections, caching_device=caching_device,
-                               dtype=variable_dtype, validate_shape=validate_shape,
-                               constraint=constraint, use_resource=use_resource)  # fmt: skip
+        v = variables.Variable(
+            initial_value=init_val,
+            name=name,
+            trainable=trainable,
+            collections=collections,
+            caching_device=caching_device,
+            dtype=variable_dtype,
+            validate_shape=validate_shape,
+            constraint=constraint,
+            use_resource=use_resource,
+        )
         self.vars[name] = v
         if regularizer:
             graph = v.op.graph
@@ -228,9 +306,20 @@ class VariableScope:
     scope was first entered, where layers put their ops.
     """
 
-    def __init__(self, reuse, name="", initializer=None, regularizer=None, caching_device=None,
-                 partitioner=None, custom_getter=None, name_scope="", dtype=dtypes.float32,
-                 use_resource=None, constraint=None):  # fmt: skip
+    def __init__(
+        self,
+        reuse,
+        name="",
+        initializer=None,
+        regularizer=None,
+        caching_device=None,
+        partitioner=None,
+        custom_getter=None,
+        name_scope="",
+        dtype=dtypes.float32,
+        use_resource=None,
+        constraint=None,
+    ):
         self._name = name
         self._initializer = initializer
         self._regularizer = regularizer
@@ -298,10 +387,24 @@ class VariableScope:
     def local_variables(self):
         return self.get_collection(GraphKeys.LOCAL_VARIABLES)
 
-    def get_variable(self, var_store, name, shape=None, dtype=None, initializer=None,
-                     regularizer=None, reuse=None, trainable=None, collections=None,
-                     caching_device=None, partitioner=None, validate_shape=True,
-                     use_resource=None, custom_getter=None, constraint=None):  # fmt: skip
+    def get_variable(
+        self,
+        var_store,
+        name,
+        shape=None,
+        dtype=None,
+        initializer=None,
+        regularizer=None,
+        reuse=None,
+        trainable=None,
+        collections=None,
+        caching_device=None,
+        partitioner=None,
+        validate_shape=True,
+        use_resource=None,
+        custom_getter=None,
+        constraint=None,
+    ):
         """Fills unset arguments from this scope, then asks `var_store` for `name` in it."""
         regularizer = self._regularizer if regularizer is None else regularizer
         caching_device = self._caching_device if caching_device is None else caching_device
@@ -324,12 +427,21 @@ class VariableScope:
             constraint = self._constraint if constraint is None else constraint
             dtype = self._dtype if dtype is None else dtype
             return var_store.get_variable(
-                full_name, shape=shape, dtype=dtype, initializer=initializer,
-                regularizer=regularizer, reuse=reuse, trainable=trainable,
-                collections=collections, caching_device=caching_device, partitioner=partitioner,
-                validate_shape=validate_shape, use_resource=use_resource,
-                custom_getter=custom_getter, constraint=constraint,
-            )  # fmt: skip
+                full_name,
+                shape=shape,
+                dtype=dtype,
+                initializer=initializer,
+                regularizer=regularizer,
+                reuse=reuse,
+                trainable=trainable,
+                collections=collections,
+                caching_device=caching_device,
+                partitioner=partitioner,
+                validate_shape=validate_shape,
+                use_resource=use_resource,
+                custom_getter=custom_getter,
+                constraint=constraint,
+            )
 
     def __repr__(self):
         return f"<VariableScope '{self._name}' reuse={self._reuse}>"
@@ -399,10 +511,22 @@ class variable_scope:
             w2 = tf.get_variable("w", [784, 100])    # the same Variable
     """
 
-    def __init__(self, name_or_scope, default_name=None, values=None, initializer=None,
-                 regularizer=None, caching_device=None, partitioner=None, custom_getter=None,
-                 reuse=None, dtype=None, use_resource=None, constraint=None,
-                 auxiliary_name_scope=True):  # fmt: skip
+    def __init__(
+        self,
+        name_or_scope,
+        default_name=None,
+        values=None,
+        initializer=None,
+        regularizer=None,
+        caching_device=None,
+        partitioner=None,
+        custom_getter=None,
+        reuse=None,
+        dtype=None,
+        use_resource=None,
+        constraint=None,
+        auxiliary_name_scope=True,
+    ):
         if default_name is None and name_or_scope is None:
             raise TypeError("If default_name is None then name_or_scope is required")
         if name_or_scope is not None and not isinstance(name_or_scope, (VariableScope, str)):
@@ -418,9 +542,15 @@ class variable_scope:
         self._name_or_scope = name_or_scope
         self._default_name = default_name
         self._values = values
-        self._defaults = {"initializer": initializer, "regularizer": regularizer,
-                              "caching_device": caching_device, "partitioner": partitioner,
-                              "dtype": dtype, "use_resource": use_resource, "constraint": constraint}  # fmt: skip
+        self._defaults = {
+            "initializer": initializer,
+            "regularizer": regularizer,
+            "caching_device": caching_device,
+            "partitioner": partitioner,
+            "dtype": dtype,
+            "use_resource": use_resource,
+            "constraint": constraint,
+        }
         self._custom_getter = custom_getter
         self._reuse = None if reuse is False else reuse  # False never overrides an outer True
         self._auxiliary_name_scope = auxiliary_name_scope
@@ -493,11 +623,18 @@ class variable_scope:
             name_scope = name_or_scope if old_name_scope is None else old_name_scope
             getter = old.custom_getter
         scope = VariableScope(
-            reuse, name=new_name, initializer=src.initializer, regularizer=src.regularizer,
-            caching_device=src.caching_device, partitioner=src.partitioner, dtype=src.dtype,
-            use_resource=src.use_resource, custom_getter=getter, name_scope=name_scope,
+            reuse,
+            name=new_name,
+            initializer=src.initializer,
+            regularizer=src.regularizer,
+            caching_device=src.caching_device,
+            partitioner=src.partitioner,
+            dtype=src.dtype,
+            use_resource=src.use_resource,
+            custom_getter=getter,
+            name_scope=name_scope,
             constraint=src.constraint if d["constraint"] is None else d["constraint"],
-        )  # fmt: skip
+        )
         if d["initializer"] is not None:
             scope.set_initializer(d["initializer"])
         if d["regularizer"] is not None:
@@ -527,10 +664,23 @@ class variable_scope:
         store.current = old
 
 
-def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=None, trainable=None,
-                 collections=None, caching_device=None, partitioner=None, validate_shape=True,
-                 use_resource=None, custom_getter=None, constraint=None, synchronization=None,
-                 aggregation=None):  # fmt: skip
+def get_variable(
+    name,
+    shape=None,
+    dtype=None,
+    initializer=None,
+    regularizer=None,
+    trainable=None,
+    collections=None,
+    caching_device=None,
+    partitioner=None,
+    validate_shape=True,
+    use_resource=None,
+    custom_getter=None,
+    constraint=None,
+    synchronization=None,
+    aggregation=None,
+):
     """Gets an existing variable with these parameters or creates a new one (TF1 semantics).
 
     Example:
@@ -540,25 +690,59 @@ def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=Non
     _check_sync_args(synchronization, aggregation)
     graph = default_graph.get()
     return get_variable_scope().get_variable(
-        _get_store(graph), name, shape=shape, dtype=dtype, initializer=initializer,
-        regularizer=regularizer, trainable=trainable, collections=collections,
-        caching_device=caching_device, partitioner=partitioner, validate_shape=validate_shape,
-        use_resource=use_resource, custom_getter=custom_getter, constraint=constraint,
-    )  # fmt: skip
+        _get_store(graph),
+        name,
+        shape=shape,
+        dtype=dtype,
+        initializer=initializer,
+        regularizer=regularizer,
+        trainable=trainable,
+        collections=collections,
+        caching_device=caching_device,
+        partitioner=partitioner,
+        validate_shape=validate_shape,
+        use_resource=use_resource,
+        custom_getter=custom_getter,
+        constraint=constraint,
+    )
 
 
-def get_local_variable(name, shape=None, dtype=None, initializer=None, regularizer=None,
-                       trainable=False, collections=None, caching_device=None, partitioner=None,
-                       validate_shape=True, use_resource=None, custom_getter=None,
-                       constraint=None, synchronization=None, aggregation=None):  # fmt: skip
+def get_local_variable(
+    name,
+    shape=None,
+    dtype=None,
+    initializer=None,
+    regularizer=None,
+    trainable=False,
+    collections=None,
+    caching_device=None,
+    partitioner=None,
+    validate_shape=True,
+    use_resource=None,
+    custom_getter=None,
+    constraint=None,
+    synchronization=None,
+    aggregation=None,
+):
     """`get_variable` for a variable in LOCAL_VARIABLES (not saved, not trained by default)."""
     collections = list(collections or []) + [GraphKeys.LOCAL_VARIABLES]
-    return get_variable(name, shape=shape, dtype=dtype, initializer=initializer,
-                        regularizer=regularizer, trainable=trainable, collections=collections,
-                        caching_device=caching_device, partitioner=partitioner,
-                        validate_shape=validate_shape, use_resource=use_resource,
-                        custom_getter=custom_getter, constraint=constraint,
-                        synchronization=synchronization, aggregation=aggregation)  # fmt: skip
+    return get_variable(
+        name,
+        shape=shape,
+        dtype=dtype,
+        initializer=initializer,
+        regularizer=regularizer,
+        trainable=trainable,
+        collections=collections,
+        caching_device=caching_device,
+        partitioner=partitioner,
+        validate_shape=validate_shape,
+        use_resource=use_resource,
+        custom_getter=custom_getter,
+        constraint=constraint,
+        synchronization=synchronization,
+        aggregation=aggregation,
+    )
 
 
 def _check_sync_args(synchronization, aggregation):

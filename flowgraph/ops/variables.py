@@ -44,7 +44,7 @@ __all__ = [
     "report_uninitialized_variables",
     "trainable_variables",
     "variables_initializer",
-]  # fmt: skip
+]
 
 _VARIABLE_OPS = ("Variable", "VariableV2", "AutoReloadVariable", "VarHandleOp")
 
@@ -149,11 +149,24 @@ class Variable(metaclass=_VariableMeta):
 
     __array_priority__ = 100
 
-    def __init__(self, initial_value=None, trainable=None, collections=None, validate_shape=True,
-                 caching_device=None, name=None, variable_def=None, dtype=None, expected_shape=None,
-                 import_scope=None, constraint=None, use_resource=None,
-                 synchronization=VariableSynchronization.AUTO,
-                 aggregation=VariableAggregation.NONE, shape=None):  # fmt: skip
+    def __init__(
+        self,
+        initial_value=None,
+        trainable=None,
+        collections=None,
+        validate_shape=True,
+        caching_device=None,
+        name=None,
+        variable_def=None,
+        dtype=None,
+        expected_shape=None,
+        import_scope=None,
+        constraint=None,
+        use_resource=None,
+        synchronization=VariableSynchronization.AUTO,
+        aggregation=VariableAggregation.NONE,
+        shape=None,
+    ):
         del use_resource  # resolved by _VariableMeta: a Variable is a reference variable
         self._save_slice_info = None
         if variable_def is not None:
@@ -161,13 +174,25 @@ class Variable(metaclass=_VariableMeta):
                 raise ValueError("variable_def and initial_value are mutually exclusive.")
             self._init_from_proto(variable_def, import_scope)
             return
-        self._init_from_args(initial_value, trainable, collections, validate_shape, caching_device,
-                             name, dtype, expected_shape, constraint, synchronization, aggregation,
-                             shape)  # fmt: skip
+        self._init_from_args(
+            initial_value,
+            trainable,
+            collections,
+            validate_shape,
+            caching_device,
+            name,
+            dtype,
+            expected_shape,
+            constraint,
+            synchronization,
+            aggregation,
+            shape,
+        )
 
     # -- construction -------------------------------------------------------------------------
-    def _check_args(self, initial_value, trainable, collections, constraint, synchronization,
-                    aggregation, name) -> list:  # fmt: skip
+    def _check_args(
+        self, initial_value, trainable, collections, constraint, synchronization, aggregation, name
+    ) -> list:
         """Validates the constructor arguments shared by ref and resource variables; sets the
         distribution settings and returns the collections the variable joins."""
         if initial_value is None:
@@ -188,16 +213,32 @@ class Variable(metaclass=_VariableMeta):
             collections = list(collections) + [GraphKeys.TRAINABLE_VARIABLES]
         return collections
 
-    def _init_from_args(self, initial_value, trainable, collections, validate_shape, caching_device,
-                        name, dtype, expected_shape, constraint, synchronization, aggregation,
-                        shape):  # fmt: skip
-        collections = self._check_args(initial_value, trainable, collections, constraint,
-                                       synchronization, aggregation, name)  # fmt: skip
+    def _init_from_args(
+        self,
+        initial_value,
+        trainable,
+        collections,
+        validate_shape,
+        caching_device,
+        name,
+        dtype,
+        expected_shape,
+        constraint,
+        synchronization,
+        aggregation,
+        shape,
+    ):
+        collections = self._check_args(
+            initial_value, trainable, collections, constraint, synchronization, aggregation, name
+        )
         graph = default_graph.get()
         # Like TF's init_scope: a variable is never created under the caller's control deps,
         # nor inside the caller's loop body or cond branch (a cell's first step in dynamic_rnn).
-        with _outside_control_flow(graph), graph.control_dependencies(None), \
-                graph.name_scope(name or "Variable") as scope:  # fmt: skip
+        with (
+            _outside_control_flow(graph),
+            graph.control_dependencies(None),
+            graph.name_scope(name or "Variable") as scope,
+        ):
             var_name = scope[:-1]
             self._initial_value = self._make_initial_value(graph, initial_value, dtype)
             value_shape = self._initial_value.shape
@@ -205,7 +246,8 @@ class Variable(metaclass=_VariableMeta):
                 value_shape
             ):
                 raise ValueError(
-                    f"initial_value shape {value_shape} is not compatible with expected_shape {as_shape(expected_shape)}"
+                    f"initial_value shape {value_shape} is not compatible with expected_shape "
+                    f"{as_shape(expected_shape)}"
                 )
             var_shape, validate_shape = self._variable_shape(value_shape, validate_shape, shape)
             self._variable = state_ops.variable_op_v2(
@@ -267,7 +309,8 @@ class Variable(metaclass=_VariableMeta):
             shape = as_shape(shape)
             if not shape.is_compatible_with(value_shape):
                 raise ValueError(
-                    f"The initial value's shape ({value_shape}) is not compatible with the explicitly supplied `shape` argument ({shape})."
+                    f"The initial value's shape ({value_shape}) is not compatible with the "
+                    f"explicitly supplied `shape` argument ({shape})."
                 )
             return shape, validate_shape and shape.is_fully_defined()
         if not validate_shape:
@@ -404,7 +447,8 @@ class Variable(metaclass=_VariableMeta):
         session = session if session is not None else default_session.get()
         if session is None:
             raise ValueError(
-                "Either session argument should be provided or default session should be established"
+                "Either session argument should be provided or default session should be "
+                "established"
             )
         session.run(self._initializer_op, {self._initializer_op.inputs[1]: value})
 
@@ -562,7 +606,8 @@ def moving_average_variables(scope=None) -> list:
 
 # -- initialization -------------------------------------------------------------------------------
 def variables_initializer(var_list, name="init"):
-    """One NoOp that runs the initializers of `var_list`. Example: sess.run(tf.variables_initializer([w]))"""
+    """One NoOp that runs the initializers of `var_list`. Example:
+    sess.run(tf.variables_initializer([w]))"""
     graph = default_graph.get()
     with graph.control_dependencies([v.initializer for v in var_list] or None):
         return apply_op("NoOp", [], name=name, graph=graph)

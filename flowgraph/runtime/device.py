@@ -14,7 +14,8 @@ from flowgraph.runtime.resources import ResourceMgr
 
 
 class Device:
-    """One device of one task. `name` is the full form, e.g. /job:localhost/replica:0/task:0/device:CPU:0."""
+    """One device of one task. `name` is the full form, e.g.
+    /job:localhost/replica:0/task:0/device:CPU:0."""
 
     device_type = "CPU"
 
@@ -82,5 +83,10 @@ def make_devices(
 def full_name(spec: str | DeviceSpec, job="localhost", task=0) -> str:
     """Fills the job/replica/task of a partial spec with the local task's."""
     s = parse(spec)
-    return DeviceSpec(s.job or job, 0 if s.replica is None else s.replica, task if s.task is None else s.task,
-                      s.device_type, s.device_index).to_string()  # fmt: skip
+    return DeviceSpec(
+        s.job or job,
+        0 if s.replica is None else s.replica,
+        task if s.task is None else s.task,
+        s.device_type,
+        s.device_index,
+    ).to_string()

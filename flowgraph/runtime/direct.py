@@ -97,8 +97,10 @@ class DirectRuntime:
 
     def _place_all(self, nodes: dict, changed: set) -> dict:
         """Places the whole graph, keeping the devices of nodes placed by earlier Extends."""
-        pinned = [self.placed[name] if name in self.placed and name not in changed else n
-                  for name, n in nodes.items()]  # fmt: skip
+        pinned = [
+            self.placed[name] if name in self.placed and name not in changed else n
+            for name, n in nodes.items()
+        ]
         config = self.config
         opts = PlacementOptions(
             tuple(self.devices), config.allow_soft_placement, config.log_device_placement
@@ -115,8 +117,13 @@ class DirectRuntime:
                     plan = self._plans[sig] = RunPlan(self, sig)
         return plan
 
-    def run(self, sig: Signature, feed_values: list, options: RunOptions | None = None,
-            run_metadata: RunMetadata | None = None) -> list:  # fmt: skip
+    def run(
+        self,
+        sig: Signature,
+        feed_values: list,
+        options: RunOptions | None = None,
+        run_metadata: RunMetadata | None = None,
+    ) -> list:
         """Runs one step; returns the fetched values in the order of `sig.fetches`."""
         if self._closed:
             raise RuntimeError("Attempted to use a closed Session.")
@@ -158,7 +165,8 @@ class DirectRuntime:
                 raise errors.InvalidArgumentError(
                     None,
                     None,
-                    f"Fetch '{name}' has no value: it is dead (computed only on an untaken branch of a cond)",
+                    f"Fetch '{name}' has no value: it is dead (computed only on an untaken branch "
+                    "of a cond)",
                 )
             out.append(value)
         if run_metadata is not None:
@@ -254,7 +262,8 @@ def _check_inputs(nodes: dict, added: list):
                 raise errors.InvalidArgumentError(
                     None,
                     None,
-                    f"Node '{n.name}': input '{src}:{port}' but '{src}' has {len(nodes[src].output_types)} outputs",
+                    f"Node '{n.name}': input '{src}:{port}' but '{src}' has "
+                    f"{len(nodes[src].output_types)} outputs",
                 )
         for c in n.control:
             if c not in nodes:

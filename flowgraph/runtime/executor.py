@@ -32,16 +32,38 @@ from flowgraph.runtime.rendezvous import DEAD
 
 INLINE, EXPENSIVE, ASYNC = 0, 1, 2
 CONTROL_FLOW_OPS = frozenset(
-    {"Switch", "RefSwitch", "Merge", "RefMerge", "Enter", "RefEnter", "Exit", "RefExit",
-     "NextIteration", "RefNextIteration", "LoopCond", "ControlTrigger"}
-)  # fmt: skip
+    {
+        "Switch",
+        "RefSwitch",
+        "Merge",
+        "RefMerge",
+        "Enter",
+        "RefEnter",
+        "Exit",
+        "RefExit",
+        "NextIteration",
+        "RefNextIteration",
+        "LoopCond",
+        "ControlTrigger",
+    }
+)
 
 
 class NodeItem:
     """The static facts the executor needs about one node."""
 
-    __slots__ = ("id", "node", "compute", "inputs", "base", "num_outputs", "out_edges", "kind",
-                 "step_arg", "ctx")  # fmt: skip
+    __slots__ = (
+        "id",
+        "node",
+        "compute",
+        "inputs",
+        "base",
+        "num_outputs",
+        "out_edges",
+        "kind",
+        "step_arg",
+        "ctx",
+    )
 
     def __init__(self, nid: int, node: Node):
         self.id = nid
@@ -112,8 +134,9 @@ class ExecutorPlan:
             raise errors.NotFoundError(
                 None, None, f"{e.message}\n\t [[node {node.name} on {self.device.name}]]"
             ) from None
-        item.ctx = KernelContext(node.name, node.op, node.attrs, self.device, node.input_types,
-                                 node.output_types)  # fmt: skip
+        item.ctx = KernelContext(
+            node.name, node.op, node.attrs, self.device, node.input_types, node.output_types
+        )
         item.compute = bind(kdef, item.ctx)
         item.step_arg = kdef.step or kdef.async_
         item.kind = ASYNC if kdef.async_ else EXPENSIVE if kdef.expensive else INLINE

@@ -32,10 +32,20 @@ from flowgraph.runtime.rendezvous import DEAD
 NORMAL, MERGE, ENTER, EXIT, NEXT, SWITCH, TRIGGER, SEND, RECV, FORWARD = range(10)
 _FORWARDING = frozenset({"Identity", "LoopCond", "StopGradient", "Snapshot"})  # output = input
 _KINDS = {
-    "Merge": MERGE, "RefMerge": MERGE, "Enter": ENTER, "RefEnter": ENTER, "Exit": EXIT,
-    "RefExit": EXIT, "NextIteration": NEXT, "RefNextIteration": NEXT, "Switch": SWITCH,
-    "RefSwitch": SWITCH, "ControlTrigger": TRIGGER, "_Send": SEND, "_Recv": RECV,
-}  # fmt: skip
+    "Merge": MERGE,
+    "RefMerge": MERGE,
+    "Enter": ENTER,
+    "RefEnter": ENTER,
+    "Exit": EXIT,
+    "RefExit": EXIT,
+    "NextIteration": NEXT,
+    "RefNextIteration": NEXT,
+    "Switch": SWITCH,
+    "RefSwitch": SWITCH,
+    "ControlTrigger": TRIGGER,
+    "_Send": SEND,
+    "_Recv": RECV,
+}
 
 
 class FramesPlan:
@@ -93,9 +103,21 @@ class FrameState:
     """One activation of a loop. It is done when every Enter has delivered
     (num_pending_inputs == 0) and no iteration is outstanding."""
 
-    __slots__ = ("name", "id", "parent", "parent_iter", "max_parallel", "iterations", "iteration_count",
-                 "num_outstanding_iterations", "num_pending_inputs", "inv_values", "next_iter_roots",
-                 "dead_exits", "children")  # fmt: skip
+    __slots__ = (
+        "name",
+        "id",
+        "parent",
+        "parent_iter",
+        "max_parallel",
+        "iterations",
+        "iteration_count",
+        "num_outstanding_iterations",
+        "num_pending_inputs",
+        "inv_values",
+        "next_iter_roots",
+        "dead_exits",
+        "children",
+    )
 
     def __init__(self, name, parent, parent_iter, max_parallel, num_enters, fp):
         self.name = name
@@ -265,8 +287,14 @@ class _TaggedExecution:
             self.completions.put((frame, it, nid, None, e))
             return
         if self.step.stats is not None:
-            self.step.stats.record(self.plan.device.name, self.items[nid], t0, time.perf_counter(), out,
-                                   threading.get_ident())  # fmt: skip
+            self.step.stats.record(
+                self.plan.device.name,
+                self.items[nid],
+                t0,
+                time.perf_counter(),
+                out,
+                threading.get_ident(),
+            )
         self.completions.put((frame, it, nid, out, None))
 
     def _continuation(self, frame, it, nid):
@@ -320,8 +348,14 @@ class _TaggedExecution:
         child = frame.children.get(key)
         if child is None:
             name = attrs["frame_name"]
-            child = FrameState(name, frame, it, attrs.get("parallel_iterations", 10),
-                               self.plan._enter_counts[name], self.fp)  # fmt: skip
+            child = FrameState(
+                name,
+                frame,
+                it,
+                attrs.get("parallel_iterations", 10),
+                self.plan._enter_counts[name],
+                self.fp,
+            )
             frame.children[key] = child
             frame.iterations[it].outstanding_frames += 1
         return child

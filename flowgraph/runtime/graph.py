@@ -57,8 +57,17 @@ def make_node(name, op, inputs=(), control=(), device="", attrs=None) -> Node:
     for key, a in op_def.attrs.items():
         if key not in attrs and a.has_default:
             attrs[key] = a.default
-    return Node(name, op, tuple(inputs), tuple(control), device, attrs, op_def,
-                tuple(op_def.input_types(attrs)), tuple(op_def.output_types(attrs)))  # fmt: skip
+    return Node(
+        name,
+        op,
+        tuple(inputs),
+        tuple(control),
+        device,
+        attrs,
+        op_def,
+        tuple(op_def.input_types(attrs)),
+        tuple(op_def.output_types(attrs)),
+    )
 
 
 def from_node_def(nd: NodeDef) -> Node:
@@ -126,7 +135,8 @@ def validate(nodes) -> None:
                 raise errors.InvalidArgumentError(
                     None,
                     None,
-                    f"Node '{n.name}': input '{src}:{port}' but '{src}' has {len(s.output_types)} outputs",
+                    f"Node '{n.name}': input '{src}:{port}' but '{src}' has {len(s.output_types)} "
+                    "outputs",
                 )
             if s.output_types[port].base_dtype != n.input_types[i].base_dtype:
                 raise errors.InvalidArgumentError(

@@ -24,9 +24,12 @@ class PartitionOptions:
 
 def _edge_attrs(src_dev, dst_dev, tensor_name, dtype, opts):
     return dict(
-        tensor_name=tensor_name, send_device=src_dev, recv_device=dst_dev,
-        send_device_incarnation=opts.incarnation.get(src_dev, 1), client_terminated=False,
-    ) | ({"T": dtype} if dtype is not None else {})  # fmt: skip
+        tensor_name=tensor_name,
+        send_device=src_dev,
+        recv_device=dst_dev,
+        send_device_incarnation=opts.incarnation.get(src_dev, 1),
+        client_terminated=False,
+    ) | ({"T": dtype} if dtype is not None else {})
 
 
 def partition(nodes: list[Node], opts: PartitionOptions) -> dict[str, list[Node]]:
@@ -47,17 +50,34 @@ def partition(nodes: list[Node], opts: PartitionOptions) -> dict[str, list[Node]
         src_dev = device_of[src]
         tensor_name = f"edge_{counter[0]}_{src}" + ("" if control else f"_{port}")
         if control:  # a dummy value carries the "src has finished" fact
-            dummy = make_node(f"{src}/_ctrl_const_{counter[0]}", "Const", control=[src], device=src_dev,
-                              attrs=dict(value=np.zeros((), np.float32), dtype=dtypes.float32))  # fmt: skip
+            dummy = make_node(
+                f"{src}/_ctrl_const_{counter[0]}",
+                "Const",
+                control=[src],
+                device=src_dev,
+                attrs=dict(value=np.zeros((), np.float32), dtype=dtypes.float32),
+            )
             add(src_dev, dummy)
             sent, dtype = (dummy.name, 0), dtypes.float32
         else:
             sent = (src, port)
         attrs = _edge_attrs(src_dev, dst_dev, tensor_name, None, opts)
-        add(src_dev, make_node(f"{src}/_send_{counter[0]}", "_Send", inputs=[sent], device=src_dev,
-                               attrs=attrs | {"T": dtype.base_dtype}))  # fmt: skip
-        recv = make_node(f"{src}/_recv_{counter[0]}", "_Recv", device=dst_dev,
-                         attrs=attrs | {"tensor_type": dtype.base_dtype})  # fmt: skip
+        add(
+            src_dev,
+            make_node(
+                f"{src}/_send_{counter[0]}",
+                "_Send",
+                inputs=[sent],
+                device=src_dev,
+                attrs=attrs | {"T": dtype.base_dtype},
+            ),
+        )
+        recv = make_node(
+            f"{src}/_recv_{counter[0]}",
+            "_Recv",
+            device=dst_dev,
+            attrs=attrs | {"tensor_type": dtype.base_dtype},
+        )
         add(dst_dev, recv)
         recvs[key] = recv.name
         return recv.name

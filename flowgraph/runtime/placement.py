@@ -2,7 +2,8 @@
 
 Constraints come from the user's partial device specs (`tf.device`), colocation groups
 (`_class: loc:@x`), and the rule that an op taking a reference or resource input runs where the
-referenced variable (or other resource) lives. Colocated nodes are merged with union-find; each group then gets the first
+referenced variable (or other resource) lives. Colocated nodes are merged with union-find; each
+group then gets the first
 device that satisfies every member's spec and has a kernel for every member. Among the devices
 that qualify, a GPU is preferred to a CPU, as in TensorFlow.
 """
@@ -81,8 +82,12 @@ def place(nodes: list[Node], opts: PlacementOptions, lenient: bool = False) -> l
         for n in nodes:
             if n.name in assigned:
                 sys.stderr.write(f"{n.name}: ({n.op}): {assigned[n.name]}\n")
-    return [n.replace(device=assigned[n.name]) if n.name in assigned and n.device != assigned[n.name] else n
-            for n in nodes]  # fmt: skip
+    return [
+        n.replace(device=assigned[n.name])
+        if n.name in assigned and n.device != assigned[n.name]
+        else n
+        for n in nodes
+    ]
 
 
 def _choose(members: list[Node], opts: PlacementOptions) -> str:
@@ -94,7 +99,8 @@ def _choose(members: list[Node], opts: PlacementOptions) -> str:
                 raise errors.InvalidArgumentError(
                     None,
                     None,
-                    f"Cannot colocate nodes {', '.join(repr(m.name) for m in members)}: conflicting "
+                    f"Cannot colocate nodes {', '.join(repr(m.name) for m in members)}: "
+                    "conflicting "
                     f"device specifications '{spec}' and '{s}'",
                 )
             continue
@@ -105,25 +111,34 @@ def _choose(members: list[Node], opts: PlacementOptions) -> str:
     ]
     if not supported and opts.allow_soft_placement:
         spec = DeviceSpec(job=spec.job, replica=spec.replica, task=spec.task)
-        supported = [d for d in opts.devices if spec.is_compatible_with(d.spec) and
-                     all(has_kernel(n.op, d.device_type, n.attrs) for n in members)]  # fmt: skip
+        supported = [
+            d
+            for d in opts.devices
+            if spec.is_compatible_with(d.spec)
+            and all(has_kernel(n.op, d.device_type, n.attrs) for n in members)
+        ]
     if not supported:
         first = members[0]
         if not candidates:
-            why = (f"no devices matching that specification are registered in this process; "
-                   f"available devices: {', '.join(d.name for d in opts.devices)}")  # fmt: skip
+            why = (
+                f"no devices matching that specification are registered in this process; "
+                f"available devices: {', '.join(d.name for d in opts.devices)}"
+            )
         else:
             missing = [
                 n
                 for n in members
                 if not any(has_kernel(n.op, d.device_type, n.attrs) for d in candidates)
             ]
-            why = (f"no supported kernel for {spec.device_type or 'any'} devices is available for "
-                   f"{', '.join(repr(n.name) + ' (' + n.op + ')' for n in missing)}")  # fmt: skip
+            why = (
+                f"no supported kernel for {spec.device_type or 'any'} devices is available for "
+                f"{', '.join(repr(n.name) + ' (' + n.op + ')' for n in missing)}"
+            )
         raise errors.InvalidArgumentError(
             None,
             None,
-            f"Cannot assign a device for operation '{first.name}': Could not satisfy explicit device "
+            f"Cannot assign a device for operation '{first.name}': Could not satisfy explicit "
+            "device "
             f"specification '{spec}' because {why}",
         )
     supported.sort(key=lambda d: _TYPE_PRIORITY.get(d.device_type, 2))

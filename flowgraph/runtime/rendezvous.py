@@ -24,12 +24,18 @@ class _Dead:
 DEAD = _Dead()
 
 
-def rendezvous_key(src_device: str, src_incarnation: int, dst_device: str, tensor_name: str,
-                   frame_iter: tuple[int, int] = (0, 0)) -> str:  # fmt: skip
+def rendezvous_key(
+    src_device: str,
+    src_incarnation: int,
+    dst_device: str,
+    tensor_name: str,
+    frame_iter: tuple[int, int] = (0, 0),
+) -> str:
     """The one place a key is built. Matching needs only dst, tensor name and frame/iteration;
     src helps debugging; the incarnation changes when the source task restarts, so a stale
     producer can never satisfy a new consumer."""
-    return f"{src_device};{src_incarnation:016x};{dst_device};{tensor_name};{frame_iter[0]}:{frame_iter[1]}"
+    frame, iteration = frame_iter
+    return f"{src_device};{src_incarnation:016x};{dst_device};{tensor_name};{frame}:{iteration}"
 
 
 class LocalRendezvous:

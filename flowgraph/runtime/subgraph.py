@@ -42,11 +42,18 @@ def rewrite(graph: dict[str, Node], sig: Signature, client_device: str) -> list[
         if node is None or port >= len(node.output_types):
             raise errors.NotFoundError(None, None, f"Feed tensor '{name}' is not in the graph")
         fed[(src, port)] = make_node(
-            f"_recv_{src}_{port}", "_Recv", device=client_device,
-            attrs=dict(tensor_type=node.output_types[port].base_dtype, tensor_name=f"{src}:{port}",
-                       send_device=client_device, send_device_incarnation=1, recv_device=client_device,
-                       client_terminated=True),
-        )  # fmt: skip
+            f"_recv_{src}_{port}",
+            "_Recv",
+            device=client_device,
+            attrs=dict(
+                tensor_type=node.output_types[port].base_dtype,
+                tensor_name=f"{src}:{port}",
+                send_device=client_device,
+                send_device_incarnation=1,
+                recv_device=client_device,
+                client_terminated=True,
+            ),
+        )
     sends = []
     for name in sig.fetches:
         src, port = _tensor_name(name)
@@ -55,12 +62,22 @@ def rewrite(graph: dict[str, Node], sig: Signature, client_device: str) -> list[
             raise errors.NotFoundError(None, None, f"Fetch tensor '{name}' is not in the graph")
         recv = fed.get((src, port))
         inp = (recv.name, 0) if recv is not None else (src, port)
-        sends.append(make_node(
-            f"_send_{src}_{port}", "_Send", inputs=[inp], device=client_device,
-            attrs=dict(T=node.output_types[port].base_dtype, tensor_name=f"{src}:{port}",
-                       send_device=client_device, send_device_incarnation=1, recv_device=client_device,
-                       client_terminated=True),
-        ))  # fmt: skip
+        sends.append(
+            make_node(
+                f"_send_{src}_{port}",
+                "_Send",
+                inputs=[inp],
+                device=client_device,
+                attrs=dict(
+                    T=node.output_types[port].base_dtype,
+                    tensor_name=f"{src}:{port}",
+                    send_device=client_device,
+                    send_device_incarnation=1,
+                    recv_device=client_device,
+                    client_terminated=True,
+                ),
+            )
+        )
     for name in sig.targets:
         if name not in graph:
             raise errors.NotFoundError(None, None, f"Target node '{name}' is not in the graph")

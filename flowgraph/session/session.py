@@ -198,7 +198,8 @@ class BaseSession:
             self._sent_mutations = sent_mutations
 
     def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
-        """Runs the ops needed for `fetches`, feeding `feed_dict`; returns values in the same structure."""
+        """Runs the ops needed for `fetches`, feeding `feed_dict`; returns values in the same
+        structure."""
         if self._closed:
             raise RuntimeError("Attempted to use a closed Session.")
         feed_names, feed_values = self._feeds(feed_dict)
@@ -239,7 +240,8 @@ class BaseSession:
 
     def _feeds(self, feed_dict):
         """Feed names and arrays. A key may be a nested structure of tensors with a value of the
-        same structure; a tensor given twice (as `x` and as "x:0") takes the last value, as in TF."""
+        same structure; a tensor given twice (as `x` and as "x:0") takes the last value, as in
+        TF."""
         if not feed_dict:
             return (), ()
         feeds = {}
@@ -247,15 +249,18 @@ class BaseSession:
             t = _feed_tensor(self._graph, key)
             if isinstance(value, (Tensor, Operation)):
                 raise TypeError(
-                    f"The value of a feed cannot be a tf.Tensor object. Acceptable feed values include "
-                    f"Python scalars, strings, lists, numpy ndarrays, or TensorHandles. (feed for {t.name})"
+                    "The value of a feed cannot be a tf.Tensor object. Acceptable feed values "
+                    "include "
+                    "Python scalars, strings, lists, numpy ndarrays, or TensorHandles. (feed for "
+                    f"{t.name})"
                 )
             feeds.pop(t.name, None)  # the last value wins, and its place in the order
             feeds[t.name] = _feed_array(t, value)
         return tuple(feeds), tuple(feeds.values())
 
     def partial_run_setup(self, fetches, feeds=None):
-        """Starts a step that will be fed `feeds` and fetch `fetches` over several partial_run calls."""
+        """Starts a step that will be fed `feeds` and fetch `fetches` over several partial_run
+        calls."""
         if self._closed:
             raise RuntimeError("Attempted to use a closed Session.")
         self._extend()
@@ -263,9 +268,10 @@ class BaseSession:
         feeds = [
             part
             for f in feeds or ()
-            for part in (sparse_tensor.fetch_parts(f) if isinstance(f, sparse_tensor.SparseTensor)
-                         else (f,))
-        ]  # fmt: skip
+            for part in (
+                sparse_tensor.fetch_parts(f) if isinstance(f, sparse_tensor.SparseTensor) else (f,)
+            )
+        ]
         feed_names = tuple(_feed_tensor(self._graph, f).name for f in feeds)
         sig = Signature(
             feed_names,
@@ -384,7 +390,8 @@ def _feed_array(t: Tensor, value):
         raise errors.InvalidArgumentError(
             None,
             None,
-            f"Cannot feed value of shape {arr.shape!r} for Tensor '{t.name}', which has shape '{t.shape}'",
+            f"Cannot feed value of shape {arr.shape!r} for Tensor '{t.name}', which has shape "
+            f"'{t.shape}'",
         )
     return arr
 

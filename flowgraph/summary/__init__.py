@@ -16,7 +16,7 @@ from flowgraph.summary.summary_ops import (
     scalar,
     tensor_summary,
     text,
-)  # fmt: skip
+)
 from flowgraph.summary.writer import FileWriter, FileWriterCache
 
 
@@ -30,7 +30,19 @@ def summary_iterator(path):
 
 
 __all__ = [
-    "Event", "FileWriter", "FileWriterCache", "SessionLog", "Summary", "SummaryMetadata",
-    "TaggedRunMetadata", "histogram", "image", "merge", "merge_all", "scalar", "summary_iterator",
-    "tensor_summary", "text",
-]  # fmt: skip
+    "Event",
+    "FileWriter",
+    "FileWriterCache",
+    "SessionLog",
+    "Summary",
+    "SummaryMetadata",
+    "TaggedRunMetadata",
+    "histogram",
+    "image",
+    "merge",
+    "merge_all",
+    "scalar",
+    "summary_iterator",
+    "tensor_summary",
+    "text",
+]

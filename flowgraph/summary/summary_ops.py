@@ -68,7 +68,8 @@ def scalar(name, tensor, collections=None, family=None):
 
 
 def histogram(name, values, collections=None, family=None):
-    """A Summary with the histogram of `values` in TensorFlow's bucketing (NaN/Inf fail at run time).
+    """A Summary with the histogram of `values` in TensorFlow's bucketing (NaN/Inf fail at run
+    time).
 
     Example:
       tf.summary.histogram("weights", w)
@@ -93,8 +94,15 @@ def image(name, tensor, max_outputs=3, collections=None, family=None):
     return summary
 
 
-def tensor_summary(name, tensor, summary_description=None, collections=None, summary_metadata=None,
-                   family=None, display_name=None):  # fmt: skip
+def tensor_summary(
+    name,
+    tensor,
+    summary_description=None,
+    collections=None,
+    summary_metadata=None,
+    family=None,
+    display_name=None,
+):
     """A Summary holding `tensor` itself as a TensorProto, with plugin metadata."""
     if summary_metadata is None:
         summary_metadata = SummaryMetadata()

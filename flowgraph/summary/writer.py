@@ -129,8 +129,16 @@ class FileWriter:
       writer.close()
     """
 
-    def __init__(self, logdir, graph=None, max_queue=10, flush_secs=120, graph_def=None,
-                 filename_suffix=None, session=None):  # fmt: skip
+    def __init__(
+        self,
+        logdir,
+        graph=None,
+        max_queue=10,
+        flush_secs=120,
+        graph_def=None,
+        filename_suffix=None,
+        session=None,
+    ):
         if session is not None:
             raise NotImplementedError(
                 "FileWriter(session=...) selects TF's in-graph summary writer ops, which flowgraph "

@@ -61,8 +61,11 @@ class Accumulator:
                 rows = self.sum if self.sum is not None else {}
                 for i, v in zip(np.asarray(indices).tolist(), np.asarray(values)):
                     old = rows.get(i)
-                    rows[i] = (v.astype(self.dtype.as_numpy_dtype), 1) if old is None else (
-                        old[0] + v, old[1] + 1)  # fmt: skip
+                    rows[i] = (
+                        (v.astype(self.dtype.as_numpy_dtype), 1)
+                        if old is None
+                        else (old[0] + v, old[1] + 1)
+                    )
                 self.sum = rows
             else:
                 grad = np.asarray(grad, dtype=self.dtype.as_numpy_dtype)
@@ -131,9 +134,10 @@ def _accumulator(ctx, sparse: bool) -> Accumulator:
     a = ctx.attrs
     name = a["shared_name"] or ctx.name
     acc = ctx.resources.lookup_or_create(
-        a["container"], name,
+        a["container"],
+        name,
         lambda: Accumulator(name, a["dtype"], TensorShape(a["shape"]), a["reduction_type"], sparse),
-    )  # fmt: skip
+    )
     if acc.dtype != a["dtype"] or acc.sparse != sparse:
         raise _invalid(f"Shared accumulator '{name}' has a different dtype or kind")
     return acc
@@ -176,7 +180,7 @@ for _v in ("Resource", ""):
     )
 
 
-# -- Barrier ----------------------------------------------------------------------------------------
+# -- Barrier ---------------------------------------------------------------------------------------
 class Barrier:
     """Keys whose components arrive separately. `lock` guards `incomplete` and `closed`."""
 
@@ -189,9 +193,11 @@ class Barrier:
         self._time = itertools.count()
         # Ready elements: (index, key, *components), smallest index first.
         self.ready = queue_base.PriorityQueue(
-            name, [dtypes.int64, dtypes.string] + self.types,
-            [TensorShape([]), TensorShape([])] + self.shapes, -1,
-        )  # fmt: skip
+            name,
+            [dtypes.int64, dtypes.string] + self.types,
+            [TensorShape([]), TensorShape([])] + self.shapes,
+            -1,
+        )
 
     def insert_many(self, step, index: int, keys, values) -> None:
         if not 0 <= index < len(self.types):
@@ -208,9 +214,11 @@ class Barrier:
                 if entry is None:
                     if self.closed:
                         raise errors.CancelledError(
-                            None, None, f"Barrier '{self.name}' is closed, but attempted to insert "
+                            None,
+                            None,
+                            f"Barrier '{self.name}' is closed, but attempted to insert "
                             f"a brand new key: {key!r}",
-                        )  # fmt: skip
+                        )
                     entry = self.incomplete[key] = (next(self._time), [None] * len(self.types))
                 if entry[1][index] is not None:
                     raise _invalid(
@@ -273,9 +281,11 @@ def barrier_take_many(ctx, step, done, b, num_elements):
         if error is not None:
             if isinstance(error, errors.OutOfRangeError):
                 error = errors.OutOfRangeError(
-                    None, None, f"Barrier '{b.name}' is closed and has insufficient elements "
+                    None,
+                    None,
+                    f"Barrier '{b.name}' is closed and has insufficient elements "
                     f"(requested {n}, total size {b.ready.size()})",
-                )  # fmt: skip
+                )
             done(None, error)
             return
         batch = b.ready.batch(elements)
@@ -298,9 +308,10 @@ def _staging(ctx) -> queue_base.StagingArea:
     a = ctx.attrs
     name = a["shared_name"] or ctx.name
     return ctx.resources.lookup_or_create(
-        a["container"], name,
+        a["container"],
+        name,
         lambda: queue_base.StagingArea(name, a["dtypes"], a["capacity"], a["memory_limit"]),
-    )  # fmt: skip
+    )
 
 
 def _values(elements):

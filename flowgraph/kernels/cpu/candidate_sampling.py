@@ -99,8 +99,11 @@ def _sampler_kernel(distribution):
             sampled, num_tries = sampler.draw(rng, num_sampled), num_sampled
         true_p = sampler.probability(true_classes)
         sampled_p = sampler.probability(sampled)
-        return (sampled, _expected_count(true_p, num_tries, num_sampled, unique),
-                _expected_count(sampled_p, num_tries, num_sampled, unique))  # fmt: skip
+        return (
+            sampled,
+            _expected_count(true_p, num_tries, num_sampled, unique),
+            _expected_count(sampled_p, num_tries, num_sampled, unique),
+        )
 
     return kernel
 
@@ -118,7 +121,8 @@ def compute_accidental_hits(ctx, true_classes, sampled):
         raise errors.InvalidArgumentError(
             None,
             None,
-            f"true_classes must be a matrix with num_true={num_true} columns, got {true_classes.shape}",
+            f"true_classes must be a matrix with num_true={num_true} columns, got "
+            f"{true_classes.shape}",
         )
     if sampled.ndim != 1:
         raise errors.InvalidArgumentError(

@@ -168,10 +168,14 @@ def encode_jpeg(ctx, image):
     img = _pil().fromarray(np.ascontiguousarray(pixels))
     buf = io.BytesIO()
     img.save(
-        buf, format="JPEG", quality=a["quality"], progressive=a["progressive"],
-        optimize=a["optimize_size"], subsampling=2 if a["chroma_downsampling"] else 0,
+        buf,
+        format="JPEG",
+        quality=a["quality"],
+        progressive=a["progressive"],
+        optimize=a["optimize_size"],
+        subsampling=2 if a["chroma_downsampling"] else 0,
         dpi=(300, 300),
-    )  # fmt: skip
+    )
     return np.array(buf.getvalue(), dtype=object)
 
 
@@ -212,10 +216,12 @@ def _bilinear_axis(in_size, out_size, align_corners, half_pixel):
 def resize_bilinear(ctx, images, size):
     images, out_h, out_w = _check_resize(ctx, images, size)
     a = ctx.attrs
-    ylo, yhi, dy = _bilinear_axis(images.shape[1], out_h, a["align_corners"],
-                                  a["half_pixel_centers"])  # fmt: skip
-    xlo, xhi, dx = _bilinear_axis(images.shape[2], out_w, a["align_corners"],
-                                  a["half_pixel_centers"])  # fmt: skip
+    ylo, yhi, dy = _bilinear_axis(
+        images.shape[1], out_h, a["align_corners"], a["half_pixel_centers"]
+    )
+    xlo, xhi, dx = _bilinear_axis(
+        images.shape[2], out_w, a["align_corners"], a["half_pixel_centers"]
+    )
     img = images.astype(np.float32, copy=False)
     top, bottom = img[:, ylo], img[:, yhi]
     dx = dx[np.newaxis, np.newaxis, :, np.newaxis]

@@ -42,9 +42,11 @@ def os_errors(what: str):
 def _check_counts(names, specs, n):
     if len(names) != n or len(specs) != n:
         raise errors.InvalidArgumentError(
-            None, None, f"tensor_names ({len(names)}), shape_and_slices ({len(specs)}) and "
-            f"tensors ({n}) must have the same length"
-        )  # fmt: skip
+            None,
+            None,
+            f"tensor_names ({len(names)}), shape_and_slices ({len(specs)}) and "
+            f"tensors ({n}) must have the same length",
+        )
 
 
 @register_kernel("SaveV2", expensive=True)
@@ -84,9 +86,11 @@ def restore_v2(ctx, prefix, tensor_names, shape_and_slices):
             stored = r.dtype(name)
             if stored != _enum(dt):
                 raise errors.InvalidArgumentError(
-                    None, None, f"tensor_name = {name}; expected dtype {as_dtype(dt).name} does "
-                    f"not equal restored dtype {as_dtype(stored).name} (checkpoint {prefix})"
-                )  # fmt: skip
+                    None,
+                    None,
+                    f"tensor_name = {name}; expected dtype {as_dtype(dt).name} does "
+                    f"not equal restored dtype {as_dtype(stored).name} (checkpoint {prefix})",
+                )
             parsed = tensor_bundle.parse_shape_and_slice(spec)
             if parsed is None:
                 out.append(r.lookup(name))
@@ -94,9 +98,11 @@ def restore_v2(ctx, prefix, tensor_names, shape_and_slices):
             shape, sl = parsed
             if tuple(shape) != r.shape(name):
                 raise errors.InvalidArgumentError(
-                    None, None, f"tensor_name = {name}; shape in shape_and_slice spec {shape} "
-                    f"does not match the shape stored in checkpoint: {list(r.shape(name))}"
-                )  # fmt: skip
+                    None,
+                    None,
+                    f"tensor_name = {name}; shape in shape_and_slice spec {shape} "
+                    f"does not match the shape stored in checkpoint: {list(r.shape(name))}",
+                )
             out.append(r.lookup_slice(name, sl))
     return tuple(out)
 
@@ -156,9 +162,11 @@ def _restore_v1(ctx, pattern, name, spec):
         stored = r.dtype(name)
         if stored != _enum(ctx.attrs["dt"]):
             raise errors.InvalidArgumentError(
-                None, None, f"Expected to restore a tensor of type {as_dtype(ctx.attrs['dt']).name},"
-                f" got a tensor of type {as_dtype(stored).name} instead: tensor_name = {name}"
-            )  # fmt: skip
+                None,
+                None,
+                f"Expected to restore a tensor of type {as_dtype(ctx.attrs['dt']).name},"
+                f" got a tensor of type {as_dtype(stored).name} instead: tensor_name = {name}",
+            )
         parsed = tensor_bundle.parse_shape_and_slice(spec)
         if parsed is None:
             return r.lookup(name)

@@ -168,9 +168,12 @@ def matrix_triangular_solve(ctx, matrix, rhs):
     if matrix.size == 0 or rhs.size == 0:
         return np.zeros(rhs.shape, rhs.dtype)
     out = scipy.linalg.solve_triangular(
-        _lapack(matrix), _lapack(rhs), lower=ctx.attrs["lower"],
-        trans="C" if ctx.attrs["adjoint"] else "N", check_finite=False,
-    )  # fmt: skip
+        _lapack(matrix),
+        _lapack(rhs),
+        lower=ctx.attrs["lower"],
+        trans="C" if ctx.attrs["adjoint"] else "N",
+        check_finite=False,
+    )
     return out.astype(rhs.dtype, copy=False)
 
 

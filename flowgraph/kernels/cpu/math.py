@@ -229,10 +229,11 @@ def add_n(ctx, *xs):
     for i, x in enumerate(xs[1:], 1):
         if np.shape(x) != first:
             raise errors.InvalidArgumentError(
-                None, None,
+                None,
+                None,
                 f"Inputs to operation AddN must have the same size and shape.  Input 0: "
                 f"{_shape_str(first)} != input {i}: {_shape_str(np.shape(x))}",
-            )  # fmt: skip
+            )
     if len(xs) == 1:
         return xs[0]
     out = np.add(xs[0], xs[1])
@@ -274,7 +275,8 @@ def cast_unsupported(ctx, x):
 # -- selection ----------------------------------------------------------------------------------
 @register_kernel("Where")
 def where(ctx, x):
-    """The int64 coordinates [num_true, rank] of the true (non-zero) elements, in row-major order."""
+    """The int64 coordinates [num_true, rank] of the true (non-zero) elements, in row-major
+    order."""
     return np.argwhere(x).astype(np.int64, copy=False)
 
 
@@ -282,10 +284,11 @@ def where(ctx, x):
 def select(ctx, cond, t, e):
     if np.shape(t) != np.shape(e):
         raise errors.InvalidArgumentError(
-            None, None,
+            None,
+            None,
             f"'then' and 'else' must have the same size.  but received: "
             f"{_shape_str(np.shape(t))} vs. {_shape_str(np.shape(e))}",
-        )  # fmt: skip
+        )
     cond = np.asarray(cond)
     if cond.ndim == 0:
         return t if cond else e
@@ -294,10 +297,11 @@ def select(ctx, cond, t, e):
     if cond.ndim == 1 and np.ndim(t) >= 1 and cond.shape[0] == np.shape(t)[0]:
         return np.where(cond.reshape((-1,) + (1,) * (np.ndim(t) - 1)), t, e)
     raise errors.InvalidArgumentError(
-        None, None,
+        None,
+        None,
         f"'condition' must be a scalar, a vector of size {np.shape(t)[:1]} or have the shape of "
         f"'then': {_shape_str(cond.shape)} vs. {_shape_str(np.shape(t))}",
-    )  # fmt: skip
+    )
 
 
 @register_kernel("SelectV2")
@@ -306,10 +310,11 @@ def select_v2(ctx, cond, t, e):
         return np.where(cond, t, e)
     except ValueError:
         raise errors.InvalidArgumentError(
-            None, None,
+            None,
+            None,
             f"condition {_shape_str(np.shape(cond))}, then {_shape_str(np.shape(t))}, and else "
             f"{_shape_str(np.shape(e))} must be broadcastable",
-        ) from None  # fmt: skip
+        ) from None
 
 
 # -- reductions ---------------------------------------------------------------------------------

@@ -147,8 +147,17 @@ def sparse_feature(value_lists: list, dtype, batched: bool):
     return indices, values, np.array([len(lengths), longest], np.int64)
 
 
-def _parse_examples(serialized, names, sparse_keys, sparse_types, dense_keys, dense_types,
-                    dense_shapes, dense_defaults, batched):  # fmt: skip
+def _parse_examples(
+    serialized,
+    names,
+    sparse_keys,
+    sparse_types,
+    dense_keys,
+    dense_types,
+    dense_shapes,
+    dense_defaults,
+    batched,
+):
     flat = np.asarray(serialized, dtype=object).reshape(-1)
     maps = [_parse(Example, s, i).features.feature for i, s in enumerate(flat)]
     sparse = [
@@ -170,8 +179,10 @@ def _parse_examples(serialized, names, sparse_keys, sparse_types, dense_keys, de
 
 
 def _keys(values) -> list:
-    return [v.item().decode() if isinstance(v.item(), bytes) else str(v.item())
-            for v in map(np.asarray, values)]  # fmt: skip
+    return [
+        v.item().decode() if isinstance(v.item(), bytes) else str(v.item())
+        for v in map(np.asarray, values)
+    ]
 
 
 @register_kernel("ParseExample")
@@ -183,10 +194,16 @@ def parse_example(ctx, serialized, names, *rest):
     if serialized.ndim != 1:
         raise _invalid(f"Expected serialized to be a vector, got shape: {list(serialized.shape)}")
     out = _parse_examples(
-        serialized, _names(names, len(serialized)), sparse_keys,
-        [_check_dtype(t) for t in a["sparse_types"]], dense_keys,
-        [_check_dtype(t) for t in a["Tdense"]], a["dense_shapes"], rest[ns + nd :], True,
-    )  # fmt: skip
+        serialized,
+        _names(names, len(serialized)),
+        sparse_keys,
+        [_check_dtype(t) for t in a["sparse_types"]],
+        dense_keys,
+        [_check_dtype(t) for t in a["Tdense"]],
+        a["dense_shapes"],
+        rest[ns + nd :],
+        True,
+    )
     return tuple(out)
 
 
@@ -197,10 +214,16 @@ def parse_single_example(ctx, serialized, *dense_defaults):
     if serialized.ndim != 0:
         raise _invalid(f"Expected serialized to be a scalar, got shape: {list(serialized.shape)}")
     out = _parse_examples(
-        serialized, None, a["sparse_keys"], [_check_dtype(t) for t in a["sparse_types"]],
-        a["dense_keys"], [_check_dtype(t) for t in a["Tdense"]], a["dense_shapes"],
-        dense_defaults, False,
-    )  # fmt: skip
+        serialized,
+        None,
+        a["sparse_keys"],
+        [_check_dtype(t) for t in a["sparse_types"]],
+        a["dense_keys"],
+        [_check_dtype(t) for t in a["Tdense"]],
+        a["dense_shapes"],
+        dense_defaults,
+        False,
+    )
     return tuple(out)
 
 
@@ -216,12 +239,16 @@ def parse_example_v2(ctx, serialized, names, sparse_keys, dense_keys, ragged_key
         raise _invalid(f"Expected serialized to be a scalar or vector, got {serialized.shape}")
     batched = serialized.ndim == 1
     out = _parse_examples(
-        serialized, _names(names, serialized.size) if batched else None,
+        serialized,
+        _names(names, serialized.size) if batched else None,
         _keys(np.asarray(sparse_keys, dtype=object).reshape(-1)),
         [_check_dtype(t) for t in a["sparse_types"]],
         _keys(np.asarray(dense_keys, dtype=object).reshape(-1)),
-        [_check_dtype(t) for t in a["Tdense"]], a["dense_shapes"], defaults, batched,
-    )  # fmt: skip
+        [_check_dtype(t) for t in a["Tdense"]],
+        a["dense_shapes"],
+        defaults,
+        batched,
+    )
     return tuple(out)
 
 
@@ -299,10 +326,12 @@ def parse_sequence_example(ctx, serialized, debug_name, *context_defaults):
     c_dense = [
         dense_feature(maps, k, _check_dtype(t), shape, np.asarray(d))
         for k, t, shape, d in zip(
-            a["context_dense_keys"], a["Tcontext_dense"], a["context_dense_shapes"],
+            a["context_dense_keys"],
+            a["Tcontext_dense"],
+            a["context_dense_shapes"],
             context_defaults,
         )
-    ]  # fmt: skip
+    ]
     lists = [s.feature_lists.feature_list for s in seqs]
     f_sparse = [
         _feature_list_sparse(lists, k, _check_dtype(t))
@@ -312,15 +341,22 @@ def parse_sequence_example(ctx, serialized, debug_name, *context_defaults):
     f_dense = [
         _feature_list_dense(lists, k, _check_dtype(t), shape, k in missing_ok)
         for k, t, shape in zip(
-            a["feature_list_dense_keys"], a["feature_list_dense_types"],
+            a["feature_list_dense_keys"],
+            a["feature_list_dense_types"],
             a["feature_list_dense_shapes"],
         )
-    ]  # fmt: skip
+    ]
     return tuple(
-        [s[0] for s in c_sparse] + [s[1] for s in c_sparse] + [s[2] for s in c_sparse] + c_dense
-        + [s[0] for s in f_sparse] + [s[1] for s in f_sparse] + [s[2] for s in f_sparse]
-        + [d[0] for d in f_dense] + [d[1] for d in f_dense]
-    )  # fmt: skip
+        [s[0] for s in c_sparse]
+        + [s[1] for s in c_sparse]
+        + [s[2] for s in c_sparse]
+        + c_dense
+        + [s[0] for s in f_sparse]
+        + [s[1] for s in f_sparse]
+        + [s[2] for s in f_sparse]
+        + [d[0] for d in f_dense]
+        + [d[1] for d in f_dense]
+    )
 
 
 # -- DecodeRaw / DecodeCompressed / DecodeCSV ----------------------------------------------------
@@ -387,8 +423,12 @@ def _convert(field: str, dtype, col: int, row: int):
     return value
 
 
-_CSV_NAME = {dtypes.float32: "float", dtypes.float64: "double", dtypes.int32: "int32",
-             dtypes.int64: "int64"}  # fmt: skip
+_CSV_NAME = {
+    dtypes.float32: "float",
+    dtypes.float64: "double",
+    dtypes.int32: "int32",
+    dtypes.int64: "int64",
+}
 
 
 def _split(record: str, delim: str, quoted: bool) -> list:

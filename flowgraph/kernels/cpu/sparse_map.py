@@ -53,9 +53,11 @@ def _check(indices, values, shape):
         )
     if indices.shape[0] != values.shape[0] or indices.shape[1] != shape.shape[0]:
         raise errors.InvalidArgumentError(
-            None, None, f"Inconsistent SparseTensor parts: indices {list(indices.shape)}, "
+            None,
+            None,
+            f"Inconsistent SparseTensor parts: indices {list(indices.shape)}, "
             f"values {list(values.shape)}, shape {list(shape.shape)}",
-        )  # fmt: skip
+        )
     return indices.astype(np.int64, copy=False), values, shape.astype(np.int64, copy=False)
 
 
@@ -95,9 +97,11 @@ def take_many_sparse(ctx, handles):
     for i, (_, _, shape) in enumerate(parts):
         if shape.size != rank:
             raise errors.InvalidArgumentError(
-                None, None, f"Inconsistent rank across SparseTensors: rank prior to "
+                None,
+                None,
+                f"Inconsistent rank across SparseTensors: rank prior to "
                 f"SparseTensor[{i}] was: {rank} but rank of SparseTensor[{i}] is: {shape.size}",
-            )  # fmt: skip
+            )
     dtype = ctx.attrs["dtype"].as_numpy_dtype
     counts = [len(p[1]) for p in parts]
     batch = np.repeat(np.arange(len(parts), dtype=np.int64), counts)[:, None]

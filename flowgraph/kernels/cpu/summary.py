@@ -87,9 +87,11 @@ def _serialized(summary: Summary) -> np.ndarray:
 def scalar_summary(ctx, tags, values):
     if np.shape(tags) != np.shape(values):
         raise errors.InvalidArgumentError(
-            None, None,
-            f"tags and values not the same shape: {list(np.shape(tags))} != {list(np.shape(values))}",
-        )  # fmt: skip
+            None,
+            None,
+            f"tags and values not the same shape: {list(np.shape(tags))} != "
+            f"{list(np.shape(values))}",
+        )
     summary = Summary()
     for tag, value in zip(np.asarray(tags).reshape(-1), np.asarray(values).reshape(-1)):
         summary.value.add(tag=_text(tag), simple_value=float(value))
@@ -168,8 +170,9 @@ def image_summary(ctx, tag, tensor):
     for i in range(min(max_images, batch)):
         # The tag depends on how many images were requested, not on how many there are (TF's rule).
         name = f"{base_tag}/image/{i}" if max_images > 1 else f"{base_tag}/image"
-        image = Summary.Image(height=height, width=width, colorspace=depth,
-                              encoded_image_string=encode_png(pixels[i]))  # fmt: skip
+        image = Summary.Image(
+            height=height, width=width, colorspace=depth, encoded_image_string=encode_png(pixels[i])
+        )
         summary.value.add(tag=name, image=image)
     return _serialized(summary)
 

@@ -45,13 +45,15 @@ class TensorArrayState:
             if index >= len(self.items):
                 if not self.dynamic_size:
                     raise self._err(
-                        f"Tried to write to index {index} but array is not resizeable and size is: {len(self.items)}"
+                        f"Tried to write to index {index} but array is not resizeable and size "
+                        f"is: {len(self.items)}"
                     )
                 self.items.extend([None] * (index + 1 - len(self.items)))
                 self.read_once.extend([False] * (index + 1 - len(self.read_once)))
             if value.dtype != self.dtype.as_numpy_dtype and self.dtype.as_numpy_dtype is not object:
                 raise self._err(
-                    f"Could not write to TensorArray index {index} because the value dtype is {value.dtype} but TensorArray dtype is {self.dtype.name}."
+                    f"Could not write to TensorArray index {index} because the value dtype is "
+                    f"{value.dtype} but TensorArray dtype is {self.dtype.name}."
                 )
             shape = self.element_shape
             if (
@@ -60,17 +62,21 @@ class TensorArrayState:
                 and not shape.is_compatible_with(value.shape)
             ):
                 raise self._err(
-                    f"Could not write to TensorArray index {index} because the value shape is {list(value.shape)} which is incompatible with the TensorArray's inferred element shape: {shape}"
+                    f"Could not write to TensorArray index {index} because the value shape is "
+                    f"{list(value.shape)} which is incompatible with the TensorArray's inferred "
+                    f"element shape: {shape}"
                 )
             old = self.items[index]
             if old is not None:
                 if not self.accumulate:
                     raise self._err(
-                        f"Could not write to TensorArray index {index} because it has already been written to."
+                        f"Could not write to TensorArray index {index} because it has already "
+                        "been written to."
                     )
                 if old.shape != value.shape:
                     raise self._err(
-                        f"Could not aggregate to TensorArray index {index}: shapes {list(old.shape)} vs {list(value.shape)}"
+                        f"Could not aggregate to TensorArray index {index}: shapes "
+                        f"{list(old.shape)} vs {list(value.shape)}"
                     )
                 value = old + value
             self.items[index] = value
@@ -85,13 +91,15 @@ class TensorArrayState:
             if value is None:
                 if self.read_once[index]:
                     raise self._err(
-                        f"Could not read index {index} twice because it was cleared after a previous read (perhaps try setting clear_after_read = false?)"
+                        f"Could not read index {index} twice because it was cleared after a "
+                        "previous read (perhaps try setting clear_after_read = false?)"
                     )
                 shape = self.element_shape
                 if self.accumulate and shape is not None and shape.is_fully_defined():
                     return np.zeros(shape.as_list(), self.dtype.as_numpy_dtype)
                 raise self._err(
-                    f"Could not read from TensorArray index {index} because it has not yet been written to."
+                    f"Could not read from TensorArray index {index} because it has not yet been "
+                    "written to."
                 )
             if self.clear_after_read and not self.accumulate:
                 self.items[index] = None
@@ -103,8 +111,14 @@ class TensorArrayState:
 def tensor_array(ctx, size):
     a = ctx.attrs
     shape = a.get("element_shape")
-    return TensorArrayState(a.get("tensor_array_name") or ctx.name, a["dtype"], int(size), a["dynamic_size"],
-                            a["clear_after_read"], shape), _FLOW  # fmt: skip
+    return TensorArrayState(
+        a.get("tensor_array_name") or ctx.name,
+        a["dtype"],
+        int(size),
+        a["dynamic_size"],
+        a["clear_after_read"],
+        shape,
+    ), _FLOW
 
 
 @register_kernel("TensorArrayWriteV3")
@@ -190,7 +204,14 @@ def ta_grad(ctx, ta, flow):
     with ta.lock:
         grad = ta.grads.get(source)
         if grad is None:
-            grad = TensorArrayState(f"{ta.name}@{source}", ta.dtype, len(ta.items), ta.dynamic_size, False,
-                                    ta.element_shape, accumulate=True)  # fmt: skip
+            grad = TensorArrayState(
+                f"{ta.name}@{source}",
+                ta.dtype,
+                len(ta.items),
+                ta.dynamic_size,
+                False,
+                ta.element_shape,
+                accumulate=True,
+            )
             ta.grads[source] = grad
     return grad, _FLOW

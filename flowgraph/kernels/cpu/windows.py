@@ -21,7 +21,8 @@ from flowgraph.opdefs.nn_conv import spatial_axes, window_geometry
 
 @dataclasses.dataclass(frozen=True)
 class Window:
-    """The geometry of a 2-D window over an NHWC tensor: kernel, strides, dilations, pads, output."""
+    """The geometry of a 2-D window over an NHWC tensor: kernel, strides, dilations, pads,
+    output."""
 
     kh: int
     kw: int
@@ -36,8 +37,12 @@ class Window:
     def tap(self, i: int, j: int) -> tuple:
         """The index into the padded input of the values that kernel tap (i, j) reads."""
         h0, w0 = i * self.dh, j * self.dw
-        return (slice(None), slice(h0, h0 + self.sh * (self.oh - 1) + 1, self.sh),
-                slice(w0, w0 + self.sw * (self.ow - 1) + 1, self.sw), slice(None))  # fmt: skip
+        return (
+            slice(None),
+            slice(h0, h0 + self.sh * (self.oh - 1) + 1, self.sh),
+            slice(w0, w0 + self.sw * (self.ow - 1) + 1, self.sw),
+            slice(None),
+        )
 
     def taps(self):
         return [(i, j) for i in range(self.kh) for j in range(self.kw)]

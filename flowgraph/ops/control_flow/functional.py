@@ -32,8 +32,16 @@ def _unstacked(elems_flat, n):
     ]
 
 
-def map_fn(fn, elems, dtype=None, parallel_iterations=None, back_prop=True, swap_memory=False,
-           infer_shape=True, name=None):  # fmt: skip
+def map_fn(
+    fn,
+    elems,
+    dtype=None,
+    parallel_iterations=None,
+    back_prop=True,
+    swap_memory=False,
+    infer_shape=True,
+    name=None,
+):
     """[fn(e) for e in unstack(elems)], stacked; `dtype` gives fn's output structure if it differs.
 
     Example: squares = flowgraph.map_fn(lambda x: x * x, flowgraph.constant([1, 2, 3]))
@@ -61,9 +69,14 @@ def map_fn(fn, elems, dtype=None, parallel_iterations=None, back_prop=True, swap
                 )
             return (i + 1,) + tuple(ta.write(i, v) for ta, v in zip(tas, values))
 
-        out = while_loop(lambda i, *_: i < n, body, (convert_to_tensor(0, name="i"),) + tuple(acc_tas),
-                         parallel_iterations=parallel_iterations, back_prop=back_prop,
-                         swap_memory=swap_memory)  # fmt: skip
+        out = while_loop(
+            lambda i, *_: i < n,
+            body,
+            (convert_to_tensor(0, name="i"),) + tuple(acc_tas),
+            parallel_iterations=parallel_iterations,
+            back_prop=back_prop,
+            swap_memory=swap_memory,
+        )
         results = [ta.stack() for ta in out[1:]]
         for r, ta in zip(results, out[1:]):
             if ta.element_shape.ndims is not None:
@@ -71,11 +84,31 @@ def map_fn(fn, elems, dtype=None, parallel_iterations=None, back_prop=True, swap
         return nest.pack_sequence_as(out_structure, results)
 
 
-def scan(fn, elems, initializer=None, parallel_iterations=10, back_prop=True, swap_memory=False,
-         infer_shape=True, reverse=False, name=None):  # fmt: skip
-    """a_i = fn(a_{i-1}, elems[i]) for every i (the first a is `initializer`, else elems[0]); stacked."""
-    return _scan(fn, elems, initializer, parallel_iterations, back_prop, swap_memory, infer_shape, reverse,
-                 name or "scan", keep_all=True)  # fmt: skip
+def scan(
+    fn,
+    elems,
+    initializer=None,
+    parallel_iterations=10,
+    back_prop=True,
+    swap_memory=False,
+    infer_shape=True,
+    reverse=False,
+    name=None,
+):
+    """a_i = fn(a_{i-1}, elems[i]) for every i (the first a is `initializer`, else elems[0]);
+    stacked."""
+    return _scan(
+        fn,
+        elems,
+        initializer,
+        parallel_iterations,
+        back_prop,
+        swap_memory,
+        infer_shape,
+        reverse,
+        name or "scan",
+        keep_all=True,
+    )
 
 
 def foldl(
@@ -88,8 +121,18 @@ def foldl(
     name=None,
 ):
     """fn(...fn(fn(initializer, elems[0]), elems[1])..., elems[n-1])."""
-    return _scan(fn, elems, initializer, parallel_iterations, back_prop, swap_memory, True, False,
-                 name or "foldl", keep_all=False)  # fmt: skip
+    return _scan(
+        fn,
+        elems,
+        initializer,
+        parallel_iterations,
+        back_prop,
+        swap_memory,
+        True,
+        False,
+        name or "foldl",
+        keep_all=False,
+    )
 
 
 def foldr(
@@ -102,12 +145,32 @@ def foldr(
     name=None,
 ):
     """foldl over the elements in reverse order."""
-    return _scan(fn, elems, initializer, parallel_iterations, back_prop, swap_memory, True, True,
-                 name or "foldr", keep_all=False)  # fmt: skip
+    return _scan(
+        fn,
+        elems,
+        initializer,
+        parallel_iterations,
+        back_prop,
+        swap_memory,
+        True,
+        True,
+        name or "foldr",
+        keep_all=False,
+    )
 
 
-def _scan(fn, elems, initializer, parallel_iterations, back_prop, swap_memory, infer_shape, reverse, name,
-          keep_all):  # fmt: skip
+def _scan(
+    fn,
+    elems,
+    initializer,
+    parallel_iterations,
+    back_prop,
+    swap_memory,
+    infer_shape,
+    reverse,
+    name,
+    keep_all,
+):
     if not callable(fn):
         raise TypeError("fn must be callable.")
     graph = default_graph.get()
@@ -148,8 +211,14 @@ def _scan(fn, elems, initializer, parallel_iterations, back_prop, swap_memory, i
             + tuple(a_flat)
             + (tuple(acc_tas) if keep_all else ())
         )
-        out = while_loop(lambda i, *_: i < n, body, loop_vars, parallel_iterations=parallel_iterations,
-                         back_prop=back_prop, swap_memory=swap_memory)  # fmt: skip
+        out = while_loop(
+            lambda i, *_: i < n,
+            body,
+            loop_vars,
+            parallel_iterations=parallel_iterations,
+            back_prop=back_prop,
+            swap_memory=swap_memory,
+        )
         if not keep_all:
             return nest.pack_sequence_as(a_structure, list(out[1 : 1 + k]))
         results = [ta.stack() for ta in out[1 + k :]]

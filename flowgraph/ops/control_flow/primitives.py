@@ -27,8 +27,14 @@ def merge(inputs, name=None):
 
 def enter(data, frame_name, is_constant=False, parallel_iterations=10, name=None):
     """Makes `data` available in iteration 0 (or every iteration, if constant) of a child frame."""
-    return apply_op(f"{_ref(data)}Enter", [data], name=name or "Enter", frame_name=frame_name,
-                    is_constant=is_constant, parallel_iterations=parallel_iterations).outputs[0]  # fmt: skip
+    return apply_op(
+        f"{_ref(data)}Enter",
+        [data],
+        name=name or "Enter",
+        frame_name=frame_name,
+        is_constant=is_constant,
+        parallel_iterations=parallel_iterations,
+    ).outputs[0]
 
 
 def exit(data, name=None):

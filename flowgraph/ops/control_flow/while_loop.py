@@ -32,11 +32,22 @@ def _identity(x, name="Identity"):
     return apply_op("Identity", [x], name=name).outputs[0]
 
 
-def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations=10, back_prop=True,
-               swap_memory=False, name=None, maximum_iterations=None, return_same_structure=False):  # fmt: skip
+def while_loop(
+    cond,
+    body,
+    loop_vars,
+    shape_invariants=None,
+    parallel_iterations=10,
+    back_prop=True,
+    swap_memory=False,
+    name=None,
+    maximum_iterations=None,
+    return_same_structure=False,
+):
     """Repeats `body` while `cond` holds; up to `parallel_iterations` iterations may overlap.
 
-    Example: (n,) = flowgraph.while_loop(lambda i: i < 10, lambda i: [i + 1], [flowgraph.constant(0)])
+    Example: (n,) = flowgraph.while_loop(lambda i: i < 10, lambda i: [i + 1],
+    [flowgraph.constant(0)])
     """
     if not callable(cond):
         raise TypeError("cond must be callable.")
@@ -50,8 +61,18 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
     graph = _graph_of(loop_vars)
     with graph.name_scope(name or "while") as scope:
         if maximum_iterations is not None:
-            return _with_maximum(cond, body, loop_vars, shape_invariants, parallel_iterations, back_prop,
-                                 swap_memory, maximum_iterations, return_same_structure, graph)  # fmt: skip
+            return _with_maximum(
+                cond,
+                body,
+                loop_vars,
+                shape_invariants,
+                parallel_iterations,
+                back_prop,
+                swap_memory,
+                maximum_iterations,
+                return_same_structure,
+                graph,
+            )
         ctx = WhileContext(
             graph, graph.unique_name("while_context"), parallel_iterations, back_prop, swap_memory
         )
@@ -67,8 +88,18 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
     return result
 
 
-def _with_maximum(cond, body, loop_vars, shape_invariants, parallel_iterations, back_prop, swap_memory,
-                  maximum_iterations, return_same_structure, graph):  # fmt: skip
+def _with_maximum(
+    cond,
+    body,
+    loop_vars,
+    shape_invariants,
+    parallel_iterations,
+    back_prop,
+    swap_memory,
+    maximum_iterations,
+    return_same_structure,
+    graph,
+):
     """TF1's maximum_iterations: an iteration counter that is part of the loop condition."""
     from flowgraph.ops import math as math_ops
 
@@ -86,8 +117,11 @@ def _with_maximum(cond, body, loop_vars, shape_invariants, parallel_iterations, 
         ctx,
         lambda i, lv: math_ops.logical_and(i < max_iter, _call(cond, lv)),
         lambda i, lv: (i + 1, _as_sequence_like(lv, _call(body, lv))),
-        (counter, loop_vars), invariants, graph.get_name_scope(), site,
-    )  # fmt: skip
+        (counter, loop_vars),
+        invariants,
+        graph.get_name_scope(),
+        site,
+    )
     result = out[1]
     if not return_same_structure and isinstance(result, (list, tuple)) and len(result) == 1:
         return result[0]
@@ -115,16 +149,22 @@ def _build_loop(ctx: WhileContext, cond, body, loop_vars, shape_invariants, loop
         for v, s in zip(flat, invariants):
             if not s.is_compatible_with(v.shape):
                 raise ValueError(
-                    f"while_loop '{loop_name}' (created at {site}): the shape invariant specified for "
-                    f"{v.name} is not compatible with the initial shape of the loop variable. It enters "
+                    f"while_loop '{loop_name}' (created at {site}): the shape invariant specified "
+                    "for "
+                    f"{v.name} is not compatible with the initial shape of the loop variable. It "
+                    "enters "
                     f"the loop with shape {v.shape}, but the specified shape invariant is {s}."
                 )
     else:
         invariants = [v.shape for v in flat]
     real = [ctx.outer_context.add_value(v) for v in flat] if ctx.outer_context is not None else flat
     with graph.control_dependencies(None):
-        enters = [primitives.enter(v, ctx.name, is_constant=False, parallel_iterations=ctx.parallel_iterations)
-                  for v in real]  # fmt: skip
+        enters = [
+            primitives.enter(
+                v, ctx.name, is_constant=False, parallel_iterations=ctx.parallel_iterations
+            )
+            for v in real
+        ]
     for e, s in zip(enters, invariants):
         e._shape = s
         e.op._control_flow_context = ctx
@@ -155,7 +195,8 @@ def _build_loop(ctx: WhileContext, cond, body, loop_vars, shape_invariants, loop
             )
         except ValueError as e:
             raise ValueError(
-                f"while_loop '{loop_name}' (created at {site}): body must return the same structure as "
+                f"while_loop '{loop_name}' (created at {site}): body must return the same "
+                "structure as "
                 f"loop_vars ({len(flat)} values): {e}"
             ) from None
         next_vals = []
@@ -165,14 +206,18 @@ def _build_loop(ctx: WhileContext, cond, body, loop_vars, shape_invariants, loop
                 v = ctx.add_value(v)
             if v.dtype.base_dtype != m.dtype.base_dtype:
                 raise TypeError(
-                    f"while_loop '{loop_name}' (created at {site}): loop variable {i} enters the loop "
+                    f"while_loop '{loop_name}' (created at {site}): loop variable {i} enters the "
+                    "loop "
                     f"as {m.dtype.name} but the body returns {v.dtype.name}"
                 )
             if not _less_specific_or_equal(v.shape, m.shape):
                 raise ValueError(
-                    f"while_loop '{loop_name}' (created at {site}): input tensor '{flat[i].name}' enters "
-                    f"the loop with shape {m.shape}, but has shape {v.shape} after one iteration. To "
-                    "allow the shape to vary across iterations, use the `shape_invariants` argument of "
+                    f"while_loop '{loop_name}' (created at {site}): input tensor '{flat[i].name}' "
+                    "enters "
+                    f"the loop with shape {m.shape}, but has shape {v.shape} after one iteration. "
+                    "To "
+                    "allow the shape to vary across iterations, use the `shape_invariants` "
+                    "argument of "
                     "tf.while_loop to specify a less-specific shape."
                 )
             nxt = primitives.next_iteration(v)
