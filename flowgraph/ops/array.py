@@ -15,16 +15,16 @@ import builtins
 import numpy as np
 
 from flowgraph.core import dtypes
-from flowgraph.core.shapes import Dimension, TensorShape, as_shape, broadcast_shape
+from flowgraph.core.shapes import TensorShape, as_shape, broadcast_shape
 from flowgraph.framework import default_graph
 from flowgraph.framework.apply_op import apply_op, graph_of
 from flowgraph.framework.convert import (
     constant,
     constant_value,
     convert_to_tensor,
-    register_tensor_conversion_function,
 )
 from flowgraph.framework.operation import Operation, Tensor
+from flowgraph.ops.autopacking import contains_tensor  # (importing registers the conversions)
 
 __all__ = [
     "broadcast_dynamic_shape",
@@ -82,89 +82,6 @@ def index_tensor(value, name=None) -> Tensor:
     return convert_to_tensor(value, name=name, preferred_dtype=dtypes.int32)
 
 
-# -- lists containing Tensors convert by packing (TF1's autopacking) --------------------------
-def _contains_tensor(value) -> bool:
-    if isinstance(value, Tensor) or hasattr(value, "_as_graph_element"):
-        return True
-    if isinstance(value, (list, builtins.tuple)):
-        return any(_contains_tensor(v) for v in value)
-    return False
-
-
-def _autopack(value, dtype=None, name=None, as_ref=False):
-    """Converts a (nested) list holding Tensors into Pack ops, as TF1 does for [t, 3]; a list
-    holding known Dimensions (`[x.shape[0], -1]`) becomes a constant of their values."""
-    if as_ref:
-        return NotImplemented
-    if not _contains_tensor(value):
-        if not _contains_dimension(value):
-            return NotImplemented
-        return constant(_dimension_values(value), dtype=dtype, name=name or "Const")
-    if dtype is None:
-        dtype = _first_dtype(value)
-    items = [
-        _autopack(v, dtype) if isinstance(v, (list, builtins.tuple)) and _contains_tensor(v) else v
-        for v in value
-    ]
-    items = [convert_to_tensor(v, dtype=dtype) for v in items]
-    return apply_op("Pack", [items], name=name or "packed", axis=0).outputs[0]
-
-
-def _first_dtype(value):
-    for v in value:
-        if isinstance(v, (list, builtins.tuple)) and _contains_tensor(v):
-            return _first_dtype(v)
-        if _contains_tensor(v) and not isinstance(v, (list, builtins.tuple)):
-            return v.dtype.base_dtype
-    return None
-
-
-def _contains_dimension(value) -> bool:
-    if isinstance(value, Dimension):
-        return True
-    return isinstance(value, (list, builtins.tuple)) and any(_contains_dimension(v) for v in value)
-
-
-def _dimension_values(value):
-    if isinstance(value, (list, builtins.tuple)):
-        return [_dimension_values(v) for v in value]
-    if isinstance(value, Dimension):
-        if value.value is None:
-            raise ValueError("Cannot convert an unknown Dimension to a Tensor: ?")
-        return value.value
-    return value
-
-
-def _shape_dtype(dims, dtype):
-    if dtype is not None:
-        dtype = dtypes.as_dtype(dtype)
-        if dtype not in (dtypes.int32, dtypes.int64):
-            raise TypeError(f"Cannot convert a TensorShape to dtype: {dtype.name}")
-        return dtype
-    return dtypes.int64 if any(d >= 2**31 for d in dims) else dtypes.int32
-
-
-def _shape_to_tensor(value, dtype=None, name=None, as_ref=False):
-    """A fully defined TensorShape converts to its 1-D int32 (or int64) value, as in TF1."""
-    if not value.is_fully_defined():
-        raise ValueError(f"Cannot convert a partially known TensorShape to a Tensor: {value}")
-    dims = value.as_list()
-    return constant(dims, dtype=_shape_dtype(dims, dtype), name=name or "shape_as_tensor")
-
-
-def _dimension_to_tensor(value, dtype=None, name=None, as_ref=False):
-    if value.value is None:
-        raise ValueError("Cannot convert an unknown Dimension to a Tensor: ?")
-    return constant(
-        value.value, dtype=_shape_dtype([value.value], dtype), name=name or "shape_as_tensor"
-    )
-
-
-register_tensor_conversion_function((list, builtins.tuple), _autopack, priority=99)
-register_tensor_conversion_function(TensorShape, _shape_to_tensor, priority=99)
-register_tensor_conversion_function(Dimension, _dimension_to_tensor, priority=99)
-
-
 # -- constants, placeholders, identity --------------------------------------------------------
 def placeholder(dtype, shape=None, name=None):
     """A tensor that must be fed. Example: x = placeholder(tf.float32, [None, 784])."""
@@ -213,7 +130,7 @@ def ensure_shape(x, shape, name=None):
 def _filled(value, shape, dtype, name, default_name):
     dtype = dtypes.as_dtype(dtype).base_dtype
     with name_scope(name, default_name, [shape] if isinstance(shape, Tensor) else []) as scope:
-        if not isinstance(shape, Tensor) and not _contains_tensor(shape):
+        if not isinstance(shape, Tensor) and not contains_tensor(shape):
             dims = as_shape(shape)
             if not dims.is_fully_defined():
                 raise ValueError(f"Cannot create a tensor of partially known shape {dims}")
@@ -428,7 +345,7 @@ def concat(values, axis, name="concat"):
 
 def stack(values, axis=0, name="stack"):
     """Packs rank-R tensors into one rank-(R+1) tensor along `axis`."""
-    if axis == 0 and not _contains_tensor(values):
+    if axis == 0 and not contains_tensor(values):
         try:
             return convert_to_tensor(
                 values, name=name
