@@ -5,8 +5,10 @@ from flowgraph.contrib import (
     layers,
     lookup,
     rnn,
+    seq2seq,
     staging,
 )
 
 __all__ = ["layers", "rnn", "staging"]
 __all__ += ["lookup"]
+__all__ += ["seq2seq"]
