@@ -83,6 +83,7 @@ from flowgraph.session.session import InteractiveSession, Session
 from flowgraph import layers, train  # noqa: E402
 from flowgraph import summary  # noqa: E402
 from flowgraph import saved_model  # noqa: E402
+from flowgraph import data  # noqa: E402
 from flowgraph.namespaces import (  # noqa: E402
     contrib,
     graph_util,

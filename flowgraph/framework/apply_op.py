@@ -45,6 +45,8 @@ def apply_op(
 def create(graph, op_type, inputs, attrs, name, output_types=None, input_types=None) -> Operation:
     """Adds an op whose inputs are already Tensors: fills attr defaults, checks, infers shapes."""
     op_def = get_op_def(op_type)
+    if graph._building_function:  # a function body captures outer tensors (function.py)
+        inputs = [t if t.graph is graph else graph.capture(t) for t in inputs]
     for t in inputs:
         if t.graph is not graph:
             raise ValueError(
@@ -68,6 +70,9 @@ def create(graph, op_type, inputs, attrs, name, output_types=None, input_types=N
 
 def graph_of(values):
     """The graph of the first Tensor-like value among `values` (nested one level), else the default."""
+    default = default_graph.get()
+    if default._building_function:  # inside a function body every op goes to the body
+        return default
     for v in values:
         for item in v if isinstance(v, (list, tuple)) else (v,):
             g = getattr(item, "graph", None)

@@ -89,6 +89,7 @@ class Graph:
         self._attr_scope_map: dict = {}
         self.seed = None
         self._building_function = False
+        self._functions: dict = {}  # name -> FunctionDef: the graph's function library
         self._unfetchable_ops: set[int] = set()  # ids of ops marked by prevent_fetching
         self._unfeedable_tensors: set[str] = set()  # names of tensors marked by prevent_feeding
 
@@ -455,6 +456,8 @@ class Graph:
         """The GraphDef of ops created after op number `from_version` (all ops by default)."""
         gd = GraphDef()
         gd.versions.CopyFrom(self.graph_def_versions)
+        if self._functions:
+            gd.library.CopyFrom(self._library())
         for op in self._ops[from_version or 0 :]:
             nd = gd.node.add()
             nd.CopyFrom(op.node_def)
@@ -465,6 +468,19 @@ class Graph:
                     to_attr_value([t.shape for t in op.outputs], "list(shape)")
                 )
         return gd
+
+    def _add_function(self, fdef) -> None:
+        """Adds a FunctionDef to the library (framework/function.py builds them)."""
+        self._check_not_finalized()
+        name = fdef.signature.name
+        if name in self._functions and self._functions[name] != fdef:
+            raise ValueError(f"Another function is already defined with the name {name}.")
+        self._functions[name] = fdef
+
+    def _library(self):
+        from flowgraph.core.protos import FunctionDefLibrary
+
+        return FunctionDefLibrary(function=list(self._functions.values()))
 
     def _nodes_for_extend(self, cursor: int, sent_mutations: int):
         """NodeDefs to ship: new ops since `cursor`, and already-shipped ops mutated since."""

@@ -83,16 +83,10 @@ def import_graph_def(
             raise TypeError("return_elements must be a list of strings.")
         return_elements = [x.decode() if isinstance(x, bytes) else x for x in return_elements]
     _check_versions(graph_def)
-    if graph_def.library.function:
-        raise errors.UnimplementedError(
-            None,
-            None,
-            f"import_graph_def: GraphDefs with a function library are not supported "
-            f"({len(graph_def.library.function)} functions, e.g. "
-            f"'{graph_def.library.function[0].signature.name}')",
-        )
     graph = default_graph.get()
     graph._check_not_finalized()
+    for fdef in graph_def.library.function:  # functions keep their names (as in TF)
+        graph._add_function(fdef)
     with graph.name_scope(name if name is not None else "import") as scope:
         if any(not isinstance(v, (Tensor, Operation)) for v in input_map.values()):
             with graph.name_scope("_inputs"):

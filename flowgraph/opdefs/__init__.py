@@ -32,3 +32,5 @@ from flowgraph.opdefs import (  # noqa: F401  # noqa: F401
     tensor_array,
     training,
 )
+from flowgraph.opdefs import functional  # noqa: F401
+from flowgraph.opdefs import dataset_ops  # noqa: F401

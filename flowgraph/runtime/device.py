@@ -23,6 +23,7 @@ class Device:
         self.spec = spec
         self.name = spec.to_string()
         self.resource_mgr = ResourceMgr()
+        self.functions = None  # the FunctionLibrary of the runtime that owns the device
         self.inter_op_threads = inter_op_threads
         self._pool = None
         self._pool_lock = threading.Lock()

@@ -19,6 +19,7 @@ from flowgraph.runtime import blas
 from flowgraph.runtime import device as device_lib
 from flowgraph.runtime import graph as rt_graph
 from flowgraph.runtime.executor import ExecutorPlan, Step, execute
+from flowgraph.runtime.function import FunctionLibrary
 from flowgraph.runtime.partition import PartitionOptions, partition
 from flowgraph.runtime.placement import PlacementOptions, place
 from flowgraph.runtime.rendezvous import LocalRendezvous
@@ -63,6 +64,9 @@ class DirectRuntime:
             "localhost", 0, dict(self.config.device_count), self.config.inter_op_parallelism_threads
         )
         self.device_by_name = {d.name: d for d in self.devices}
+        self.functions = FunctionLibrary()  # GraphDef.library, shared by the devices
+        for d in self.devices:
+            d.functions = self.functions
         self.client_device = next(d for d in self.devices if d.device_type == "CPU")
         self.nodes: dict[str, rt_graph.Node] = {}
         self.placed: dict[str, rt_graph.Node] = {}  # the nodes with their stable device (§3.2.1)
@@ -79,6 +83,7 @@ class DirectRuntime:
         """Adds the nodes of `graph_def`; nodes in `replace` supersede same-named ones."""
         new = [rt_graph.from_node_def(nd) for nd in graph_def.node]
         changed = [rt_graph.from_node_def(nd) for nd in replace.node] if replace is not None else []
+        self.functions.add(graph_def.library)
         with self._lock:
             nodes = dict(self.nodes)
             for n in new:

@@ -193,6 +193,8 @@ class BaseSession:
                 return
             new, changed, sent_mutations = g._nodes_for_extend(self._sent_ops, self._sent_mutations)
             gd = GraphDef(node=new)
+            if g._functions:  # the function library travels whole; the runtime keeps new ones
+                gd.library.CopyFrom(g._library())
             self._runtime.extend(gd, GraphDef(node=changed) if changed else None)
             self._sent_ops += len(new)  # not g.version: another thread may be adding ops
             self._sent_mutations = sent_mutations

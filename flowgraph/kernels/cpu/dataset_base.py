@@ -1,0 +1,236 @@
+"""The machinery of `tf.data` kernels (whitepaper §4.5 input nodes, §5.3 asynchronous kernels).
+
+A dataset op outputs a DT_VARIANT scalar holding a `Dataset`: an immutable description of a
+sequence of elements (a tuple of NumPy arrays, one per component). `Dataset.make_iterator`
+makes an `Iterator`, whose state walks that sequence. Iterators are composed from their inputs'
+iterators, and each produces its next element with `async def get_next()`, returning None at
+the end of the sequence.
+
+Why coroutines: some iterators must wait for work done elsewhere (a prefetch buffer filled in
+the background, a parallel map's calls in flight). A waiting iterator awaits a `Pending`; the
+whole chain of coroutines is then suspended and the thread that drove it is released, and the
+chain resumes on the thread that completes the Pending. No thread is parked (§5.3). An iterator
+chain that never waits runs as plain nested calls: `drive` returns its result at once.
+
+Background work (prefetching, parallel calls) runs on one pool shared by the dataset kernels:
+kept apart from the devices' inter-op pools, whose tasks may wait for each other.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from flowgraph.core import dtypes, errors
+from flowgraph.runtime.function import library_of
+
+AUTOTUNE = -1
+_pool = None
+_pool_lock = threading.Lock()
+
+
+def background_pool() -> ThreadPoolExecutor:
+    global _pool
+    if _pool is None:
+        with _pool_lock:
+            if _pool is None:
+                _pool = ThreadPoolExecutor(
+                    max(4, os.cpu_count() or 1), thread_name_prefix="tf_data"
+                )
+    return _pool
+
+
+class Pending:
+    """A value that another thread will provide. `await pending` suspends the coroutine chain
+    until `set_result` or `set_error`; callbacks run in the thread that completes it."""
+
+    __slots__ = ("_callbacks", "_done", "_error", "_lock", "_value")
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._done = False
+        self._value = None
+        self._error = None
+        self._callbacks = []  # guarded by _lock
+
+    def __await__(self):
+        if not self._done:
+            yield self
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+    @property
+    def done(self) -> bool:
+        return self._done
+
+    def set_result(self, value=None, error=None) -> None:
+        with self._lock:
+            if self._done:
+                return
+            self._value, self._error, self._done = value, error, True
+            callbacks, self._callbacks = self._callbacks, []
+        for cb in callbacks:
+            cb()
+
+    def set_error(self, error) -> None:
+        self.set_result(None, error)
+
+    def add_callback(self, cb) -> bool:
+        """Registers `cb()`; False (and no registration) when the value is already there."""
+        with self._lock:
+            if self._done:
+                return False
+            self._callbacks.append(cb)
+            return True
+
+
+class Finished:
+    """The outcome of a coroutine that completed."""
+
+    __slots__ = ("error", "value")
+
+    def __init__(self, value, error):
+        self.value = value
+        self.error = error
+
+
+def drive(coro, done) -> Finished | None:
+    """Runs `coro` until it finishes or waits. Returns a `Finished` if it finished without
+    waiting (and then `done` is never called); otherwise returns None and calls
+    `done(value, error)` from whichever thread completes it."""
+
+    def advance():
+        while True:
+            try:
+                pending = coro.send(None)
+            except StopIteration as stop:
+                return Finished(stop.value, None)
+            except BaseException as e:  # noqa: BLE001 (handed to the consumer)
+                return Finished(None, e)
+            if pending.add_callback(resume):
+                return None
+
+    def resume():
+        result = advance()
+        if result is not None:
+            done(result.value, result.error)
+
+    return advance()
+
+
+def run_to_end(coro):
+    """Runs a coroutine that is known not to wait (tests, synchronous sources)."""
+    result = drive(coro, None)
+    if result is None:
+        raise errors.InternalError(None, None, "a synchronous iterator waited")
+    if result.error is not None:
+        raise result.error
+    return result.value
+
+
+class Env:
+    """What iterators need from the kernel that made them: the device (functions, pools)."""
+
+    __slots__ = ("device",)
+
+    def __init__(self, device):
+        self.device = device
+
+
+class Dataset:
+    """An immutable sequence description. Subclasses implement `make_iterator(env)`."""
+
+    def __init__(self, output_types, output_shapes):
+        self.output_types = list(output_types)
+        self.output_shapes = list(output_shapes)
+
+    def make_iterator(self, env: Env) -> Iterator:
+        raise NotImplementedError
+
+    def __repr__(self):
+        return f"<{type(self).__name__} {[t.name for t in self.output_types]}>"
+
+
+class Iterator:
+    """The state of one pass over a dataset."""
+
+    async def get_next(self):
+        """The next element (a tuple of arrays), or None at the end of the sequence."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Stops background work (re-initialization, container reset)."""
+
+
+def check_dataset(value, what: str = "input_dataset") -> Dataset:
+    if not isinstance(value, Dataset):
+        raise errors.InvalidArgumentError(
+            None,
+            None,
+            f"{what} must be a dataset (a DT_VARIANT from a dataset op), got "
+            f"{type(value).__name__}",
+        )
+    return value
+
+
+def scalar(value, name: str) -> int:
+    arr = np.asarray(value)
+    if arr.ndim != 0:
+        raise errors.InvalidArgumentError(
+            None, None, f"{name} must be a scalar, got shape {list(arr.shape)}"
+        )
+    return arr.item()
+
+
+def check_element(element, types, shapes, what: str) -> tuple:
+    """A function's results as an element: dtypes as declared, shapes compatible."""
+    out = []
+    for i, (v, t, s) in enumerate(zip(element, types, shapes)):
+        if t == dtypes.variant:
+            out.append(v)
+            continue
+        arr = np.asarray(v)
+        want = t.as_numpy_dtype
+        if arr.dtype != want and not (t == dtypes.string and arr.dtype.kind in "OSU"):
+            raise errors.InvalidArgumentError(
+                None, None, f"{what}: component {i} has dtype {arr.dtype}, expected {t.name}"
+            )
+        if s is not None and not s.is_compatible_with(arr.shape):
+            raise errors.InvalidArgumentError(
+                None,
+                None,
+                f"{what}: component {i} has shape {list(arr.shape)}, incompatible with the "
+                f"declared shape {s}",
+            )
+        out.append(arr)
+    return tuple(out)
+
+
+class Function:
+    """A library function applied by a dataset: its body on the iterator's device and the
+    captured values (`other_arguments`) appended to every call."""
+
+    __slots__ = ("captured", "func", "name")
+
+    def __init__(self, func, captured):
+        self.func = func
+        self.name = func.name
+        self.captured = list(captured)
+
+    def instantiate(self, env: Env):
+        return _Bound(library_of(env.device).instantiate(self.func, env.device), self.captured)
+
+
+class _Bound:
+    __slots__ = ("body", "captured")
+
+    def __init__(self, body, captured):
+        self.body = body
+        self.captured = captured
+
+    def __call__(self, element) -> list:
+        return self.body(list(element) + self.captured)

@@ -1,0 +1,227 @@
+"""The function library on the runtime side: FunctionDefs received with the graph (TensorFlow's
+`GraphDef.library`), instantiated per device into executor plans and called by kernels.
+
+A FunctionDef's body names its inputs TensorFlow's way: an argument by its name, an op output
+as `node:output_arg:index` (the index within that output arg, so a list output is addressed
+by position). Instantiation turns the body into plain runtime Nodes (`runtime/graph.py`) with
+one `_Arg` node per argument and one `_Retval` node per result, and compiles them into an
+`ExecutorPlan` once per (function, device). A call runs that plan as a fresh Step whose
+step-local `resources` carry the argument values in and the results out, so the executor
+needs nothing special for functions. Kernels that apply functions (the dataset kernels,
+PartitionedCall) reach the library through their device (`Device.functions`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+
+from flowgraph.core import attr_value, dtypes, errors
+from flowgraph.core.op_def import get_op_def
+from flowgraph.core.protos import FunctionDefLibrary, NodeDef
+from flowgraph.runtime import graph as rt_graph
+from flowgraph.runtime.executor import ExecutorPlan, Step, execute
+from flowgraph.runtime.rendezvous import LocalRendezvous
+
+ARGS = "__function_args"  # step.resources key: the call's argument values (a list)
+RETS = "__function_rets"  # step.resources key: the call's results (a list filled by _Retval)
+_call_ids = itertools.count(1 << 40)  # step ids of function calls, apart from Session steps
+
+
+class FunctionLibrary:
+    """name -> FunctionDef, and the instantiated bodies. Guarded by `_lock`."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._defs: dict = {}  # guarded by _lock
+        self._bodies: dict = {}  # (name, device name) -> FunctionBody; guarded by _lock
+
+    def add(self, library: FunctionDefLibrary) -> None:
+        """Adds the functions of `library`; a name already defined differently is an error."""
+        with self._lock:
+            for fdef in library.function:
+                name = fdef.signature.name
+                old = self._defs.get(name)
+                if old is None:
+                    self._defs[name] = fdef
+                elif old != fdef:
+                    raise errors.InvalidArgumentError(
+                        None,
+                        None,
+                        f"Cannot add function '{name}' because a different function with the "
+                        f"same name already exists.",
+                    )
+
+    def __contains__(self, name: str) -> bool:
+        with self._lock:
+            return name in self._defs
+
+    def definition(self, name: str):
+        with self._lock:
+            fdef = self._defs.get(name)
+        if fdef is None:
+            raise errors.NotFoundError(None, None, f"Function '{name}' is not defined.")
+        return fdef
+
+    def instantiate(self, func, device) -> FunctionBody:
+        """The body of `func` (a name or NameAttrList) compiled for `device`, built once."""
+        name = func if isinstance(func, str) else func.name
+        key = (name, device.name)
+        with self._lock:
+            body = self._bodies.get(key)
+        if body is not None:
+            return body
+        body = FunctionBody(self.definition(name), device)
+        with self._lock:
+            return self._bodies.setdefault(key, body)
+
+
+def library_of(device) -> FunctionLibrary:
+    lib = getattr(device, "functions", None)
+    if lib is None:
+        raise errors.FailedPreconditionError(
+            None, None, f"Device {device.name} has no function library"
+        )
+    return lib
+
+
+class FunctionBody:
+    """One FunctionDef compiled for one device: call it with a list of argument values."""
+
+    def __init__(self, fdef, device):
+        sig = fdef.signature
+        self.name = sig.name
+        self.device = device
+        self.input_types = [dtypes.as_dtype(a.type) for a in sig.input_arg]
+        self.output_types = [dtypes.as_dtype(a.type) for a in sig.output_arg]
+        self.is_stateful = sig.is_stateful
+        nodes = _body_nodes(fdef, device.name)
+        try:
+            rt_graph.validate(nodes)
+        except errors.OpError as e:
+            raise errors.InvalidArgumentError(
+                None, None, f"In function '{self.name}': {e.message}"
+            ) from None
+        self.plan = ExecutorPlan(nodes, device)
+
+    def __call__(self, args, parent=None) -> list:
+        """Runs the body on `args`; returns the results. `parent` is the calling Step: its
+        deadline applies, and its cancellation fails the call."""
+        if len(args) != len(self.input_types):
+            raise errors.InvalidArgumentError(
+                None,
+                None,
+                f"Function '{self.name}' expects {len(self.input_types)} arguments, got "
+                f"{len(args)}",
+            )
+        step = Step(next(_call_ids), LocalRendezvous())
+        if parent is not None:
+            if parent.cancelled:
+                raise errors.CancelledError(None, None, "The calling step was cancelled")
+            step.deadline = parent.deadline
+        rets = [None] * len(self.output_types)
+        step.resources[ARGS] = args
+        step.resources[RETS] = rets
+        execute(self.plan, step)
+        return rets
+
+
+def _output_ranges(op_def, attrs) -> dict:
+    """{output arg name: first flat output port} for a node with these attrs."""
+    ranges, port = {}, 0
+    for arg in op_def.outputs:
+        ranges[arg.name] = port
+        if arg.type_list_attr:
+            port += len(attrs[arg.type_list_attr])
+        elif arg.number_attr:
+            port += int(attrs[arg.number_attr])
+        else:
+            port += 1
+    return ranges
+
+
+def _body_nodes(fdef, device: str) -> list:
+    """The runtime Nodes of a FunctionDef's body, with `_Arg` and `_Retval` nodes added."""
+    sig = fdef.signature
+    args = {a.name: i for i, a in enumerate(sig.input_arg)}
+    nodes = []
+    for i, a in enumerate(sig.input_arg):
+        nodes.append(
+            rt_graph.make_node(
+                a.name, "_Arg", device=device, attrs={"T": dtypes.as_dtype(a.type), "index": i}
+            )
+        )
+    body = {}
+    for nd in fdef.node_def:
+        if nd.name in args:
+            raise errors.InvalidArgumentError(
+                None, None, f"Function '{sig.name}': node '{nd.name}' has the name of an argument"
+            )
+        for av in nd.attr.values():
+            if av.WhichOneof("value") == "placeholder":
+                raise errors.UnimplementedError(
+                    None,
+                    None,
+                    f"Function '{sig.name}': attr placeholder ${av.placeholder} of node "
+                    f"'{nd.name}' (polymorphic functions are not supported)",
+                )
+        body[nd.name] = nd
+    ports = {}  # node name -> {output arg: first port}
+
+    def flat(ref: str, where: str) -> str:
+        if ref.startswith("^"):
+            return ref
+        parts = ref.split(":")
+        if len(parts) == 1:
+            if parts[0] not in args:
+                raise errors.InvalidArgumentError(
+                    None, None, f"Function '{sig.name}': {where} names unknown input '{ref}'"
+                )
+            return parts[0]
+        src = body.get(parts[0])
+        if src is None or len(parts) != 3:
+            raise errors.InvalidArgumentError(
+                None, None, f"Function '{sig.name}': {where} names unknown input '{ref}'"
+            )
+        if src.name not in ports:
+            op_def = get_op_def(src.op)
+            attrs = {k: attr_value.from_attr_value(v) for k, v in src.attr.items()}
+            for k, a in op_def.attrs.items():
+                attrs.setdefault(k, a.default)
+            ports[src.name] = _output_ranges(op_def, attrs)
+        first = ports[src.name].get(parts[1])
+        if first is None:
+            raise errors.InvalidArgumentError(
+                None, None, f"Function '{sig.name}': {where}: '{src.op}' has no output '{parts[1]}'"
+            )
+        return f"{src.name}:{first + int(parts[2])}"
+
+    for nd in fdef.node_def:
+        copy = NodeDef()
+        copy.CopyFrom(nd)
+        del copy.input[:]
+        copy.input.extend(flat(r, f"node '{nd.name}'") for r in nd.input)
+        copy.device = device
+        nodes.append(rt_graph.from_node_def(copy))
+    for i, a in enumerate(sig.output_arg):
+        ref = fdef.ret.get(a.name)
+        if ref is None:
+            raise errors.InvalidArgumentError(
+                None, None, f"Function '{sig.name}': no return value for output '{a.name}'"
+            )
+        src, port = rt_graph.parse_input(flat(ref, f"return value '{a.name}'"))
+        nodes.append(
+            rt_graph.make_node(
+                f"{a.name}_RetVal",
+                "_Retval",
+                inputs=[(src, port)],
+                device=device,
+                attrs={"T": dtypes.as_dtype(a.type), "index": i},
+            )
+        )
+    for name in fdef.control_ret.values():
+        if name not in body:
+            raise errors.InvalidArgumentError(
+                None, None, f"Function '{sig.name}': unknown control output '{name}'"
+            )
+    return nodes
