@@ -155,6 +155,7 @@ class Dataset:
         )
         with get_default_graph().control_dependencies([check]):
             matches = array.identity(matches)
+        count = array.shape(matches, out_type=dtypes.int64)[0]  # after the check
         ds = Dataset.from_tensor_slices(matches)
         if shuffle is None or shuffle:
             ds = ds.shuffle(count, seed=seed)

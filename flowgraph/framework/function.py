@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import itertools
 import re
+import weakref
 
 from flowgraph.core import dtypes, errors, shapes
 from flowgraph.core.attr_value import to_attr_value
@@ -27,6 +28,9 @@ from flowgraph.framework.graph import Graph
 from flowgraph.framework.operation import Tensor
 
 _ids = itertools.count(1)
+# Function bodies live as long as the root graph holding their FunctionDefs: what a body owns
+# (the Python callables of its PyFuncs) must outlive the tracing.
+_BODIES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _REF_OPS = {"VariableV2", "Variable", "VarHandleOp", "Placeholder", "PlaceholderV2"}
 
 
@@ -121,6 +125,7 @@ class FuncGraph(Graph):
         )
         for t, c in zip(op.outputs, copy.outputs):
             c._shape = t.shape
+        copy._add_control_inputs([self._copy(c) for c in op.control_inputs])
         self._copies[op] = copy
         return copy
 
@@ -175,6 +180,7 @@ def trace(
     fdef = to_function_def(body, fname, outputs)
     defined = DefinedFunction(fdef, body, outputs)
     defined.add_to_graph(outer)
+    _BODIES.setdefault(body.root_graph(), []).append(body)
     return defined
 
 

@@ -76,23 +76,20 @@ class IteratorResource:
     def get_next(self, step, done) -> None:
         """done(element) with the next element, done(None) at the end, done(None, error)."""
         with self.lock:
-            if self.orphans and not self.busy:
-                element = self.orphans.popleft()
-            elif self.busy:
+            if self.busy:
                 self.requests.append((step, done))
                 return
-            else:
-                self.busy = True
-                element = None
-        if element is not None:
-            done(element)
-            return
+            self.busy = True
         self._serve(step, done)
 
     def _serve(self, step, done) -> None:
         while True:
+            with self.lock:
+                orphan = self.orphans.popleft() if self.orphans else None
             it = self.iterator
-            if it is None:
+            if orphan is not None:  # an element whose requester was cancelled comes first
+                done(orphan)
+            elif it is None:
                 done(
                     None,
                     errors.FailedPreconditionError(

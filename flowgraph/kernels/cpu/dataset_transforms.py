@@ -161,9 +161,7 @@ class _InterleaveIterator(UnaryIterator):
                     if self.taken >= self.block_length:
                         self._advance()
                     return element
-                cycle[self.index] = None
-                if not self.input_done:
-                    continue  # refill this slot before moving on, as TF does
+                cycle[self.index] = None  # refilled when the cycle comes back here (TF)
             self._advance()
 
     def _advance(self):
@@ -210,7 +208,10 @@ def stack(elements, padded_shapes=None, padding_values=None) -> tuple:
                         f"element had shape {list(first)} and element {j} had shape "
                         f"{list(np.shape(v))}.",
                     )
-            out.append(np.stack(values))
+            batch = np.stack(values)
+            if batch.dtype.kind in "SU":  # strings stay object arrays of bytes
+                batch = np.array(list(values), dtype=object)
+            out.append(batch)
         else:
             out.append(_pad(i, values, padded_shapes[i], padding_values[i]))
     return tuple(out)
@@ -241,7 +242,8 @@ def _pad(i, values, padded_shape, padding_value):
         else:
             target.append(want)
     fill = np.asarray(padding_value)
-    out = np.full([len(values)] + target, fill, dtype=np.asarray(values[0]).dtype)
+    dtype = np.asarray(values[0]).dtype
+    out = np.full([len(values)] + target, fill, dtype=object if dtype.kind in "OSU" else dtype)
     for j, v in enumerate(values):
         out[(j,) + tuple(slice(0, n) for n in np.shape(v))] = v
     return out
