@@ -66,12 +66,16 @@ class _GeneratorState:
         out = []
         for v, spec in zip(flat, s.specs):
             arr = np.asarray(v, dtype=spec.dtype.as_numpy_dtype)
-            if spec.dtype != dtypes.string and np.asarray(v).dtype.kind != arr.dtype.kind:
-                if np.asarray(v).dtype.kind not in "biuf" or arr.dtype.kind not in "biuf":
-                    raise TypeError(
-                        f"`generator` yielded an element of type {np.asarray(v).dtype} where an "
-                        f"element of type {spec.dtype.name} was expected."
-                    )
+            kind = np.asarray(v).dtype.kind
+            if (
+                spec.dtype != dtypes.string
+                and kind != arr.dtype.kind
+                and (kind not in "biuf" or arr.dtype.kind not in "biuf")
+            ):
+                raise TypeError(
+                    f"`generator` yielded an element of type {np.asarray(v).dtype} where an "
+                    f"element of type {spec.dtype.name} was expected."
+                )
             if not spec.shape.is_compatible_with(arr.shape):
                 raise ValueError(
                     f"`generator` yielded an element of shape {list(arr.shape)} where an element "
