@@ -5,6 +5,17 @@ while loop), basic_decoder.py, attention_wrapper.py (attention mechanisms and th
 applies them), beam_search_decoder.py (beam search over a cell, with GatherTree backtracking).
 """
 
+from flowgraph.contrib.seq2seq.attention_mechanism import (
+    AttentionMechanism,
+    BahdanauAttention,
+    BahdanauMonotonicAttention,
+    LuongAttention,
+    LuongMonotonicAttention,
+    hardmax,
+    monotonic_attention,
+    safe_cumprod,
+)
+from flowgraph.contrib.seq2seq.attention_wrapper import AttentionWrapper, AttentionWrapperState
 from flowgraph.contrib.seq2seq.basic_decoder import BasicDecoder, BasicDecoderOutput
 from flowgraph.contrib.seq2seq.decoder import Decoder, dynamic_decode
 from flowgraph.contrib.seq2seq.helper import (
@@ -20,6 +31,11 @@ from flowgraph.contrib.seq2seq.helper import (
 from flowgraph.contrib.seq2seq.loss import sequence_loss
 
 __all__ = [
+    "AttentionMechanism",
+    "AttentionWrapper",
+    "AttentionWrapperState",
+    "BahdanauAttention",
+    "BahdanauMonotonicAttention",
     "BasicDecoder",
     "BasicDecoderOutput",
     "CustomHelper",
@@ -27,10 +43,15 @@ __all__ = [
     "GreedyEmbeddingHelper",
     "Helper",
     "InferenceHelper",
+    "LuongAttention",
+    "LuongMonotonicAttention",
     "SampleEmbeddingHelper",
     "ScheduledEmbeddingTrainingHelper",
     "ScheduledOutputTrainingHelper",
     "TrainingHelper",
     "dynamic_decode",
+    "hardmax",
+    "monotonic_attention",
+    "safe_cumprod",
     "sequence_loss",
 ]
