@@ -8,6 +8,7 @@ Importing this package registers every op.
 
 from flowgraph.opdefs import (  # noqa: F401  # noqa: F401
     array,
+    beam_search,
     control_flow,
     data_flow,
     grad_support,

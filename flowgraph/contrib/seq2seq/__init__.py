@@ -17,6 +17,19 @@ from flowgraph.contrib.seq2seq.attention_mechanism import (
 )
 from flowgraph.contrib.seq2seq.attention_wrapper import AttentionWrapper, AttentionWrapperState
 from flowgraph.contrib.seq2seq.basic_decoder import BasicDecoder, BasicDecoderOutput
+from flowgraph.contrib.seq2seq.beam_search_decoder import (
+    BeamSearchDecoder,
+    FinalBeamSearchDecoderOutput,
+)
+from flowgraph.contrib.seq2seq.beam_search_ops import (
+    gather_tree,
+    gather_tree_from_array,
+    tile_batch,
+)
+from flowgraph.contrib.seq2seq.beam_search_step import (
+    BeamSearchDecoderOutput,
+    BeamSearchDecoderState,
+)
 from flowgraph.contrib.seq2seq.decoder import Decoder, dynamic_decode
 from flowgraph.contrib.seq2seq.helper import (
     CustomHelper,
@@ -38,8 +51,12 @@ __all__ = [
     "BahdanauMonotonicAttention",
     "BasicDecoder",
     "BasicDecoderOutput",
+    "BeamSearchDecoder",
+    "BeamSearchDecoderOutput",
+    "BeamSearchDecoderState",
     "CustomHelper",
     "Decoder",
+    "FinalBeamSearchDecoderOutput",
     "GreedyEmbeddingHelper",
     "Helper",
     "InferenceHelper",
@@ -50,8 +67,11 @@ __all__ = [
     "ScheduledOutputTrainingHelper",
     "TrainingHelper",
     "dynamic_decode",
+    "gather_tree",
+    "gather_tree_from_array",
     "hardmax",
     "monotonic_attention",
     "safe_cumprod",
     "sequence_loss",
+    "tile_batch",
 ]

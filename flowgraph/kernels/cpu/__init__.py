@@ -21,6 +21,7 @@ from flowgraph.kernels.cpu import image  # noqa: F401
 from flowgraph.kernels.cpu import sparse  # noqa: F401
 from flowgraph.kernels.cpu import accumulators  # noqa: F401
 from flowgraph.kernels.cpu import sparse_map  # noqa: F401
+from flowgraph.kernels.cpu import beam_search  # noqa: F401
 from flowgraph.kernels.cpu import functional  # noqa: F401
 from flowgraph.kernels.cpu import dataset_sources, dataset_transforms  # noqa: F401
 from flowgraph.kernels.cpu import dataset_parallel, dataset_iterators  # noqa: F401
