@@ -33,6 +33,7 @@ from flowgraph.core import dtypes
 from flowgraph.core.shapes import TensorShape
 from flowgraph.framework import default_graph, nest
 from flowgraph.framework.convert import constant_value, convert_to_tensor
+from flowgraph.framework.operation import Tensor
 from flowgraph.framework.scopes import name_scope
 from flowgraph.ops import array as array_ops
 from flowgraph.ops import embedding as embedding_ops
@@ -66,6 +67,17 @@ class FinalBeamSearchDecoderOutput(
 def _static_int(t):
     value = constant_value(t) if not isinstance(t, int) else t
     return None if value is None else int(value)
+
+
+def _static_shape(s):
+    """A state_size entry as a TensorShape: a size that is a tensor (the memory length of
+    an attention mechanism) becomes its constant value, or an unknown shape."""
+    if isinstance(s, Tensor):
+        value = constant_value(s)
+        if value is None:
+            return TensorShape(None)
+        return TensorShape(np.reshape(value, [-1]).tolist())
+    return s if isinstance(s, TensorShape) else TensorShape([s] if isinstance(s, int) else s)
 
 
 def _check_known_rank(t):
@@ -224,7 +236,7 @@ class BeamSearchDecoder(Decoder):
             ),
         )
         batch_beam = None if static_batch is None else static_batch * self._beam_width
-        merged.set_shape(TensorShape([batch_beam]).concatenate(TensorShape(s)))
+        merged.set_shape(TensorShape([batch_beam]).concatenate(_static_shape(s)))
         return merged
 
     def _split_batch_beams(self, t, s):
@@ -232,7 +244,7 @@ class BeamSearchDecoder(Decoder):
         shape = array_ops.stack([self._batch_size, self._beam_width])
         split = array_ops.reshape(t, array_ops.concat([shape, array_ops.shape(t)[1:]], 0))
         expected = TensorShape([_static_int(self._batch_size), self._beam_width]).concatenate(
-            TensorShape(s)
+            _static_shape(s)
         )
         known = t.get_shape()
         static_batch = _static_int(self._batch_size)
