@@ -386,3 +386,25 @@ def test_errors():
     )
     with pytest.raises(ValueError, match="no cell is attentional"):
         seq2seq.dynamic_decode(decoder, maximum_iterations=3)
+
+
+def test_graph_def_round_trip_and_time_major_outputs():
+    """The beam search graph (while loop, GatherTree) exported as a GraphDef and imported into
+    a new graph gives the same ids; output_time_major gives [time, batch, beam]."""
+    (cell, proj, embedding, start, h0), outputs, _, _ = _build_rnn_beam_search(0.0, 5, seed=3)
+    decoder = seq2seq.BeamSearchDecoder(
+        cell, embedding, start, EOS, seq2seq.tile_batch(h0, K), K, output_layer=proj
+    )
+    init = tf.global_variables_initializer()
+    graph_def = tf.get_default_graph().as_graph_def()
+    with tf.Session() as sess:
+        sess.run(init)
+        want = sess.run(outputs.predicted_ids)
+    with tf.Graph().as_default():
+        tf.import_graph_def(graph_def, name="")
+        with tf.Session() as sess:
+            sess.run(init.name)
+            got = sess.run(outputs.predicted_ids.name)
+    np.testing.assert_array_equal(got, want)
+    time_major, _, _ = seq2seq.dynamic_decode(decoder, output_time_major=True, maximum_iterations=5)
+    assert time_major.predicted_ids.shape.as_list() == [None, B, K]

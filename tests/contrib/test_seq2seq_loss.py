@@ -177,3 +177,23 @@ def test_gradients_match_numeric_jacobian(flags):
         )
 
     gradient_checker.check_gradients(fn, [logits, weights + 0.25])
+
+
+def test_sequence_loss_object():
+    logits, targets, weights = _data(np.float64)
+    with tf.Session() as sess:
+        got = sess.run(seq2seq.SequenceLoss()(targets, logits, sample_weight=weights))
+        ones = sess.run(
+            seq2seq.SequenceLoss(average_across_batch=True, sum_over_batch=False)(targets, logits)
+        )
+    np.testing.assert_allclose(got, _reference(logits, targets, weights, False, False, True, True))
+    want = _reference(logits, targets, np.ones((B, T)), False, True, True, False)
+    np.testing.assert_allclose(ones, want)
+
+
+def test_keras_decoders_raise_not_implemented():
+    for name in ("BasicDecoderV2", "BeamSearchDecoderV2", "BaseDecoder"):
+        with pytest.raises(NotImplementedError, match=name):
+            getattr(seq2seq, name)
+    with pytest.raises(AttributeError):
+        seq2seq.NoSuchThing  # noqa: B018

@@ -41,7 +41,7 @@ from flowgraph.contrib.seq2seq.helper import (
     ScheduledOutputTrainingHelper,
     TrainingHelper,
 )
-from flowgraph.contrib.seq2seq.loss import sequence_loss
+from flowgraph.contrib.seq2seq.loss import SequenceLoss, sequence_loss
 
 __all__ = [
     "AttentionMechanism",
@@ -65,6 +65,7 @@ __all__ = [
     "SampleEmbeddingHelper",
     "ScheduledEmbeddingTrainingHelper",
     "ScheduledOutputTrainingHelper",
+    "SequenceLoss",
     "TrainingHelper",
     "dynamic_decode",
     "gather_tree",
@@ -75,3 +76,15 @@ __all__ = [
     "sequence_loss",
     "tile_batch",
 ]
+
+# TF 1.15's Keras-layer variants of the decoders, not built here (they need tf.keras layers).
+_NOT_BUILT = ("BaseDecoder", "BasicDecoderV2", "BeamSearchDecoderV2")
+
+
+def __getattr__(name):
+    if name in _NOT_BUILT:
+        raise NotImplementedError(
+            f"tf.contrib.seq2seq.{name} (the Keras-layer decoder API) is not implemented in "
+            "flowgraph; use the TF1 classes (BasicDecoder, BeamSearchDecoder, dynamic_decode)"
+        )
+    raise AttributeError(f"module 'tf.contrib.seq2seq' has no attribute '{name}'")

@@ -17,7 +17,7 @@ from flowgraph.ops import math as math_ops
 from flowgraph.ops import nn as nn_ops
 from flowgraph.ops import reduction as reduction_ops
 
-__all__ = ["sequence_loss"]
+__all__ = ["SequenceLoss", "sequence_loss"]
 
 
 def _check_rank(t, rank, what):
@@ -111,3 +111,47 @@ def _reduce(crossent, weights, batch_time, average_time, average_batch, sum_time
         count = math_ops.cast(reduction_ops.count_nonzero(weights, axis=axis), crossent.dtype)
         return math_ops.div_no_nan(total, count)
     return crossent
+
+
+class SequenceLoss:
+    """sequence_loss as a loss object (TF 1.15's Keras-style `SequenceLoss`): by default it
+    sums over both axes and divides by the number of non-zero weights.
+
+    Example:
+        loss = tf.contrib.seq2seq.SequenceLoss()(targets, logits, sample_weight=mask)
+    """
+
+    def __init__(
+        self,
+        average_across_timesteps=False,
+        average_across_batch=False,
+        sum_over_timesteps=True,
+        sum_over_batch=True,
+        softmax_loss_function=None,
+        name=None,
+    ):
+        self.average_across_timesteps = average_across_timesteps
+        self.average_across_batch = average_across_batch
+        self.sum_over_timesteps = sum_over_timesteps
+        self.sum_over_batch = sum_over_batch
+        self.softmax_loss_function = softmax_loss_function
+        self.name = name
+
+    def __call__(self, y_true, y_pred, sample_weight=None):
+        """The loss of logits `y_pred` against targets `y_true`, weighted by `sample_weight`
+        (None: every step weighs 1)."""
+        if sample_weight is None:
+            y_true = convert_to_tensor(y_true, name="y_true")
+            y_pred = convert_to_tensor(y_pred, name="y_pred")
+            sample_weight = array_ops.ones(array_ops.shape(y_true), dtype=y_pred.dtype)
+        return sequence_loss(
+            y_pred,
+            y_true,
+            sample_weight,
+            average_across_timesteps=self.average_across_timesteps,
+            average_across_batch=self.average_across_batch,
+            sum_over_timesteps=self.sum_over_timesteps,
+            sum_over_batch=self.sum_over_batch,
+            softmax_loss_function=self.softmax_loss_function,
+            name=self.name,
+        )
