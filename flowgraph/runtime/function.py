@@ -20,7 +20,7 @@ from flowgraph.core import attr_value, dtypes, errors
 from flowgraph.core.op_def import get_op_def
 from flowgraph.core.protos import FunctionDefLibrary, NodeDef
 from flowgraph.runtime import graph as rt_graph
-from flowgraph.runtime.executor import ExecutorPlan, Step, execute
+from flowgraph.runtime.executor import ASYNC, ExecutorPlan, Step, execute, node_error
 from flowgraph.runtime.rendezvous import LocalRendezvous
 
 ARGS = "__function_args"  # step.resources key: the call's argument values (a list)
@@ -103,6 +103,7 @@ class FunctionBody:
                 None, None, f"In function '{self.name}': {e.message}"
             ) from None
         self.plan = ExecutorPlan(nodes, device)
+        self._inline = None if self.plan.has_control_flow else _inline_program(self.plan)
 
     def __call__(self, args, parent=None) -> list:
         """Runs the body on `args`; returns the results. `parent` is the calling Step: its
@@ -114,6 +115,10 @@ class FunctionBody:
                 f"Function '{self.name}' expects {len(self.input_types)} arguments, got "
                 f"{len(args)}",
             )
+        if parent is not None and parent.cancelled:
+            raise errors.CancelledError(None, None, "The calling step was cancelled")
+        if self._inline is not None:
+            return self._run_inline(args, parent)
         step = Step(next(_call_ids), LocalRendezvous())
         if parent is not None:
             if parent.cancelled:
@@ -124,6 +129,61 @@ class FunctionBody:
         step.resources[RETS] = rets
         execute(self.plan, step)
         return rets
+
+    def _run_inline(self, args, parent) -> list:
+        """Runs the body's kernels one after the other in this thread: a dataset function is
+        called per element, and for small bodies the executor's scheduling would cost more than
+        the kernels. Only bodies without control flow or async kernels run this way."""
+        program, num_slots, arg_slots, ret_slots = self._inline
+        vals = [None] * num_slots
+        for slot, value in zip(arg_slots, args):
+            vals[slot] = value
+        step = None
+        for item in program:
+            inputs = [vals[s] for s in item.inputs]
+            try:
+                if item.step_arg:
+                    if step is None:
+                        step = Step(next(_call_ids), LocalRendezvous())
+                        if parent is not None:
+                            step.deadline = parent.deadline
+                    out = item.compute(step, *inputs)
+                else:
+                    out = item.compute(*inputs)
+            except Exception as e:
+                raise node_error(item, self.device.name, e) from None
+            n = item.num_outputs
+            if n == 1:
+                vals[item.base] = out
+            elif n:
+                vals[item.base : item.base + n] = out
+        return [vals[s] for s in ret_slots]
+
+
+def _inline_program(plan):
+    """(kernels in dependency order without _Arg/_Retval, slots, argument slots, result slots),
+    or None when the body must run on the executor (async kernels)."""
+    items = plan.items
+    if any(item.kind == ASYNC for item in items):
+        return None
+    pending = plan.pending[:]
+    ready = [i for i in plan.roots]
+    order = []
+    while ready:
+        i = ready.pop(0)
+        order.append(items[i])
+        for c in items[i].out_edges:
+            pending[c] -= 1
+            if not pending[c]:
+                ready.append(c)
+    args = sorted(
+        (it for it in items if it.node.op == "_Arg"), key=lambda it: it.node.attrs["index"]
+    )
+    rets = sorted(
+        (it for it in items if it.node.op == "_Retval"), key=lambda it: it.node.attrs["index"]
+    )
+    program = [it for it in order if it.node.op not in ("_Arg", "_Retval")]
+    return program, plan.num_slots, [it.base for it in args], [it.inputs[0] for it in rets]
 
 
 def _output_ranges(op_def, attrs) -> dict:

@@ -186,6 +186,41 @@ def scalar(value, name: str) -> int:
     return arr.item()
 
 
+class ElementCheck:
+    """Checks a function's results against the declared component types and shapes; the
+    common case (exact dtype, fully defined or equal shape) costs a comparison per component."""
+
+    __slots__ = ("exact", "numpy", "shapes", "types", "what")
+
+    def __init__(self, types, shapes, what: str):
+        self.types = list(types)
+        self.shapes = list(shapes)
+        self.numpy = [t.as_numpy_dtype if t != dtypes.variant else None for t in self.types]
+        self.exact = [tuple(s.as_list()) if s.is_fully_defined() else None for s in self.shapes]
+        self.what = what
+
+    def __call__(self, element) -> tuple:
+        if len(element) != len(self.types):
+            raise errors.InvalidArgumentError(
+                None,
+                None,
+                f"{self.what}: {len(element)} components returned, {len(self.types)} expected",
+            )
+        for v, want, exact in zip(element, self.numpy, self.exact):
+            if (
+                want is None
+                or exact is None
+                or not isinstance(v, (np.ndarray, np.generic))
+                or v.dtype != want
+                or v.shape != exact
+            ):
+                return self._slow(element)
+        return tuple(element)
+
+    def _slow(self, element) -> tuple:
+        return check_element(element, self.types, self.shapes, self.what)
+
+
 def check_element(element, types, shapes, what: str) -> tuple:
     """A function's results as an element: dtypes as declared, shapes compatible."""
     out = []

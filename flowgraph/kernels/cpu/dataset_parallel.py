@@ -13,10 +13,10 @@ from flowgraph.core import errors
 from flowgraph.kernels.base import register_kernel
 from flowgraph.kernels.cpu.dataset_base import (
     AUTOTUNE,
+    ElementCheck,
     Function,
     Pending,
     background_pool,
-    check_element,
     drive,
     scalar,
 )
@@ -171,7 +171,7 @@ class _ParallelMapIterator(UnaryIterator):
         super().__init__(input_iterator)
         self.fn = fn
         self.n = n
-        self.types, self.shapes = ds.output_types, ds.output_shapes
+        self.check = ElementCheck(ds.output_types, ds.output_shapes, "map function")
         self.lock = threading.Lock()
         self.slots = collections.deque()
         self.unfed = collections.deque()
@@ -236,7 +236,7 @@ class _ParallelMapIterator(UnaryIterator):
 
     def _call(self, slot, element):
         try:
-            out = check_element(self.fn(element), self.types, self.shapes, "map function")
+            out = self.check(self.fn(element))
         except BaseException as e:  # noqa: BLE001 (the consumer of this element raises it)
             slot.set_error(e)
             return

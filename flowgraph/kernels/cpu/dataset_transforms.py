@@ -11,10 +11,10 @@ from flowgraph.kernels.base import register_kernel
 from flowgraph.kernels.cpu.dataset_base import (
     AUTOTUNE,
     Dataset,
+    ElementCheck,
     Function,
     Iterator,
     check_dataset,
-    check_element,
     scalar,
 )
 
@@ -53,13 +53,13 @@ class _MapIterator(UnaryIterator):
     def __init__(self, input_iterator, fn, ds):
         super().__init__(input_iterator)
         self.fn = fn
-        self.types, self.shapes = ds.output_types, ds.output_shapes
+        self.check = ElementCheck(ds.output_types, ds.output_shapes, "map function")
 
     async def get_next(self):
         element = await self.input.get_next()
         if element is None:
             return None
-        return check_element(self.fn(element), self.types, self.shapes, "map function")
+        return self.check(self.fn(element))
 
 
 @register_kernel("MapDataset")
