@@ -6,6 +6,8 @@ I1  reads a TFRecord file of I1_RECORDS serialized tf.train.Examples (784 float3
     TFRecordReader.read -> parse_single_example -> tf.train.batch(128, num_threads=2). One step
     is one full pass (a fresh Session per pass, the file written once per build); the unit is
     microseconds per record (records/s = 1e6 / that).
+I1d the same records and parse through `tf.data`: TFRecordDataset -> map(parse_single_example)
+    -> batch(128), drained by a one-shot iterator (a fresh Session per pass).
 I2  the digits CNN's training step (8x8x1 -> conv 3x3x32 -> pool -> conv 3x3x64 -> pool ->
     dense 128 -> dense 10, Adam, batch 64) with its input from a queue: TFRecord files of the
     bundled digits read by 2 reader threads (read_up_to -> parse_example -> shuffle_batch with
@@ -98,6 +100,40 @@ def build_i1(tf) -> Case:
         sess.close()
         if n != I1_RECORDS:
             raise RuntimeError(f"I1 read {n} records, expected {I1_RECORDS}")
+        return elapsed
+
+    return Case(step, lambda: shutil.rmtree(tmp, ignore_errors=True))
+
+
+def build_i1d(tf) -> Case:
+    """I1's records through tf.data instead of queue runners."""
+    tmp = tempfile.mkdtemp(prefix="fg_bench_i1d_")
+    path = os.path.join(tmp, "records.tfrecord")
+    rng = np.random.RandomState(0)
+    _write(tf, path, rng.rand(I1_RECORDS, 784).astype(np.float32), rng.randint(0, 10, I1_RECORDS))
+    features = {
+        "x": tf.FixedLenFeature([784], tf.float32),
+        "y": tf.FixedLenFeature([], tf.int64),
+    }
+
+    def step() -> float:
+        g = tf.Graph()
+        with g.as_default():
+            ds = tf.data.TFRecordDataset([path])
+            ds = ds.map(lambda r: tf.parse_single_example(r, features)).batch(I1_BATCH)
+            xs = tf.data.make_one_shot_iterator(ds).get_next()["x"]
+        sess = session(tf, g)
+        t0 = time.perf_counter()
+        n = 0
+        try:
+            while True:
+                n += len(sess.run(xs))
+        except tf.errors.OutOfRangeError:
+            pass
+        elapsed = time.perf_counter() - t0
+        sess.close()
+        if n != I1_RECORDS:
+            raise RuntimeError(f"I1d read {n} records, expected {I1_RECORDS}")
         return elapsed
 
     return Case(step, lambda: shutil.rmtree(tmp, ignore_errors=True))
@@ -219,6 +255,15 @@ INPUT_WORKLOADS = [
         I1_RECORDS,
         Target(ratio=2.0),
         build_i1,
+        5,
+    ),
+    Workload(
+        "I1d",
+        "TFRecord->parse->batch 128 (tf.data)",
+        "us/record",
+        I1_RECORDS,
+        Target(ratio=2.0),
+        build_i1d,
         5,
     ),
     Workload(
