@@ -315,3 +315,28 @@ def test_gradients_through_training_decoder_match_numeric_jacobian():
                 [x, h0], [[2, 3, 2], [2, 3]], y, [2, 3, 2], x_init_value=[x_val, h_val], delta=1e-6
             )
     assert err < 1e-6
+
+
+def test_scope_parallel_iterations_and_swap_memory():
+    x_val = np.random.RandomState(9).randn(B, T, D).astype(np.float32)
+    model = _Model()
+    helper = seq2seq.TrainingHelper(x_val, [5, 3, 4])
+    decoder = seq2seq.BasicDecoder(
+        model.cell, helper, model.cell.zero_state(B, tf.float32), output_layer=model.proj
+    )
+    outputs, _, _ = seq2seq.dynamic_decode(
+        decoder, parallel_iterations=1, swap_memory=True, scope="my_decoder"
+    )
+    names = sorted(v.op.name for v in tf.trainable_variables())
+    assert names == [
+        "embedding",
+        "my_decoder/basic_rnn_cell/bias",
+        "my_decoder/basic_rnn_cell/kernel",
+        "my_decoder/proj/kernel",
+    ]
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        got = sess.run(outputs.rnn_output)
+        w = model.weights(sess)
+    logits, _, _ = _teacher_forced_ref(x_val, [5, 3, 4], np.zeros((B, H)), w)
+    np.testing.assert_allclose(got, logits, rtol=1e-5, atol=1e-5)

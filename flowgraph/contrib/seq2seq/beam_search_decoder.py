@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import collections
 import logging
+import numbers
 
 import numpy as np
 
@@ -115,12 +116,12 @@ class BeamSearchDecoder(Decoder):
         reorder_tensor_arrays=True,
     ):
         check_cell_and_layer(cell, output_layer)
-        if not isinstance(beam_width, int) or beam_width < 1:
+        if not isinstance(beam_width, numbers.Integral) or beam_width < 1:
             raise ValueError(f"beam_width must be a positive Python int, saw {beam_width!r}")
         self._cell = cell
         self._output_layer = output_layer
         self._reorder_tensor_arrays = reorder_tensor_arrays
-        self._beam_width = beam_width
+        self._beam_width = int(beam_width)
         self._length_penalty_weight = length_penalty_weight
         self._coverage_penalty_weight = coverage_penalty_weight
         if callable(embedding):
