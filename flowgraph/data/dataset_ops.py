@@ -17,8 +17,21 @@ from flowgraph.core.shapes import TensorShape, as_shape
 from flowgraph.data.structure import Spec, Structure, to_tensors, trace_element_function
 from flowgraph.framework import convert, nest, random_seed
 from flowgraph.framework.apply_op import apply_op
+from flowgraph.framework.importer import HINT, register_newer_attrs
+from flowgraph.opdefs.dataset_ops import DATASET_OP_TYPES
 
 AUTOTUNE = -1
+
+# Attrs that TensorFlow 2 writes into dataset nodes, so its GraphDefs import here: `metadata`
+# (a debugging name) and the tf.data-service and performance hints never change elements.
+for _op_type in DATASET_OP_TYPES:
+    register_newer_attrs(_op_type, {"metadata": HINT})
+register_newer_attrs("MapDataset", {"force_synchronous": HINT})
+register_newer_attrs("ParallelMapDatasetV2", {"use_unbounded_threadpool": HINT})
+register_newer_attrs("PrefetchDataset", {"buffer_size_min": HINT})
+register_newer_attrs("RangeDataset", {"replicate_on_split": HINT})
+register_newer_attrs("TensorSliceDataset", {"is_files": HINT, "replicate_on_split": HINT})
+register_newer_attrs("ShuffleAndRepeatDataset", {"reshuffle_each_iteration": True})
 
 
 def _op(op_type, inputs, structure: Structure | None = None, name=None, **attrs):

@@ -49,6 +49,13 @@ _NEWER_ATTR_DEFAULTS = {
     "MaxPool": {"explicit_paddings": []},
     "MaxPoolGrad": {"explicit_paddings": []},
 }
+HINT = _HINT
+
+
+def register_newer_attrs(op_type: str, defaults: dict) -> None:
+    """Declares attrs that newer TensorFlow writes for `op_type`: {attr: value that equals the
+    1.15 behaviour, or HINT for an attr that never changes results}."""
+    _NEWER_ATTR_DEFAULTS.setdefault(op_type, {}).update(defaults)
 
 
 def import_graph_def(

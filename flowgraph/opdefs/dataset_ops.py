@@ -41,6 +41,27 @@ _DATASETS = {
         ],
         _FN + ["preserve_cardinality: bool = false"],
     ),
+    "ParallelMapDatasetV2": (
+        ["input_dataset: variant", "other_arguments: Targuments", "num_parallel_calls: int64"],
+        _FN
+        + [
+            "use_inter_op_parallelism: bool = true",
+            "deterministic: string = 'default'",
+            "preserve_cardinality: bool = false",
+        ],
+    ),
+    "ParallelInterleaveDatasetV4": (
+        [
+            "input_dataset: variant",
+            "other_arguments: Targuments",
+            "cycle_length: int64",
+            "block_length: int64",
+            "buffer_output_elements: int64",
+            "prefetch_input_elements: int64",
+            "num_parallel_calls: int64",
+        ],
+        _FN + ["deterministic: string = 'default'"],
+    ),
     "FilterDataset": (
         ["input_dataset: variant", "other_arguments: Targuments"],
         ["predicate: func", "Targuments: list(type) >= 0"],
@@ -156,6 +177,9 @@ for _op, _inputs in _FILE_DATASETS.items():  # their element is one string: no t
     register_op(
         OpDef(_op, inputs=_inputs, outputs=["handle: variant"], shape_fn=scalar, is_stateful=False)
     )
+
+
+DATASET_OP_TYPES = tuple(_DATASETS) + tuple(_FILE_DATASETS)
 
 
 def _components(ctx):

@@ -29,7 +29,7 @@ def test_graph_def_of_the_pipeline_carries_the_parse_function(tmp_path):
         np.zeros((4, 64), np.float32), np.arange(4, dtype=np.int64), str(tmp_path)
     )
     ds = digits_cnn_data.train_dataset(paths, 2, 1)
-    images, labels = ds.make_one_shot_iterator().get_next()
+    _, labels = ds.make_one_shot_iterator().get_next()
     gd = tf.get_default_graph().as_graph_def()
     bodies = {f.signature.name: f for f in gd.library.function}
     parse = next(f for name, f in bodies.items() if name.startswith("Dataset_map_parse"))

@@ -299,3 +299,18 @@ def parallel_interleave_dataset(ctx, input_dataset, *args):
         scalar(block, "block_length"),
         *_out(ctx),
     )
+
+
+@register_kernel("ParallelMapDatasetV2")
+def parallel_map_dataset_v2(ctx, input_dataset, *args):
+    """TF 2's form of ParallelMapDataset (an int64 num_parallel_calls); results stay in input
+    order whatever `deterministic` says, which every setting allows."""
+    return parallel_map_dataset(ctx, input_dataset, *args)
+
+
+@register_kernel("ParallelInterleaveDatasetV4")
+def parallel_interleave_dataset_v4(ctx, input_dataset, *args):
+    """TF 2's parallel interleave: InterleaveDataset's elements and order (which every
+    `deterministic` setting allows); the buffering hints only tune TF's prefetching."""
+    *captured, cycle, block, _buffer_output, _prefetch_input, n = args
+    return parallel_interleave_dataset(ctx, input_dataset, *captured, cycle, block, n)

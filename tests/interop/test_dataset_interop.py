@@ -1,0 +1,125 @@
+"""tf.data GraphDefs cross both ways with real TensorFlow (run as a subprocess of /opt/tfbench,
+skipped where absent): a dataset pipeline built by TensorFlow, with its functions in the
+GraphDef's library, imports and runs here to TensorFlow's values, and ours runs in TensorFlow
+to our values."""
+
+import os
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import flowgraph as tf
+
+TF_PYTHON = Path("/opt/tfbench/bin/python")
+pytestmark = pytest.mark.skipif(not TF_PYTHON.exists(), reason="/opt/tfbench not installed")
+
+# One program, run by both: `tf` is TensorFlow's compat.v1 or flowgraph.
+PIPELINE = r"""
+def build(tf, np):
+    x = np.arange(24, dtype=np.float32).reshape(12, 2)
+    scale = tf.constant(3.0)
+    D = tf.data.Dataset
+    a = D.from_tensor_slices({"x": x, "i": np.arange(12)})
+    a = a.map(lambda d: (d["x"] * scale, d["i"] * 2), num_parallel_calls=2)
+    a = a.filter(lambda v, i: i % 3 > 0).skip(1).take(6).batch(4).repeat(2)
+    b = D.range(1, 5).interleave(lambda v: D.from_tensors(v).repeat(v), cycle_length=2)
+    b = b.padded_batch(2, padded_shapes=[]).unbatch().batch(3, drop_remainder=True)
+    c = D.zip((D.range(3), D.range(10, 20).flat_map(lambda v: D.range(v, v + 2))))
+    out = []
+    for ds in (a, b, c):
+        it = tf.data.make_initializable_iterator(ds)
+        out.append((it.initializer, tf.nest.flatten(it.get_next())))
+    return out
+"""
+
+RUN = r"""
+def run(tf, out, sess):
+    values = []
+    for init, fetches in out:
+        sess.run(init)
+        while True:
+            try:
+                values.extend(sess.run(fetches))
+            except tf.errors.OutOfRangeError:
+                break
+    return values
+"""
+
+
+def _tf(script, *args):
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["TF_CPP_MIN_LOG_LEVEL"] = "3"
+    return subprocess.run(
+        [str(TF_PYTHON), "-c", script, *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        check=True,
+    )
+
+
+def _ours():
+    scope = {}
+    exec(PIPELINE + RUN, scope)
+    return scope
+
+
+def test_tensorflow_pipeline_imports_and_runs_here(tmp_path):
+    script = (
+        "import sys, numpy as np\nimport tensorflow.compat.v1 as tf\ntf.disable_v2_behavior()\n"
+        + PIPELINE
+        + RUN
+        + "out = build(tf, np)\n"
+        "meta = [(i.name, [f.name for f in fs]) for i, fs in out]\n"
+        "open(sys.argv[1] + '/g.pb', 'wb').write(tf.get_default_graph().as_graph_def()"
+        ".SerializeToString())\n"
+        "with tf.Session() as s:\n"
+        "    vals = run(tf, out, s)\n"
+        "np.savez(sys.argv[1] + '/v.npz', *vals)\n"
+        "open(sys.argv[1] + '/meta.txt', 'w').write(repr(meta))\n"
+    )
+    _tf(script, tmp_path)
+    gd = tf.GraphDef.FromString((tmp_path / "g.pb").read_bytes())
+    assert gd.library.function  # TF stored the map/filter/interleave functions there
+    meta = eval((tmp_path / "meta.txt").read_text())
+    tf.import_graph_def(gd, name="")
+    g = tf.get_default_graph()
+    out = [(g.get_operation_by_name(i), [g.get_tensor_by_name(f) for f in fs]) for i, fs in meta]
+    with tf.Session() as sess:
+        got = _ours()["run"](tf, out, sess)
+    want = np.load(tmp_path / "v.npz")
+    want = [want[f"arr_{i}"] for i in range(len(want.files))]
+    assert len(got) == len(want)
+    for g_, w in zip(got, want):
+        np.testing.assert_array_equal(g_, w)
+        assert np.asarray(g_).dtype == w.dtype
+
+
+def test_our_pipeline_runs_in_tensorflow(tmp_path):
+    ours = _ours()
+    out = ours["build"](tf, np)
+    meta = [(i.name, [f.name for f in fs]) for i, fs in out]
+    (tmp_path / "g.pb").write_bytes(tf.get_default_graph().as_graph_def().SerializeToString())
+    with tf.Session() as sess:
+        mine = ours["run"](tf, out, sess)
+    script = (
+        "import sys, numpy as np\nimport tensorflow.compat.v1 as tf\ntf.disable_v2_behavior()\n"
+        + RUN
+        + "gd = tf.GraphDef.FromString(open(sys.argv[1] + '/g.pb', 'rb').read())\n"
+        "tf.import_graph_def(gd, name='')\ng = tf.get_default_graph()\n"
+        f"meta = {meta!r}\n"
+        "out = [(g.get_operation_by_name(i), [g.get_tensor_by_name(f) for f in fs])"
+        " for i, fs in meta]\n"
+        "with tf.Session() as s:\n"
+        "    vals = run(tf, out, s)\n"
+        "np.savez(sys.argv[1] + '/v.npz', *vals)\n"
+    )
+    _tf(script, tmp_path)
+    theirs = np.load(tmp_path / "v.npz")
+    theirs = [theirs[f"arr_{i}"] for i in range(len(theirs.files))]
+    assert len(theirs) == len(mine)
+    for m, t in zip(mine, theirs):
+        np.testing.assert_array_equal(m, t)
