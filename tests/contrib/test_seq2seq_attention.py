@@ -399,3 +399,31 @@ def test_wrapper_in_decode_loop_gradients_match_numeric_jacobian():
             delta=1e-6,
         )
     assert err < 1e-7
+
+
+def test_impute_finished_freezes_attention_state_and_keeps_history():
+    """With impute_finished, an example's final AttentionWrapperState is the one at its own
+    last step (the time counter and the history TensorArray pass through)."""
+    memory, _ = _data(14)
+    x_val = np.random.RandomState(15).randn(B, 4, 2)
+    mech = seq2seq.BahdanauAttention(U, memory, LENGTHS, dtype=tf.float64)
+    cell = seq2seq.AttentionWrapper(
+        tf.nn.rnn_cell.GRUCell(U, dtype=tf.float64), mech, alignment_history=True
+    )
+
+    def decode(lengths):
+        helper = seq2seq.TrainingHelper(tf.constant(x_val), lengths)
+        decoder = seq2seq.BasicDecoder(cell, helper, cell.zero_state(B, tf.float64))
+        with tf.variable_scope("", reuse=tf.AUTO_REUSE):
+            return seq2seq.dynamic_decode(decoder, impute_finished=True)
+
+    _, full, _ = decode([4, 2, 3])
+    _, short, _ = decode([2, 2, 2])
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        f, s, f_hist = sess.run([full[:4], short[:4], full.alignment_history.stack()])
+    for got, want in zip(f[:2], s[:2]):  # cell_state, attention of example 1
+        np.testing.assert_allclose(got[1], want[1], rtol=1e-12)
+    assert f[2] == 4 and s[2] == 2  # time counts the loop's steps
+    np.testing.assert_allclose(f[3][1], s[3][1], rtol=1e-12)  # alignments
+    assert f_hist.shape == (4, B, S)

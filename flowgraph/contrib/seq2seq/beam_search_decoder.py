@@ -176,6 +176,10 @@ class BeamSearchDecoder(Decoder):
         return output_size_after_layer(self._cell, self._output_layer)
 
     def initialize(self, name=None):
+        with name_scope(name, "BeamSearchDecoderInitialize"):
+            return self._initialize()
+
+    def _initialize(self):
         dtype = nest.flatten(self._initial_cell_state)[0].dtype
         first_beam = array_ops.zeros(array_ops.reshape(self._batch_size, [1]), dtypes.int32)
         log_probs = array_ops.one_hot(

@@ -386,20 +386,23 @@ class GreedyEmbeddingHelper(Helper):
         return dtypes.int32
 
     def initialize(self, name=None):
-        finished = array_ops.tile([False], [self._batch_size])
+        with name_scope(name, "GreedyEmbeddingHelperInitialize"):
+            finished = array_ops.tile([False], [self._batch_size])
         return finished, self._start_inputs
 
     def sample(self, time, outputs, state, name=None):
         if not isinstance(outputs, Tensor):
             raise TypeError(f"Expected outputs to be a single Tensor, got: {type(outputs)}")
-        return reduction_ops.argmax(outputs, axis=-1, output_type=dtypes.int32)
+        with name_scope(name, "GreedyEmbeddingHelperSample", [outputs]):
+            return reduction_ops.argmax(outputs, axis=-1, output_type=dtypes.int32)
 
     def next_inputs(self, time, outputs, state, sample_ids, name=None):
-        finished = math_ops.equal(sample_ids, self._end_token)
-        all_finished = reduction_ops.reduce_all(finished)
-        next_inputs = cond(
-            all_finished, lambda: self._start_inputs, lambda: self._embedding_fn(sample_ids)
-        )
+        with name_scope(name, "GreedyEmbeddingHelperNextInputs", [sample_ids]):
+            finished = math_ops.equal(sample_ids, self._end_token)
+            all_finished = reduction_ops.reduce_all(finished)
+            next_inputs = cond(
+                all_finished, lambda: self._start_inputs, lambda: self._embedding_fn(sample_ids)
+            )
         return finished, next_inputs, state
 
 
@@ -415,11 +418,12 @@ class SampleEmbeddingHelper(GreedyEmbeddingHelper):
     def sample(self, time, outputs, state, name=None):
         if not isinstance(outputs, Tensor):
             raise TypeError(f"Expected outputs to be a single Tensor, got: {type(outputs)}")
-        logits = (
-            outputs if self._softmax_temperature is None else outputs / (self._softmax_temperature)
-        )
-        ids = random_ops.multinomial(logits, 1, seed=self._seed, output_dtype=dtypes.int32)
-        return array_ops.reshape(ids, [-1])
+        with name_scope(name, "SampleEmbeddingHelperSample", [outputs]):
+            logits = outputs
+            if self._softmax_temperature is not None:
+                logits = outputs / self._softmax_temperature
+            ids = random_ops.multinomial(logits, 1, seed=self._seed, output_dtype=dtypes.int32)
+            return array_ops.reshape(ids, [-1])
 
 
 class InferenceHelper(Helper):
@@ -450,12 +454,17 @@ class InferenceHelper(Helper):
         return self._sample_dtype
 
     def initialize(self, name=None):
-        finished = array_ops.tile([False], [self._batch_size])
+        with name_scope(name, "InferenceHelperInitialize"):
+            finished = array_ops.tile([False], [self._batch_size])
         return finished, self._start_inputs
 
     def sample(self, time, outputs, state, name=None):
-        return self._sample_fn(outputs)
+        with name_scope(name, "InferenceHelperSample", [outputs]):
+            return self._sample_fn(outputs)
 
     def next_inputs(self, time, outputs, state, sample_ids, name=None):
-        next_inputs = outputs if self._next_inputs_fn is None else self._next_inputs_fn(outputs)
-        return self._end_fn(sample_ids), next_inputs, state
+        with name_scope(name, "InferenceHelperNextInputs", [outputs]):
+            next_inputs = outputs
+            if self._next_inputs_fn is not None:
+                next_inputs = self._next_inputs_fn(outputs)
+            return self._end_fn(sample_ids), next_inputs, state
