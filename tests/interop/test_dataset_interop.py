@@ -3,6 +3,7 @@ skipped where absent): a dataset pipeline built by TensorFlow, with its function
 GraphDef's library, imports and runs here to TensorFlow's values, and ours runs in TensorFlow
 to our values."""
 
+import inspect
 import os
 import subprocess
 from pathlib import Path
@@ -15,9 +16,9 @@ import flowgraph as tf
 TF_PYTHON = Path("/opt/tfbench/bin/python")
 pytestmark = pytest.mark.skipif(not TF_PYTHON.exists(), reason="/opt/tfbench not installed")
 
-# One program, run by both: `tf` is TensorFlow's compat.v1 or flowgraph.
-PIPELINE = r"""
+
 def build(tf, np):
+    """One program, run by both: `tf` is TensorFlow's compat.v1 or flowgraph."""
     x = np.arange(24, dtype=np.float32).reshape(12, 2)
     scale = tf.constant(3.0)
     D = tf.data.Dataset
@@ -32,9 +33,8 @@ def build(tf, np):
         it = tf.data.make_initializable_iterator(ds)
         out.append((it.initializer, tf.nest.flatten(it.get_next())))
     return out
-"""
 
-RUN = r"""
+
 def run(tf, out, sess):
     values = []
     for init, fetches in out:
@@ -45,7 +45,10 @@ def run(tf, out, sess):
             except tf.errors.OutOfRangeError:
                 break
     return values
-"""
+
+
+PIPELINE = inspect.getsource(build)
+RUN = inspect.getsource(run)
 
 
 def _tf(script, *args):
@@ -59,12 +62,6 @@ def _tf(script, *args):
         env=env,
         check=True,
     )
-
-
-def _ours():
-    scope = {}
-    exec(PIPELINE + RUN, scope)
-    return scope
 
 
 def test_tensorflow_pipeline_imports_and_runs_here(tmp_path):
@@ -89,7 +86,7 @@ def test_tensorflow_pipeline_imports_and_runs_here(tmp_path):
     g = tf.get_default_graph()
     out = [(g.get_operation_by_name(i), [g.get_tensor_by_name(f) for f in fs]) for i, fs in meta]
     with tf.Session() as sess:
-        got = _ours()["run"](tf, out, sess)
+        got = run(tf, out, sess)
     want = np.load(tmp_path / "v.npz")
     want = [want[f"arr_{i}"] for i in range(len(want.files))]
     assert len(got) == len(want)
@@ -99,12 +96,11 @@ def test_tensorflow_pipeline_imports_and_runs_here(tmp_path):
 
 
 def test_our_pipeline_runs_in_tensorflow(tmp_path):
-    ours = _ours()
-    out = ours["build"](tf, np)
+    out = build(tf, np)
     meta = [(i.name, [f.name for f in fs]) for i, fs in out]
     (tmp_path / "g.pb").write_bytes(tf.get_default_graph().as_graph_def().SerializeToString())
     with tf.Session() as sess:
-        mine = ours["run"](tf, out, sess)
+        mine = run(tf, out, sess)
     script = (
         "import sys, numpy as np\nimport tensorflow.compat.v1 as tf\ntf.disable_v2_behavior()\n"
         + RUN
