@@ -160,12 +160,16 @@ class ParallelMapDataset(MapDataset):
 
 
 class _ParallelMapIterator(UnaryIterator):
-    """Up to `n` calls in flight on the dataset pool, results returned in input order.
+    """Up to `n` calls in flight, results returned in input order.
 
     `slots` holds one Pending per element in flight, in input order; `unfed` are the slots
-    whose input element is still to be read (reads are serialized by `fetching`). A slot's
-    value is the mapped element, its error, or _END past the end of the input. Fields guarded
-    by `lock`."""
+    whose input element is still to be read (reads are serialized by `fetching`); `queued`
+    maps a slot to its element while its call has not started. Calls run on up to n - 1
+    workers of the dataset pool, each taking queued calls until none is left, and on the
+    consumer itself: a consumer whose next slot's call has not started runs it instead of
+    waiting (so with the GIL held by Python kernels, parallel calls cost no more than serial
+    ones). A slot's value is the mapped element, its error, or _END past the end of the
+    input. Fields guarded by `lock`."""
 
     def __init__(self, input_iterator, fn, n, ds):
         super().__init__(input_iterator)
@@ -175,6 +179,8 @@ class _ParallelMapIterator(UnaryIterator):
         self.lock = threading.Lock()
         self.slots = collections.deque()
         self.unfed = collections.deque()
+        self.queued: dict = {}  # slot -> element, in the order their calls should start
+        self.workers = 0
         self.fetching = False
         self.input_done = False
         self.closed = False
@@ -191,6 +197,10 @@ class _ParallelMapIterator(UnaryIterator):
                 self.fetching = True
         if fetch:
             self._fetch()
+        with self.lock:
+            element = self.queued.pop(slot, None)
+        if element is not None:  # not started yet: run it here rather than wait for it
+            self._call(slot, element)
         value = await slot
         return None if value is _END else value
 
@@ -232,7 +242,24 @@ class _ParallelMapIterator(UnaryIterator):
             for s in [slot] + rest:
                 s.set_result(_END)
         else:
-            background_pool().submit(self._call, slot, element)
+            with self.lock:
+                self.queued[slot] = element
+                start = self.workers < self.n - 1
+                if start:
+                    self.workers += 1
+            if start:
+                background_pool().submit(self._work)
+
+    def _work(self):
+        """A pool worker: runs queued calls, latest first, until none is left."""
+        while True:
+            with self.lock:
+                if not self.queued or self.closed:
+                    self.workers -= 1
+                    return
+                slot = next(reversed(self.queued))  # the latest: the consumer takes the head
+                element = self.queued.pop(slot)
+            self._call(slot, element)
 
     def _call(self, slot, element):
         try:
@@ -245,11 +272,8 @@ class _ParallelMapIterator(UnaryIterator):
     def close(self):
         with self.lock:
             self.closed = True
-            slots, self.slots, self.unfed = (
-                list(self.slots),
-                collections.deque(),
-                (collections.deque()),
-            )
+            slots = list(self.slots)
+            self.slots, self.unfed, self.queued = collections.deque(), collections.deque(), {}
         cancelled = errors.CancelledError(None, None, "The iterator was re-initialized or closed")
         for s in slots:
             s.set_error(cancelled)
