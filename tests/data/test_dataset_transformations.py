@@ -195,3 +195,38 @@ def test_list_files_matches_sorted_and_shuffles(tmp_path):
     assert sorted(shuffled) == ordered
     with pytest.raises(tf.errors.InvalidArgumentError, match="No files matched"):
         drain(Dataset.list_files(str(tmp_path / "*.none")))
+
+
+def test_file_cache_is_written_once_and_read_by_later_sessions(tmp_path):
+    calls = []
+
+    def record(v):
+        calls.append(int(v))
+        return v
+
+    prefix = str(tmp_path / "cache" / "c")
+
+    def pipeline():
+        ds = Dataset.range(3).map(
+            lambda v: (tf.py_func(record, [v], tf.int64), tf.cast(v, tf.float32) * 0.5)
+        )
+        return ds.cache(prefix)
+
+    partial = pipeline().take(2)
+    assert drain(partial) == [(0, 0.0), (1, 0.5)]
+    assert not (tmp_path / "cache" / "c.index").exists()  # an unfinished pass leaves no cache
+    calls.clear()
+    assert drain(pipeline().repeat(2)) == [(0, 0.0), (1, 0.5), (2, 1.0)] * 2
+    assert calls == [0, 1, 2]
+    with tf.Graph().as_default():
+        assert drain(pipeline()) == [(0, 0.0), (1, 0.5), (2, 1.0)]  # a new graph and Session
+    assert calls == [0, 1, 2]
+    keys = tf.train.load_checkpoint(prefix).get_variable_to_shape_map()
+    assert sorted(keys) == [
+        "      0_0",
+        "      0_1",
+        "      1_0",
+        "      1_1",
+        "      2_0",
+        "      2_1",
+    ]

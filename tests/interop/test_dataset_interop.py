@@ -119,3 +119,26 @@ def test_our_pipeline_runs_in_tensorflow(tmp_path):
     assert len(theirs) == len(mine)
     for m, t in zip(mine, theirs):
         np.testing.assert_array_equal(m, t)
+
+
+def test_tensorflow_reads_our_dataset_cache(tmp_path):
+    prefix = str(tmp_path / "cache")
+    ds = tf.data.Dataset.range(4).map(lambda v: (v * 3, tf.cast(v, tf.float32) + 0.5))
+    nxt = ds.cache(prefix).make_one_shot_iterator().get_next()
+    with tf.Session() as sess:
+        mine = [sess.run(nxt) for _ in range(4)]
+        with pytest.raises(tf.errors.OutOfRangeError):
+            sess.run(nxt)
+    script = (
+        "import sys\nimport tensorflow.compat.v1 as tf\ntf.disable_v2_behavior()\n"
+        "ds = tf.data.Dataset.range(0).map(lambda v: (v, tf.cast(v, tf.float32)))\n"
+        "n = tf.data.make_one_shot_iterator(ds.cache(sys.argv[1])).get_next()\n"
+        "out = []\n"
+        "with tf.Session() as s:\n"
+        "    try:\n"
+        "        while True: out.append(tuple(float(x) for x in s.run(n)))\n"
+        "    except tf.errors.OutOfRangeError: pass\n"
+        "print(out)\n"
+    )
+    theirs = eval(_tf(script, prefix).stdout.strip().splitlines()[-1])
+    assert theirs == [(float(a), float(b)) for a, b in mine]

@@ -1,6 +1,7 @@
 """Dataset kernels that transform one dataset (§4.5): applying library functions (map, filter,
 flat_map, interleave), grouping (batch, padded_batch, unbatch), ordering (shuffle, repeat,
-take, skip) and caching. Prefetching and parallel calls are in dataset_parallel.py."""
+take, skip). Prefetching and parallel calls are in dataset_parallel.py, caching in
+dataset_cache.py."""
 
 from __future__ import annotations
 
@@ -529,59 +530,3 @@ def shuffle_and_repeat_dataset(ctx, input_dataset, buffer_size, seed, seed2, cou
         *_out(ctx),
     )
     return RepeatDataset(shuffled, scalar(count, "count"), *_out(ctx))
-
-
-class CacheDataset(Unary):
-    """Caches the elements in memory during the first complete pass; later iterators read the
-    cache. (TensorFlow's file-backed cache, a non-empty `filename`, is not supported.)"""
-
-    def __init__(self, input_dataset, types, shapes):
-        super().__init__(input_dataset, types, shapes)
-        self.cache = None
-
-    def make_iterator(self, env):
-        if self.cache is not None:
-            cache = self.cache
-            return _CachedIterator(cache)
-        return _CachingIterator(self.input.make_iterator(env), self)
-
-
-class _CachedIterator(Iterator):
-    def __init__(self, cache):
-        self.cache = cache
-        self.i = 0
-
-    async def get_next(self):
-        if self.i >= len(self.cache):
-            return None
-        self.i += 1
-        return self.cache[self.i - 1]
-
-
-class _CachingIterator(UnaryIterator):
-    def __init__(self, input_iterator, ds):
-        super().__init__(input_iterator)
-        self.ds = ds
-        self.seen = []
-
-    async def get_next(self):
-        element = await self.input.get_next()
-        if element is None:
-            if self.ds.cache is None:
-                self.ds.cache = self.seen
-            return None
-        self.seen.append(element)
-        return element
-
-
-@register_kernel("CacheDataset")
-def cache_dataset(ctx, input_dataset, filename):
-    name = scalar(filename, "filename")
-    if name:
-        raise errors.UnimplementedError(
-            None,
-            None,
-            f"Dataset.cache(filename={name!r}): only the in-memory cache "
-            "(filename='') is supported",
-        )
-    return CacheDataset(input_dataset, *_out(ctx))
