@@ -340,3 +340,17 @@ def test_scope_parallel_iterations_and_swap_memory():
         w = model.weights(sess)
     logits, _, _ = _teacher_forced_ref(x_val, [5, 3, 4], np.zeros((B, H)), w)
     np.testing.assert_allclose(got, logits, rtol=1e-5, atol=1e-5)
+
+
+def test_zero_steps():
+    """maximum_iterations=0, or every sequence_length 0: empty [batch, 0, ...] outputs."""
+    model = _Model()
+    x_val = np.zeros((B, T, D), np.float32)
+    out, _, lengths = _decode(model, seq2seq.TrainingHelper(x_val, [3, 3, 3]), maximum_iterations=0)
+    out2, _, lengths2 = _decode(model, seq2seq.TrainingHelper(x_val, [0, 0, 0]))
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        got, n, got2, n2 = sess.run([out, lengths, out2, lengths2])
+    for o, k in ((got, n), (got2, n2)):
+        assert o.rnn_output.shape == (B, 0, V) and o.sample_id.shape == (B, 0)
+        np.testing.assert_array_equal(k, [0, 0, 0])
