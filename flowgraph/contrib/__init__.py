@@ -2,6 +2,7 @@
 regularizers, rnn aliases). Everything here forwards to the core implementation."""
 
 from flowgraph.contrib import (
+    data,
     layers,
     lookup,
     rnn,
@@ -12,3 +13,4 @@ from flowgraph.contrib import (
 __all__ = ["layers", "rnn", "staging"]
 __all__ += ["lookup"]
 __all__ += ["seq2seq"]
+__all__ += ["data"]

@@ -2,7 +2,8 @@
 resources, the functions they apply in the graph's function library."""
 
 from flowgraph.data import experimental
-from flowgraph.data.dataset_ops import AUTOTUNE, Dataset, DatasetV1
+from flowgraph.data.dataset_ops import AUTOTUNE, Dataset, DatasetV1, Options
+from flowgraph.data.experimental import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY
 from flowgraph.data.iterator_ops import (
     Iterator,
     get_output_classes,
@@ -15,10 +16,13 @@ from flowgraph.data.readers import FixedLengthRecordDataset, TextLineDataset, TF
 
 __all__ = [
     "AUTOTUNE",
+    "INFINITE_CARDINALITY",
+    "UNKNOWN_CARDINALITY",
     "Dataset",
     "DatasetV1",
     "FixedLengthRecordDataset",
     "Iterator",
+    "Options",
     "TFRecordDataset",
     "TextLineDataset",
     "experimental",

@@ -345,14 +345,83 @@ class Dataset:
             raise TypeError("`transformation_func` must return a Dataset.")
         return out
 
+    def shard(self, num_shards, index):
+        """Every `num_shards`-th element starting at `index` (one worker's part)."""
+        return self._unary(
+            "ShardDataset",
+            [_int64(num_shards, "num_shards"), _int64(index, "index")],
+            self._structure,
+        )
+
+    def enumerate(self, start=0):
+        """(index, element) pairs, the index counting from `start`."""
+        return Dataset.zip((Dataset.range(start, np.iinfo(np.int64).max), self))
+
+    def reduce(self, initial_state, reduce_func):
+        """Folds the elements into `initial_state` with `reduce_func(state, element)`; returns
+        the final state (the whole dataset is consumed when it runs)."""
+        state = to_tensors(initial_state, "reduce initial_state")
+        state_structure = Structure.of_tensors(state)
+        combined = Structure((state_structure.nested, self._structure.nested))
+        defined, out = trace_element_function(reduce_func, combined, "reduce")
+        if out.types != state_structure.types:
+            raise TypeError(
+                f"reduce_func returns types {out.types}, but the state has types "
+                f"{state_structure.types}"
+            )
+        captured = defined.captured_inputs
+        op = apply_op(
+            "ReduceDataset",
+            [self._variant_tensor, nest.flatten(state), captured],
+            f=defined.func_attr,
+            Tstate=state_structure.types,
+            Targuments=[t.dtype.base_dtype for t in captured],
+            output_types=out.types,
+            output_shapes=[
+                a.most_specific_compatible_shape(b)
+                for a, b in zip(state_structure.shapes, out.shapes)
+            ],
+        )
+        return state_structure.pack(op.outputs)
+
+    def options(self):
+        return getattr(self, "_options", None) or Options()
+
     def with_options(self, options):
-        raise NotImplementedError("Dataset.with_options is not supported")
+        """The same dataset with `options` attached. Options tune TensorFlow's performance
+        (static optimizations, threading, determinism relaxations) and never change the
+        elements, which are always produced in order here."""
+        if not isinstance(options, Options):
+            raise TypeError(f"with_options expects a tf.data.Options, got {options!r}")
+        out = Dataset(self._variant_tensor, self._structure)
+        out._options = options
+        return out
+
+    map_with_legacy_function = map
+    filter_with_legacy_function = filter
+
+    @staticmethod
+    def from_sparse_tensor_slices(sparse_tensor):
+        raise NotImplementedError("Dataset.from_sparse_tensor_slices (SparseTensor components)")
 
     def window(self, *args, **kwargs):
         raise NotImplementedError("Dataset.window is not supported")
 
-    def reduce(self, *args, **kwargs):
-        raise NotImplementedError("Dataset.reduce is not supported in graph mode here")
+
+class Options:
+    """tf.data.Options: performance settings of a pipeline (see Dataset.with_options)."""
+
+    def __init__(self):
+        self.experimental_deterministic = None
+        self.experimental_optimization = _Bag()
+        self.experimental_threading = _Bag()
+        self.experimental_distribute = _Bag()
+        self.experimental_stats = _Bag()
+        self.experimental_slack = None
+
+
+class _Bag:
+    """A group of options: any attribute may be set, none changes the elements."""
 
 
 DatasetV1 = Dataset

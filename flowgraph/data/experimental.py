@@ -3,22 +3,33 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from flowgraph.core import dtypes
 from flowgraph.core.shapes import TensorShape
-from flowgraph.data.dataset_ops import AUTOTUNE, _int64, _seeds
+from flowgraph.data.dataset_ops import AUTOTUNE, Dataset, _int64, _seeds
 from flowgraph.data.iterator_ops import get_output_classes, get_output_shapes, get_output_types
 from flowgraph.data.structure import trace_element_function
 from flowgraph.framework import convert
+from flowgraph.framework.apply_op import apply_op
+from flowgraph.ops import math as math_ops
 
 __all__ = [
     "AUTOTUNE",
+    "INFINITE_CARDINALITY",
+    "UNKNOWN_CARDINALITY",
+    "Counter",
+    "choose_from_datasets",
+    "enumerate_dataset",
     "get_output_classes",
     "get_output_shapes",
     "get_output_types",
+    "get_single_element",
     "ignore_errors",
     "map_and_batch",
     "parallel_interleave",
     "shuffle_and_repeat",
+    "take_while",
     "unbatch",
 ]
 
@@ -99,4 +110,122 @@ def parallel_interleave(
 
 
 def ignore_errors():
-    raise NotImplementedError("tf.data.experimental.ignore_errors is not supported")
+    """`apply` transformation: skips the elements whose production raised an error."""
+    return lambda dataset: dataset._unary("IgnoreErrorsDataset", [], dataset._structure)
+
+
+def take_while(predicate):
+    """`apply` transformation: the elements up to the first where `predicate` is False."""
+
+    def apply(dataset):
+        defined, out = trace_element_function(predicate, dataset._structure, "take_while")
+        if out.types != [dtypes.bool_]:
+            raise ValueError("`predicate` must return a scalar boolean tensor.")
+        captured = defined.captured_inputs
+        return dataset._unary(
+            "TakeWhileDataset",
+            [captured],
+            dataset._structure,
+            predicate=defined.func_attr,
+            Targuments=[t.dtype.base_dtype for t in captured],
+        )
+
+    return apply
+
+
+def Counter(start=0, step=1, dtype=dtypes.int64):
+    """An endless dataset start, start + step, ... (of `dtype`)."""
+    ds = Dataset.range(start, np.iinfo(np.int64).max if step > 0 else np.iinfo(np.int64).min, step)
+    return (
+        ds if dtypes.as_dtype(dtype) == dtypes.int64 else ds.map(lambda v: math_ops.cast(v, dtype))
+    )
+
+
+def enumerate_dataset(start=0):
+    return lambda dataset: dataset.enumerate(start)
+
+
+def get_single_element(dataset):
+    """The one element of `dataset` (InvalidArgumentError if it has none or more)."""
+    s = dataset._structure
+    op = apply_op(
+        "DatasetToSingleElement",
+        [dataset._variant_tensor],
+        output_types=s.types,
+        output_shapes=s.shapes,
+    )
+    return s.pack(op.outputs)
+
+
+def choose_from_datasets(datasets, choice_dataset):
+    """Elements of `datasets`, the next one taken from the dataset `choice_dataset` names."""
+    datasets = list(datasets)
+    if not datasets:
+        raise ValueError("choose_from_datasets needs at least one dataset")
+    if choice_dataset.output_types != dtypes.int64:
+        raise TypeError("`choice_dataset` must be a dataset of scalar tf.int64 tensors.")
+    first = datasets[0]._structure
+    for d in datasets[1:]:
+        if not first.is_compatible_with(d._structure):
+            raise TypeError("All datasets must have the same type and structure.")
+    variant = apply_op(
+        "DirectedInterleaveDataset",
+        [choice_dataset._variant_tensor, [d._variant_tensor for d in datasets]],
+        output_types=first.types,
+        output_shapes=first.shapes,
+    ).outputs[0]
+    return Dataset(variant, first)
+
+
+INFINITE_CARDINALITY = -1
+UNKNOWN_CARDINALITY = -2
+
+_UNSUPPORTED = {
+    "AutoShardPolicy",
+    "CheckpointInputPipelineHook",
+    "CsvDataset",
+    "DatasetStructure",
+    "DistributeOptions",
+    "MapVectorizationOptions",
+    "OptimizationOptions",
+    "Optional",
+    "OptionalStructure",
+    "RaggedTensorStructure",
+    "RandomDataset",
+    "Reducer",
+    "SparseTensorStructure",
+    "SqlDataset",
+    "StatsAggregator",
+    "StatsOptions",
+    "Structure",
+    "TFRecordWriter",
+    "TensorArrayStructure",
+    "TensorStructure",
+    "ThreadingOptions",
+    "bucket_by_sequence_length",
+    "bytes_produced_stats",
+    "cardinality",
+    "copy_to_device",
+    "dense_to_sparse_batch",
+    "filter_for_shard",
+    "get_next_as_optional",
+    "group_by_reducer",
+    "group_by_window",
+    "latency_stats",
+    "make_batched_features_dataset",
+    "make_csv_dataset",
+    "make_saveable_from_iterator",
+    "parse_example_dataset",
+    "prefetch_to_device",
+    "rejection_resample",
+    "sample_from_datasets",
+    "scan",
+    "unique",
+    "assert_cardinality",
+}
+
+
+def __getattr__(name):
+    if name in _UNSUPPORTED:
+        raise NotImplementedError(f"tf.data.experimental.{name} is not supported")
+    raise AttributeError(f"module 'tf.data.experimental' has no attribute {name!r}")

@@ -62,6 +62,19 @@ _DATASETS = {
         ],
         _FN + ["deterministic: string = 'default'"],
     ),
+    "ShardDataset": (
+        ["input_dataset: variant", "num_shards: int64", "index: int64"],
+        ["require_non_empty: bool = false"],
+    ),
+    "TakeWhileDataset": (
+        ["input_dataset: variant", "other_arguments: Targuments"],
+        ["predicate: func", "Targuments: list(type) >= 0"],
+    ),
+    "IgnoreErrorsDataset": (["input_dataset: variant"], []),
+    "DirectedInterleaveDataset": (
+        ["selector_input_dataset: variant", "data_input_datasets: N * variant"],
+        ["N: int >= 1"],
+    ),
     "FilterDataset": (
         ["input_dataset: variant", "other_arguments: Targuments"],
         ["predicate: func", "Targuments: list(type) >= 0"],
@@ -249,5 +262,29 @@ register_op(
         inputs=["pattern: string"],
         outputs=["filenames: string"],
         shape_fn=lambda ctx: TensorShape([None]),
+    )
+)
+register_op(
+    OpDef(
+        "ReduceDataset",
+        inputs=["input_dataset: variant", "initial_state: Tstate", "other_arguments: Targuments"],
+        outputs=["components: output_types"],
+        attrs=[
+            "f: func",
+            "Tstate: list(type) >= 1",
+            "Targuments: list(type) >= 0",
+            "use_inter_op_parallelism: bool = true",
+        ]
+        + _OUT,
+        shape_fn=_components,
+    )
+)
+register_op(
+    OpDef(
+        "DatasetToSingleElement",
+        inputs=["dataset: variant"],
+        outputs=["components: output_types"],
+        attrs=_OUT,
+        shape_fn=_components,
     )
 )

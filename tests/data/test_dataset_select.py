@@ -1,0 +1,99 @@
+"""shard, enumerate, reduce, take_while, ignore_errors, choose_from_datasets,
+get_single_element, Counter and Options, against Python references."""
+
+import numpy as np
+import pytest
+
+import flowgraph as tf
+
+Dataset = tf.data.Dataset
+exp = tf.data.experimental
+
+
+def drain(dataset):
+    nxt = dataset.make_one_shot_iterator().get_next()
+    out = []
+    with tf.Session() as sess:
+        while True:
+            try:
+                out.append(sess.run(nxt))
+            except tf.errors.OutOfRangeError:
+                return out
+
+
+def test_shard_partitions_the_elements():
+    parts = [drain(Dataset.range(10).shard(3, i)) for i in range(3)]
+    assert parts == [list(range(10))[i::3] for i in range(3)]
+    with pytest.raises(tf.errors.InvalidArgumentError, match="Index"):
+        drain(Dataset.range(3).shard(2, 2))
+
+
+def test_enumerate_and_counter():
+    assert drain(Dataset.from_tensor_slices(["a", "b"]).enumerate(5)) == [(5, b"a"), (6, b"b")]
+    got = drain(Dataset.zip((exp.Counter(3, 2), Dataset.range(3))))
+    assert [c for c, _ in got] == [3, 5, 7]
+    floats = drain(exp.Counter(1, 1, tf.float32).take(2))
+    assert floats == [1.0, 2.0] and isinstance(floats[0], np.float32)
+    assert drain(Dataset.range(2).apply(exp.enumerate_dataset())) == [(0, 0), (1, 1)]
+
+
+def test_reduce_folds_like_python():
+    x = np.arange(1, 7, dtype=np.float32)
+    total, count = Dataset.from_tensor_slices(x).reduce(
+        (np.float32(0), np.int64(0)), lambda state, v: (state[0] + v * v, state[1] + 1)
+    )
+    with tf.Session() as sess:
+        got = sess.run([total, count])
+    assert got[0] == np.sum(x * x) and got[1] == 6
+
+
+def test_take_while_and_ignore_errors():
+    ds = Dataset.range(10).apply(exp.take_while(lambda v: v < 4))
+    assert drain(ds) == [0, 1, 2, 3]
+
+    def check(v):
+        if v % 3 == 1:
+            raise ValueError("odd one")
+        return v
+
+    flaky = Dataset.range(8).map(lambda v: tf.py_func(check, [v], tf.int64))
+    assert drain(flaky.apply(exp.ignore_errors())) == [v for v in range(8) if v % 3 != 1]
+
+
+def test_choose_from_datasets_follows_the_choices():
+    inputs = [Dataset.from_tensors(np.int64(i)).repeat(2) for i in range(3)]
+    choice = Dataset.from_tensor_slices(np.array([2, 0, 2, 1, 2, 0, 1], np.int64))
+    assert drain(exp.choose_from_datasets(inputs, choice)) == [2, 0, 2, 1, 0, 1]
+
+
+def test_get_single_element():
+    one = exp.get_single_element(Dataset.from_tensors((1, "x")))
+    two = exp.get_single_element(Dataset.range(2))
+    none = exp.get_single_element(Dataset.range(0))
+    with tf.Session() as sess:
+        assert sess.run(one) == (1, b"x")
+        with pytest.raises(tf.errors.InvalidArgumentError, match="more than one"):
+            sess.run(two)
+        with pytest.raises(tf.errors.InvalidArgumentError, match="empty"):
+            sess.run(none)
+
+
+def test_options_and_unsupported_names():
+    opts = tf.data.Options()
+    opts.experimental_deterministic = False
+    opts.experimental_optimization.map_parallelization = True
+    ds = Dataset.range(3).with_options(opts)
+    assert ds.options() is opts
+    assert drain(ds) == [0, 1, 2]
+    with pytest.raises(NotImplementedError, match="scan"):
+        exp.scan  # noqa: B018
+    with pytest.raises(NotImplementedError, match="window"):
+        Dataset.range(3).window(2)
+
+
+def test_contrib_data_aliases():
+    ds = Dataset.range(7).apply(tf.contrib.data.batch_and_drop_remainder(3))
+    assert [b.tolist() for b in drain(ds)] == [[0, 1, 2], [3, 4, 5]]
+    assert tf.contrib.data.shuffle_and_repeat is exp.shuffle_and_repeat
+    with pytest.raises(NotImplementedError, match="sliding_window_batch"):
+        tf.contrib.data.sliding_window_batch  # noqa: B018
