@@ -14,10 +14,17 @@ import numpy as np
 
 from flowgraph.core import dtypes
 from flowgraph.core.shapes import TensorShape, as_shape
-from flowgraph.data.structure import Spec, Structure, to_tensors, trace_element_function
+from flowgraph.data.structure import (
+    Spec,
+    Structure,
+    serialize_many,
+    to_tensors,
+    trace_element_function,
+)
 from flowgraph.framework import convert, nest, random_seed
 from flowgraph.framework.apply_op import apply_op
 from flowgraph.framework.importer import HINT, register_newer_attrs
+from flowgraph.framework.sparse_tensor import SparseTensor
 from flowgraph.opdefs.dataset_ops import DATASET_OP_TYPES
 
 AUTOTUNE = -1
@@ -98,7 +105,7 @@ class Dataset:
         """A dataset of one element, `tensors`."""
         tensors = to_tensors(tensors, "from_tensors")
         structure = Structure.of_tensors(tensors)
-        flat = nest.flatten(tensors)
+        flat = structure.flatten(tensors)
         variant = _op(
             "TensorDataset", [flat], output_shapes=structure.shapes, Toutput_types=structure.types
         )
@@ -112,11 +119,12 @@ class Dataset:
         if not flat:
             raise ValueError("from_tensor_slices needs at least one component")
         for t in flat:
-            if t.shape.ndims == 0:
-                raise ValueError(f"Unbatching a tensor is only supported for rank >= 1 ({t.name})")
+            if t.get_shape().ndims == 0:
+                raise ValueError("Unbatching a tensor is only supported for rank >= 1")
         structure = Structure.of_tensors(tensors).map_shapes(
             lambda s: TensorShape(s.as_list()[1:]) if s.ndims is not None else s
         )
+        flat = [serialize_many(t) if isinstance(t, SparseTensor) else t for t in flat]
         variant = _op(
             "TensorSliceDataset",
             [flat],
@@ -243,6 +251,8 @@ class Dataset:
     def padded_batch(self, batch_size, padded_shapes, padding_values=None, drop_remainder=False):
         """Like batch, padding each component to `padded_shapes` (None/-1 dims: the longest)."""
         specs = self._structure
+        if specs.has_sparse:
+            raise TypeError("padded_batch is not supported for SparseTensor components")
         shapes = nest.flatten(_shape_structure(specs.nested, padded_shapes))
         if padding_values is None:
             values = [
@@ -362,6 +372,8 @@ class Dataset:
         the final state (the whole dataset is consumed when it runs)."""
         state = to_tensors(initial_state, "reduce initial_state")
         state_structure = Structure.of_tensors(state)
+        if state_structure.has_sparse:
+            raise NotImplementedError("Dataset.reduce with a SparseTensor state")
         combined = Structure((state_structure.nested, self._structure.nested))
         defined, out = trace_element_function(reduce_func, combined, "reduce")
         if out.types != state_structure.types:

@@ -90,6 +90,8 @@ def from_generator(generator, output_types, output_shapes=None, args=None) -> Da
     if not callable(generator):
         raise TypeError("`generator` must be callable.")
     structure = Structure.of_types(output_types, output_shapes)
+    if structure.has_sparse:
+        raise NotImplementedError("from_generator with SparseTensor components")
     state = _GeneratorState(generator, structure)
     arg_tensors = [convert.convert_to_tensor(a) for a in (args or ())]
     types = [t.dtype.base_dtype for t in arg_tensors]

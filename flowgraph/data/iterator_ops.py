@@ -29,8 +29,7 @@ class Iterator:
     @staticmethod
     def from_structure(output_types, output_shapes=None, shared_name=None, output_classes=None):
         """An uninitialized iterator for datasets of this structure (reinitializable)."""
-        _check_classes(output_classes)
-        structure = Structure.of_types(output_types, output_shapes)
+        structure = Structure.of_types(output_types, output_shapes, output_classes)
         handle = apply_op(
             "IteratorV2",
             [],
@@ -45,8 +44,7 @@ class Iterator:
     @staticmethod
     def from_string_handle(string_handle, output_types, output_shapes=None, output_classes=None):
         """An iterator that is whichever iterator's `string_handle()` is fed (feedable)."""
-        _check_classes(output_classes)
-        structure = Structure.of_types(output_types, output_shapes)
+        structure = Structure.of_types(output_types, output_shapes, output_classes)
         handle = apply_op(
             "IteratorFromStringHandleV2",
             [string_handle],
@@ -100,14 +98,6 @@ class Iterator:
     @property
     def output_classes(self):
         return self._structure.output_classes()
-
-
-def _check_classes(output_classes):
-    from flowgraph.framework import nest
-    from flowgraph.framework.operation import Tensor
-
-    if output_classes is not None and any(c is not Tensor for c in nest.flatten(output_classes)):
-        raise NotImplementedError("Iterators over SparseTensor components are not supported")
 
 
 def make_one_shot_iterator(dataset) -> Iterator:

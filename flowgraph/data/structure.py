@@ -11,20 +11,45 @@ from flowgraph.core.shapes import TensorShape, as_shape
 from flowgraph.framework import convert, nest
 from flowgraph.framework.function import trace
 from flowgraph.framework.operation import Tensor
-from flowgraph.framework.sparse_tensor import SparseTensor
+from flowgraph.framework.sparse_tensor import SparseTensor, SparseTensorValue
 
 
 class Spec:
-    """One component: its dtype and static shape (a leaf for `nest`, unlike a tuple)."""
+    """One component: its dtype, static shape and class (Tensor or SparseTensor); a leaf for
+    `nest`, unlike a tuple. A SparseTensor component travels through the dataset ops as one
+    DT_VARIANT tensor, its serialized (indices, values, dense_shape) triple (TF's encoding;
+    a batch of them is a [batch, 3] variant that DeserializeSparse turns into one SparseTensor)."""
 
-    __slots__ = ("dtype", "shape")
+    __slots__ = ("cls", "dtype", "shape")
 
-    def __init__(self, dtype, shape):
+    def __init__(self, dtype, shape, cls=Tensor):
         self.dtype = dtype
         self.shape = shape
+        self.cls = cls
+
+    @property
+    def is_sparse(self) -> bool:
+        return self.cls is SparseTensor
+
+    @property
+    def flat_dtype(self):
+        return dtypes.variant if self.is_sparse else self.dtype
+
+    @property
+    def flat_shape(self):
+        return TensorShape(None) if self.is_sparse else self.shape
+
+    def with_shape(self, shape) -> Spec:
+        return Spec(self.dtype, shape, self.cls)
 
     def __repr__(self):
-        return f"Spec({self.dtype.name}, {self.shape})"
+        return f"Spec({self.dtype.name}, {self.shape}, {self.cls.__name__})"
+
+
+def _spec_of(t) -> Spec:
+    if isinstance(t, SparseTensor):
+        return Spec(t.dtype.base_dtype, t.get_shape(), SparseTensor)
+    return Spec(t.dtype.base_dtype, t.shape)
 
 
 class Structure:
@@ -36,27 +61,36 @@ class Structure:
 
     @classmethod
     def of_tensors(cls, tensors) -> Structure:
-        return cls(nest.map_structure(lambda t: Spec(t.dtype.base_dtype, t.shape), tensors))
+        return cls(nest.map_structure(_spec_of, tensors))
 
     @classmethod
-    def of_types(cls, types, shapes=None) -> Structure:
-        """From nested dtypes and (optionally) matching nested shapes."""
+    def of_types(cls, types, shapes=None, classes=None) -> Structure:
+        """From nested dtypes and (optionally) matching nested shapes and classes."""
         if shapes is None:
             shapes = nest.map_structure(lambda _: TensorShape(None), types)
         else:
             shapes = _normalize_shapes(types, shapes)
+        if classes is None:
+            classes = nest.map_structure(lambda _: Tensor, types)
         nest.assert_same_structure(types, shapes, "output_types and output_shapes")
+        nest.assert_same_structure(types, classes, "output_types and output_classes")
+        for c in nest.flatten(classes):
+            if c not in (Tensor, SparseTensor):
+                raise TypeError(f"output_classes may hold tf.Tensor or tf.SparseTensor, got {c}")
         return cls(
-            nest.map_structure(lambda t, s: Spec(dtypes.as_dtype(t), as_shape(s)), types, shapes)
+            nest.map_structure(
+                lambda t, s, c: Spec(dtypes.as_dtype(t), as_shape(s), c), types, shapes, classes
+            )
         )
 
     @property
     def types(self) -> list:
-        return [s.dtype for s in self.specs]
+        """The dtypes of the flat tensors the ops carry (a variant per SparseTensor)."""
+        return [s.flat_dtype for s in self.specs]
 
     @property
     def shapes(self) -> list:
-        return [s.shape for s in self.specs]
+        return [s.flat_shape for s in self.specs]
 
     def output_types(self):
         return nest.map_structure(lambda s: s.dtype, self.nested)
@@ -65,24 +99,35 @@ class Structure:
         return nest.map_structure(lambda s: s.shape, self.nested)
 
     def output_classes(self):
-        return nest.map_structure(lambda s: Tensor, self.nested)
+        return nest.map_structure(lambda s: s.cls, self.nested)
+
+    @property
+    def has_sparse(self) -> bool:
+        return any(s.is_sparse for s in self.specs)
 
     def pack(self, flat):
-        """The user's structure of `flat` values (one per component)."""
+        """The user's structure of `flat` tensors (one per component); variant tensors of
+        SparseTensor components are deserialized into SparseTensors."""
+        flat = [_deserialize(t, spec) if spec.is_sparse else t for t, spec in zip(flat, self.specs)]
         if not nest.is_sequence(self.nested):
             return flat[0]
         return nest.pack_sequence_as(self.nested, flat)
 
+    def flatten(self, value) -> list:
+        """The flat tensors of a value of this structure (SparseTensors serialized)."""
+        return [_serialize(t) if isinstance(t, SparseTensor) else t for t in nest.flatten(value)]
+
     def map_shapes(self, fn) -> Structure:
-        return Structure(nest.map_structure(lambda s: Spec(s.dtype, fn(s.shape)), self.nested))
+        return Structure(nest.map_structure(lambda s: s.with_shape(fn(s.shape)), self.nested))
 
     def is_compatible_with(self, other: Structure) -> bool:
         try:
             nest.assert_same_structure(self.nested, other.nested)
         except (ValueError, TypeError):
             return False
-        return self.types == other.types and all(
-            a.is_compatible_with(b) for a, b in zip(self.shapes, other.shapes)
+        return [s.dtype for s in self.specs] == [s.dtype for s in other.specs] and all(
+            a.cls is b.cls and a.shape.is_compatible_with(b.shape)
+            for a, b in zip(self.specs, other.specs)
         )
 
 
@@ -110,8 +155,10 @@ def to_tensors(value, what: str, top_list_is_tuple: bool = False):
     if isinstance(value, tuple):
         items = [to_tensors(v, what) for v in value]
         return type(value)(*items) if hasattr(value, "_fields") else tuple(items)
+    if isinstance(value, SparseTensorValue):
+        value = SparseTensor.from_value(value)
     if isinstance(value, SparseTensor):
-        raise NotImplementedError(f"{what}: SparseTensor components are not supported")
+        return value
     if value is None:
         raise TypeError(f"{what}: None is not a valid component")
     return value if isinstance(value, Tensor) else convert.convert_to_tensor(value)
@@ -124,7 +171,7 @@ def trace_element_function(fn, structure: Structure, name: str, returns_dataset:
 
     def body(*flat):
         for t, spec in zip(flat, structure.specs):
-            t.set_shape(spec.shape)
+            t.set_shape(spec.flat_shape)
         args = structure.pack(list(flat))
         out = fn(*args) if type(args) is tuple else fn(args)
         if returns_dataset:
@@ -136,9 +183,39 @@ def trace_element_function(fn, structure: Structure, name: str, returns_dataset:
             return out._variant_tensor
         out = to_tensors(out, name, top_list_is_tuple=True)
         result["structure"] = Structure.of_tensors(out)
-        return out
+        return result["structure"].flatten(out)
 
     defined = trace(
         body, structure.types, structure.shapes, f"Dataset_{name}_{getattr(fn, '__name__', 'fn')}"
     )
     return defined, result.get("dataset", result.get("structure"))
+
+
+def _serialize(st: SparseTensor):
+    """A SparseTensor as one variant tensor of shape [3]."""
+    from flowgraph.framework.apply_op import apply_op
+
+    return apply_op(
+        "SerializeSparse", [st.indices, st.values, st.dense_shape], out_type=dtypes.variant
+    ).outputs[0]
+
+
+def serialize_many(st: SparseTensor):
+    """A SparseTensor of rank >= 1 as a [N, 3] variant: one serialized row per index of dim 0."""
+    from flowgraph.framework.apply_op import apply_op
+
+    return apply_op(
+        "SerializeManySparse", [st.indices, st.values, st.dense_shape], out_type=dtypes.variant
+    ).outputs[0]
+
+
+def _deserialize(t, spec: Spec) -> SparseTensor:
+    from flowgraph.framework.apply_op import apply_op
+
+    op = apply_op("DeserializeSparse", [t], dtype=spec.dtype)
+    indices, values, shape = op.outputs
+    rank = spec.shape.ndims
+    if rank is not None:
+        indices.set_shape([None, rank])
+        shape.set_shape([rank])
+    return SparseTensor(indices, values, shape)

@@ -288,3 +288,27 @@ register_op(
         shape_fn=_components,
     )
 )
+
+# A SparseTensor component of a dataset travels as a DT_VARIANT: its (indices, values, shape)
+# triple. The string forms (out_type/Tserialized string) are not built.
+for _op in ("SerializeSparse", "SerializeManySparse"):
+    register_op(
+        OpDef(
+            _op,
+            inputs=["sparse_indices: int64", "sparse_values: T", "sparse_shape: int64"],
+            outputs=["serialized_sparse: out_type"],
+            attrs=["T: type", "out_type: {string, variant} = DT_STRING"],
+            shape_fn=(lambda ctx: TensorShape([3]))
+            if _op == "SerializeSparse"
+            else (lambda ctx: TensorShape([None, 3])),
+        )
+    )
+register_op(
+    OpDef(
+        "DeserializeSparse",
+        inputs=["serialized_sparse: Tserialized"],
+        outputs=["sparse_indices: int64", "sparse_values: dtype", "sparse_shape: int64"],
+        attrs=["dtype: type", "Tserialized: {string, variant} = DT_STRING"],
+        shape_fn=lambda ctx: [TensorShape([None, None]), TensorShape([None]), TensorShape([None])],
+    )
+)
