@@ -11,7 +11,9 @@ I1d the same records and parse through `tf.data`: TFRecordDataset -> map(parse_s
 I2  the digits CNN's training step (8x8x1 -> conv 3x3x32 -> pool -> conv 3x3x64 -> pool ->
     dense 128 -> dense 10, Adam, batch 64) with its input from a queue: TFRecord files of the
     bundled digits read by 2 reader threads (read_up_to -> parse_example -> shuffle_batch with
-    enqueue_many). I2f is the same step fed by feed_dict; I2/I2f is the overhead of queue input
+    enqueue_many). I2d takes its batches from tf.data (shuffle -> batch -> parse_example ->
+    prefetch). I2f is the same step fed by feed_dict; I2/I2f and I2d/I2f are the overheads of
+    queue and tf.data input
     (target <= 1.05: the step never waits on input).
 """
 
@@ -224,6 +226,34 @@ def build_i2(tf) -> Case:
     return Case(_train_steps(sess, train), close)
 
 
+def build_i2d(tf) -> Case:
+    """The CNN step with its batch from tf.data: the same shards, shuffled, batched (parsed
+    per batch with parse_example) and prefetched in the background."""
+    tmp = tempfile.mkdtemp(prefix="fg_bench_i2d_")
+    xs, ys = _digits()
+    paths = []
+    for shard in range(2):
+        paths.append(os.path.join(tmp, f"digits-{shard}.tfrecord"))
+        _write(tf, paths[-1], xs[shard::2], ys[shard::2])
+    features = {"x": tf.FixedLenFeature([64], tf.float32), "y": tf.FixedLenFeature([], tf.int64)}
+    g = tf.Graph()
+    with g.as_default():
+        tf.set_random_seed(0)
+        ds = tf.data.TFRecordDataset(paths).shuffle(4 * I2_BATCH, seed=1).repeat()
+        ds = ds.batch(I2_BATCH).map(lambda r: tf.parse_example(r, features)).prefetch(2)
+        batch = tf.data.make_one_shot_iterator(ds).get_next()
+        train = _digits_cnn_train(tf, batch["x"], batch["y"])
+        init = tf.global_variables_initializer()
+    sess = session(tf, g)
+    sess.run(init)
+
+    def close():
+        sess.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    return Case(_train_steps(sess, train), close)
+
+
 def build_i2f(tf) -> Case:
     """The same CNN step with its batch fed by feed_dict (a fixed batch of the digits)."""
     xs, ys = _digits()
@@ -273,6 +303,16 @@ INPUT_WORKLOADS = [
         I2_STEPS,
         Target(ratio=2.0),
         build_i2,
+        11,
+        2,
+    ),
+    Workload(
+        "I2d",
+        "digits CNN step, tf.data input",
+        "ms/step",
+        I2_STEPS,
+        Target(ratio=2.0),
+        build_i2d,
         11,
         2,
     ),

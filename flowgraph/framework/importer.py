@@ -15,6 +15,9 @@ Graph export is `Graph.as_graph_def()`; this module is its inverse. Import follo
   `dtype` disagrees with its value, a control input before a data input;
 * devices are kept (merged under the current `tf.device` scope) and `_class` colocation attrs
   are re-prefixed; a colocated op takes the device of the op it is colocated with;
+* the GraphDef's function library (FunctionDefs: dataset functions, Defuns) joins the graph's
+  under unchanged names; TensorFlow 2 attrs that only advise (a dataset's `metadata`) are
+  declared by their owners with `register_newer_attrs`;
 * cycles are allowed only where TensorFlow makes them, a NextIteration feeding a Merge (while
   loops, §4.4): such a Merge is built once one data input exists, with that input standing in
   for its back edges, which are patched in once their NextIteration exists.
