@@ -59,6 +59,7 @@ TENSORFLOW_MODULES: dict[str, str] = {
     "tensorflow.compat.v1": "flowgraph",
     "tensorflow.contrib": "flowgraph.contrib",
     "tensorflow.examples.tutorials.mnist.input_data": "flowgraph.examples.input_data",
+    "tensorflow.python.client.timeline": "flowgraph.client.timeline",
     "tensorflow.python.platform.app": "flowgraph.platform.app",
     "tensorflow.python.platform.flags": "flowgraph.platform.flags",
     "tensorflow.python.platform.gfile": "flowgraph.platform.gfile",
