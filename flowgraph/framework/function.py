@@ -48,6 +48,7 @@ class FuncGraph(Graph):
         self.captures: dict = {}  # outer Tensor -> the placeholder or copy standing for it
         self._copies: dict = {}  # outer Operation -> its copy (capture by value)
         self._outer_of: dict = {}  # captured placeholder -> the outer tensor the caller passes
+        self.outputs: list[Tensor] = []  # the results, set by to_function_def
 
     def root_graph(self) -> Graph:
         g = self
@@ -130,6 +131,43 @@ class FuncGraph(Graph):
         return copy
 
 
+def find_body(graph: Graph, name: str) -> FuncGraph | None:
+    """The traced body of function `name` used in `graph`, if it was traced in this process."""
+    root = graph.root_graph() if isinstance(graph, FuncGraph) else graph
+    for body in _BODIES.get(root, ()):
+        if body.name == name:
+            return body
+    return None
+
+
+def inline(body: FuncGraph, args: list) -> list:
+    """Copies the ops of `body` into the default graph with its arguments bound to `args`;
+    returns the copies of its results (how a gradient function re-derives a forward pass)."""
+    from flowgraph.framework import apply_op
+
+    graph = default_graph.get()
+    mapping = dict(zip(body.inputs, args))
+    copies = {}
+    for op in body.get_operations():
+        if op.outputs and op.outputs[0] in mapping:
+            continue
+        inputs = [mapping[t] for t in op.inputs]
+        copy = apply_op.create(
+            graph,
+            op.type,
+            inputs,
+            dict(op._attrs),
+            graph.unique_name(op.name) + "/",
+            output_types=[t.dtype for t in op.outputs],
+        )
+        copy._add_control_inputs([copies[c] for c in op.control_inputs])
+        copies[op] = copy
+        for t, c in zip(op.outputs, copy.outputs):
+            c._shape = t.shape
+            mapping[t] = c
+    return [mapping[t] for t in body.outputs]
+
+
 def _arg_name(prefix: str) -> str:
     name = re.sub(r"[^a-z0-9_]", "_", prefix.lower())
     return name if name[:1].isalpha() else "arg_" + name
@@ -202,6 +240,7 @@ def to_function_def(body: FuncGraph, name: str, outputs) -> FunctionDef:
         if t.graph is not body:
             t = body.capture(t)
         flat.append(t)
+    body.outputs = flat
     fdef = FunctionDef()
     sig = fdef.signature
     sig.name = name

@@ -100,3 +100,34 @@ def test_function_body_error_names_the_node():
     y = bad(tf.constant([1.0, 2.0]))
     with tf.Session() as sess, pytest.raises(tf.errors.InvalidArgumentError, match="Reshape"):
         sess.run(y)
+
+
+def test_defun_gradients_match_numeric_jacobians():
+    from flowgraph.testing import gradient_checker
+
+    w = tf.constant([[0.5, -1.0], [2.0, 0.25]])
+
+    @Defun(tf.float32, tf.float32)
+    def f(x, y):
+        return tf.tanh(tf.matmul(x, w)) * y, tf.reduce_sum(x * x)
+
+    x = tf.placeholder(tf.float32, [3, 2])
+    y = tf.placeholder(tf.float32, [3, 2])
+    a, b = f(x, y)
+    with tf.Session():
+        rng = np.random.RandomState(0)
+        xv, yv = rng.randn(3, 2).astype(np.float32), rng.randn(3, 2).astype(np.float32)
+        err = gradient_checker.compute_gradient_error(
+            [x, y], [[3, 2], [3, 2]], a, [3, 2], x_init_value=[xv, yv]
+        )
+        assert err < 2e-3
+        err_b = gradient_checker.compute_gradient_error(
+            x, [3, 2], b, [], x_init_value=xv, extra_feed_dict={y: yv}
+        )
+        assert err_b < 2e-2
+    gx, gw = tf.gradients(a, [x, w])
+    assert gw is not None  # the captured tensor gets its gradient too
+    with tf.Session() as sess:
+        got = sess.run(gw, {x: xv, y: yv})
+    h = np.tanh(xv @ np.array([[0.5, -1.0], [2.0, 0.25]]))
+    np.testing.assert_allclose(got, xv.T @ ((1 - h * h) * yv), rtol=1e-5)
