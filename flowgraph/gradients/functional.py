@@ -11,12 +11,12 @@ from flowgraph.gradients.registry import register_gradient
 
 
 def _dense(g, like):
-    from flowgraph.ops import array, math
+    from flowgraph.ops import array, data_flow
 
     if g is None:
         return array.zeros_like(like)
     if isinstance(g, IndexedSlices):
-        return math.unsorted_segment_sum(g.values, g.indices, array.shape(like)[0])
+        return data_flow.unsorted_segment_sum(g.values, g.indices, array.shape(like)[0])
     return g
 
 

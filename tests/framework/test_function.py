@@ -131,3 +131,15 @@ def test_defun_gradients_match_numeric_jacobians():
         got = sess.run(gw, {x: xv, y: yv})
     h = np.tanh(xv @ np.array([[0.5, -1.0], [2.0, 0.25]]))
     np.testing.assert_allclose(got, xv.T @ ((1 - h * h) * yv), rtol=1e-5)
+
+
+def test_defun_gradient_of_a_gather_is_dense():
+    table = tf.constant([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+
+    @Defun(tf.float32, tf.int32)
+    def pick(t, i):
+        return tf.reduce_sum(tf.gather(t, i))
+
+    (g,) = tf.gradients(pick(table, tf.constant([0, 2, 2])), [table])
+    with tf.Session() as sess:
+        np.testing.assert_array_equal(sess.run(g), [[1, 1], [0, 0], [2, 2]])
