@@ -11,7 +11,7 @@ import numpy as np
 
 from flowgraph.core import dtypes, shapes
 from flowgraph.core.op_def import get_op_def
-from flowgraph.framework import convert, default_graph
+from flowgraph.framework import constant_eval, convert, default_graph
 from flowgraph.framework.operation import Operation, Tensor
 
 
@@ -114,7 +114,12 @@ def _convert_arg(op_type, op_def, arg, value, bound, graph) -> list[Tensor]:
                     f"{[v.dtype.name if isinstance(v, Tensor) else type(v).__name__ for v in value]} that don't all match."
                 )
             t = convert.convert_to_tensor(
-                item, dtype=want, as_ref=arg.is_ref, graph=graph, name=arg.name
+                item,
+                dtype=want,
+                as_ref=arg.is_ref,
+                graph=graph,
+                name=arg.name,
+                preferred_dtype=preferred_input_dtype(op_def, arg, item, want),
             )
             if arg.type_attr and arg.type_attr not in bound:
                 bound[arg.type_attr] = t.dtype.base_dtype
@@ -125,7 +130,12 @@ def _convert_arg(op_type, op_def, arg, value, bound, graph) -> list[Tensor]:
     want = arg.type if arg.type is not None else bound.get(arg.type_attr)
     try:
         t = convert.convert_to_tensor(
-            value, dtype=want, as_ref=arg.is_ref, graph=graph, name=arg.name
+            value,
+            dtype=want,
+            as_ref=arg.is_ref,
+            graph=graph,
+            name=arg.name,
+            preferred_dtype=preferred_input_dtype(op_def, arg, value, want),
         )
     except (TypeError, ValueError) as e:
         if want is not None and isinstance(value, Tensor):
@@ -147,6 +157,15 @@ def _convert_arg(op_type, op_def, arg, value, bound, graph) -> list[Tensor]:
     if arg.type_attr is not None and arg.type_attr not in bound:
         bound[arg.type_attr] = t.dtype.base_dtype
     return _check_types(op_type, arg, [t], bound)
+
+
+def preferred_input_dtype(op_def, arg, value, want):
+    """The default of the input's type attr, for a Python value that fixes no type itself (TF's
+    op_def_library: `tf.reshape(x, [])` makes an int32 `Tshape` Const, not a float32 one)."""
+    if want is not None or arg.type_attr is None or isinstance(value, (np.ndarray, np.generic)):
+        return None
+    attr = op_def.attrs[arg.type_attr]
+    return attr.default if attr.has_default else None
 
 
 def _check_types(op_type, arg, tensors, bound) -> list[Tensor]:
@@ -219,12 +238,13 @@ class InferenceContext:
         return self.attrs[name]
 
     def input_constant(self, i):
-        """The input's value if it is known at graph-construction time, else None."""
-        return convert.constant_value(self.inputs[i])
+        """The input's value if it is known at graph-construction time (evaluating a small
+        constant subgraph, as TF's shape refiner does), else None."""
+        return constant_eval.evaluated_value(self.inputs[i])
 
     def input_as_shape(self, i) -> shapes.TensorShape:
         """Reads a 1-D shape tensor as a (partial) TensorShape (TF's constant_value_as_shape)."""
-        return convert.constant_value_as_shape(self.inputs[i])
+        return constant_eval.evaluated_shape(self.inputs[i])
 
 
 def _infer_shapes(op_def, name, inputs, attrs, num_outputs):

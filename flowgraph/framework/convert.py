@@ -164,8 +164,8 @@ def convert_to_tensor(
             return constant(
                 value, dtypes.as_dtype(preferred_dtype), name=name or "Const", graph=graph
             )
-        except (TypeError, ValueError):
-            pass
+        except (TypeError, ValueError, OverflowError):
+            pass  # TF tries the preferred dtype only; the value's own dtype decides then
     return constant(value, dtype, name=name or "Const", graph=graph)
 
 
@@ -211,23 +211,27 @@ def constant_value(tensor: Tensor):
     return None
 
 
-def constant_value_as_shape(tensor: Tensor) -> shapes.TensorShape:
-    """Reads a 1-D int tensor as a partial shape; unknown entries (or -1) become None."""
+def constant_value_as_shape(tensor: Tensor, value_fn=None) -> shapes.TensorShape:
+    """Reads a 1-D int tensor as a partial shape; unknown entries (or -1) become None.
+
+    `value_fn` computes known values (default `constant_value`; shape inference passes
+    constant_eval.evaluated_value, which also runs small constant subgraphs)."""
+    value_fn = value_fn or constant_value
     op = tensor.op
     if op.type == "Shape":
         return op.inputs[0].shape
     if op.type == "Pack":
         dims = []
         for x in op.inputs:
-            v = constant_value(x)
+            v = value_fn(x)
             dims.append(None if v is None or int(v) < 0 else int(v))
         return shapes.TensorShape(dims)
     if op.type == "ConcatV2":
         result = shapes.TensorShape([])
         for x in op.inputs[:-1]:
-            result = result.concatenate(constant_value_as_shape(x))
+            result = result.concatenate(constant_value_as_shape(x, value_fn))
         return result
-    value = constant_value(tensor)
+    value = value_fn(tensor)
     if value is not None:
         if value.ndim == 0:
             if int(value) == -1:

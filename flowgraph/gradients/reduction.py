@@ -65,7 +65,7 @@ def _spread(op, grad):
             return build("Tile", grad, shape(x)), [1] * rank
         if x.shape.is_fully_defined():
             grad = reshape(grad, kept)
-            scaling = [d // k for d, k in zip(dims, kept)]
+            scaling = [d if i in axes else 1 for i, d in enumerate(dims)]  # d may be 0
             return build("Tile", grad, scaling), kept
     input_shape = build("Shape", x)
     kept = _reduced_shape(input_shape, op.inputs[1])
@@ -88,12 +88,11 @@ def _mean_grad(op, grad):
         n_in, n_out = x.shape.num_elements(), y.shape.num_elements()
         factor = constant(n_in // max(n_out, 1), sum_grad.dtype.base_dtype, graph=x.graph)
     else:
-        input_shape = build("Shape", x)
-        rank = size(input_shape)
-        rank = cast(rank, op.inputs[1].dtype)
-        axes = build("FloorMod", build("AddV2", op.inputs[1], rank, name="add"), rank, name="mod")
-        picked = build("GatherV2", input_shape, axes, 0)
-        factor = build("Prod", picked, constant([0], dtypes.int32, graph=x.graph), keep_dims=False)
+        # TF's _safe_shape_div: size(x) // max(size(y), 1), which holds for every rank and axes
+        # (a scalar axis, rank 0, zero-size dimensions).
+        n_in = build("Prod", build("Shape", x), [0], keep_dims=False)
+        n_out = build("Prod", build("Shape", y), [0], keep_dims=False)
+        factor = build("FloorDiv", n_in, build("Maximum", n_out, 1))
     return build(
         "RealDiv" if not x.dtype.is_complex else "Div",
         sum_grad,

@@ -17,7 +17,7 @@ import numpy as np
 from flowgraph.core import dtypes
 from flowgraph.core.op_def import get_op_def
 from flowgraph.framework import convert
-from flowgraph.framework.apply_op import apply_op, graph_of
+from flowgraph.framework.apply_op import apply_op, graph_of, preferred_input_dtype
 from flowgraph.framework.operation import Tensor
 
 
@@ -53,7 +53,12 @@ def build(op_type: str, *inputs, name: str | None = None, **attrs):
                 converted.append(value)
             else:
                 dtype = _const_dtype(op_def, arg, pairs)
-                converted.append(convert.constant(value, dtype=dtype, name=arg.name, graph=graph))
+                preferred = preferred_input_dtype(op_def, arg, value, dtype)
+                converted.append(
+                    convert.convert_to_tensor(
+                        value, dtype=dtype, preferred_dtype=preferred, name=arg.name, graph=graph
+                    )
+                )
         op = apply_op(op_type, converted, name=scope, graph=graph, **attrs)
     if len(op.outputs) == 1:
         return op.outputs[0]

