@@ -5,7 +5,9 @@ conv 3x3x32 (SAME) -> ReLU -> max-pool 2x2 -> conv 3x3x64 (SAME) -> ReLU -> max-
 dense 128 -> ReLU -> dropout -> dense 10. Training prints one progress line every
 `--log_every` steps (step, loss, batch accuracy, examples/sec), evaluates on the held-out test
 set at the end, and writes TensorBoard logs (loss and accuracy scalars, weight histograms, the
-graph) to `--logdir`. Checkpoints go to `--checkpoint_dir` (default: the logdir) every
+graph) to `--logdir`. The first logged step is traced (RunOptions FULL_TRACE): its RunMetadata
+goes to the event file, so TensorBoard's graph shows compute time and memory per node, and its
+Chrome trace to `<logdir>/timeline-<step>.json` (open it in chrome://tracing or Perfetto). Checkpoints go to `--checkpoint_dir` (default: the logdir) every
 `--save_every` steps and at the end; run it again and it resumes from the latest one
 (`--steps` is the total), and `predict_from_checkpoint` predicts from it without this code.
 
@@ -23,6 +25,7 @@ import time
 import numpy as np
 
 import flowgraph as tf
+from flowgraph.client import timeline
 from flowgraph.examples import input_data
 
 
@@ -111,6 +114,7 @@ def main(argv=None):
         start = _restore_or_init(sess, saver, ckpt_dir)
         t0 = t_last = time.perf_counter()
         seen = 0  # examples since the last progress line
+        traced = False
         for step in range(start + 1, args.steps + 1):
             xs, ys = data.train.next_batch(args.batch_size)
             feed = {model["x"]: xs, model["y"]: ys, model["keep_prob"]: args.keep_prob}
@@ -118,7 +122,11 @@ def main(argv=None):
             log = step % args.log_every == 0 or step == args.steps
             if log:
                 fetches.append(model["summaries"])
-            out = sess.run(fetches, feed_dict=feed)
+            if log and not traced:
+                out = _traced_run(sess, fetches, feed, writer, step, args.logdir)
+                traced = True
+            else:
+                out = sess.run(fetches, feed_dict=feed)
             losses.append(float(out[1]))
             seen += len(xs)
             if log:
@@ -149,6 +157,21 @@ def main(argv=None):
         "seconds": elapsed,
         "start_step": start,
     }
+
+
+def _traced_run(sess, fetches, feed, writer, step, logdir):
+    """Runs one step with a full trace (whitepaper §9.2): its step stats go to TensorBoard
+    (per-node compute time and memory in the graph dashboard) and to a Chrome trace file."""
+    run_metadata = tf.RunMetadata()
+    options = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
+    out = sess.run(fetches, feed_dict=feed, options=options, run_metadata=run_metadata)
+    writer.add_run_metadata(run_metadata, f"step{step}", global_step=step)
+    trace = timeline.Timeline(run_metadata.step_stats).generate_chrome_trace_format(
+        show_memory=True
+    )
+    with open(os.path.join(logdir, f"timeline-{step}.json"), "w") as f:
+        f.write(trace)
+    return out
 
 
 def _restore_or_init(sess, saver, ckpt_dir) -> int:
