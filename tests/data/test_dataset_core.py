@@ -172,3 +172,21 @@ def test_graph_def_carries_dataset_functions():
         tf.import_graph_def(gd, name="")
         with tf.Session() as sess:
             assert drain(sess, "IteratorGetNext:0") == [3, 4]
+
+
+def test_meta_graph_round_trip_keeps_the_dataset_functions(tmp_path):
+    ds = Dataset.range(5).map(lambda v: v * 3).batch(2)
+    it = ds.make_initializable_iterator()
+    it.get_next(name="nxt")
+    tf.add_to_collection("it_init", it.initializer)
+    tf.Variable(1.0)
+    saver = tf.train.Saver()
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        saver.save(sess, str(tmp_path / "model"))
+    with tf.Graph().as_default():
+        saver = tf.train.import_meta_graph(str(tmp_path / "model.meta"))
+        with tf.Session() as sess:
+            saver.restore(sess, str(tmp_path / "model"))
+            sess.run(tf.get_collection("it_init"))
+            assert [sess.run("nxt:0").tolist() for _ in range(3)] == [[0, 3], [6, 9], [12]]
