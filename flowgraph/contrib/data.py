@@ -13,6 +13,7 @@ from flowgraph.data.experimental import (
     ignore_errors,
     map_and_batch,
     parallel_interleave,
+    sample_from_datasets,
     shuffle_and_repeat,
     unbatch,
 )
@@ -28,6 +29,7 @@ __all__ = [
     "map_and_batch",
     "padded_batch_and_drop_remainder",
     "parallel_interleave",
+    "sample_from_datasets",
     "shuffle_and_repeat",
     "sloppy_interleave",
     "unbatch",
@@ -74,7 +76,6 @@ _UNSUPPORTED = {
     "read_batch_features",
     "reduce_dataset",
     "rejection_resample",
-    "sample_from_datasets",
     "scan",
     "sliding_window_batch",
     "unique",

@@ -12,6 +12,7 @@ from flowgraph.data.iterator_ops import get_output_classes, get_output_shapes, g
 from flowgraph.data.structure import trace_element_function
 from flowgraph.framework import convert
 from flowgraph.framework.apply_op import apply_op
+from flowgraph.ops import array as array_ops
 from flowgraph.ops import math as math_ops
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "ignore_errors",
     "map_and_batch",
     "parallel_interleave",
+    "sample_from_datasets",
     "shuffle_and_repeat",
     "take_while",
     "unbatch",
@@ -177,6 +179,29 @@ def choose_from_datasets(datasets, choice_dataset):
     return Dataset(variant, first)
 
 
+def sample_from_datasets(datasets, weights=None, seed=None):
+    """Elements of `datasets`, each next one from a dataset drawn with probabilities `weights`
+    (uniform by default; a list or a tensor); exhausted datasets are skipped until all are."""
+    from flowgraph.ops import random as random_ops
+
+    datasets = list(datasets)
+    n = len(datasets)
+    if n == 0:
+        raise ValueError("sample_from_datasets needs at least one dataset")
+    if weights is None:
+        weights = np.full(n, 1.0 / n, np.float32)
+    w = convert.convert_to_tensor(weights, dtype=dtypes.float32, name="weights")
+    if w.shape.ndims != 1 or (w.shape[0].value is not None and w.shape[0].value != n):
+        raise ValueError(f"`weights` must be a vector of {n} weights")
+    logits = math_ops.log(w)
+
+    def select(_):
+        draw = random_ops.multinomial(array_ops.reshape(logits, [1, -1]), 1, seed=seed)
+        return math_ops.cast(array_ops.reshape(draw, []), dtypes.int64)
+
+    return choose_from_datasets(datasets, Counter().map(select))
+
+
 INFINITE_CARDINALITY = -1
 UNKNOWN_CARDINALITY = -2
 
@@ -218,7 +243,6 @@ _UNSUPPORTED = {
     "parse_example_dataset",
     "prefetch_to_device",
     "rejection_resample",
-    "sample_from_datasets",
     "scan",
     "unique",
     "assert_cardinality",

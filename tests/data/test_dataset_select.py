@@ -97,3 +97,19 @@ def test_contrib_data_aliases():
     assert tf.contrib.data.shuffle_and_repeat is exp.shuffle_and_repeat
     with pytest.raises(NotImplementedError, match="sliding_window_batch"):
         tf.contrib.data.sliding_window_batch  # noqa: B018
+
+
+def _sampled():
+    with tf.Graph().as_default():
+        tf.set_random_seed(3)
+        a = Dataset.from_tensors(np.int64(0)).repeat(300)
+        b = Dataset.from_tensors(np.int64(1)).repeat(100)
+        return drain(exp.sample_from_datasets([a, b], weights=[0.75, 0.25], seed=5))
+
+
+def test_sample_from_datasets_draws_by_weight_and_empties_every_input():
+    got = _sampled()
+    assert sorted(got) == [0] * 300 + [1] * 100
+    head = got[:200]  # before either input runs out, about 3 in 4 draws pick `a`
+    assert 0.6 < head.count(0) / len(head) < 0.9
+    assert _sampled() == got  # reproducible with seeds
