@@ -12,20 +12,25 @@ from flowgraph.data.iterator_ops import get_output_classes, get_output_shapes, g
 from flowgraph.data.structure import trace_element_function
 from flowgraph.framework import convert
 from flowgraph.framework.apply_op import apply_op
+from flowgraph.framework.function import trace
 from flowgraph.ops import array as array_ops
+from flowgraph.ops import array_index
 from flowgraph.ops import math as math_ops
+from flowgraph.ops import reduction
 
 __all__ = [
     "AUTOTUNE",
     "INFINITE_CARDINALITY",
     "UNKNOWN_CARDINALITY",
     "Counter",
+    "bucket_by_sequence_length",
     "choose_from_datasets",
     "enumerate_dataset",
     "get_output_classes",
     "get_output_shapes",
     "get_output_types",
     "get_single_element",
+    "group_by_window",
     "ignore_errors",
     "map_and_batch",
     "parallel_interleave",
@@ -202,6 +207,105 @@ def sample_from_datasets(datasets, weights=None, seed=None):
     return choose_from_datasets(datasets, Counter().map(select))
 
 
+def group_by_window(key_func, reduce_func, window_size=None, window_size_func=None):
+    """`apply` transformation: groups elements by `key_func(element)` (a scalar int64); each
+    full window of a key (`window_size`, or `window_size_func(key)` elements) becomes
+    `reduce_func(key, window_dataset)`, whose elements are emitted."""
+    if (window_size is None) == (window_size_func is None):
+        raise ValueError(
+            "Either the `window_size` argument or the `window_size_func` argument must be "
+            "specified."
+        )
+    if window_size is not None:
+        size = window_size
+
+        def window_size_func(_):
+            return convert.convert_to_tensor(size, dtype=dtypes.int64)
+
+    def apply(dataset):
+        s = dataset._structure
+        key, key_out = trace_element_function(key_func, s, "group_by_window_key")
+        if key_out.types != [dtypes.int64] or not key_out.shapes[0].is_compatible_with([]):
+            raise ValueError("`key_func` must return a single tf.int64 scalar tensor.")
+        result = {}
+
+        def size_body(k):
+            out = convert.convert_to_tensor(window_size_func(k), dtype=dtypes.int64)
+            if not out.shape.is_compatible_with([]):
+                raise ValueError("`window_size_func` must return a single tf.int64 scalar.")
+            return out
+
+        def reduce_body(k, window):
+            out = reduce_func(k, Dataset(window, s))
+            if not isinstance(out, Dataset):
+                raise TypeError("`reduce_func` must return a Dataset.")
+            result["dataset"] = out
+            return out._variant_tensor
+
+        size = trace(size_body, [dtypes.int64], [[]], "group_by_window_size")
+        reduce = trace(
+            reduce_body, [dtypes.int64, dtypes.variant], [[], []], "group_by_window_reduce"
+        )
+        out = result["dataset"]._structure
+        inputs = [key.captured_inputs, reduce.captured_inputs, size.captured_inputs]
+        return dataset._unary(
+            "GroupByWindowDataset",
+            inputs,
+            out,
+            key_func=key.func_attr,
+            reduce_func=reduce.func_attr,
+            window_size_func=size.func_attr,
+            Tkey_func_other_arguments=[t.dtype.base_dtype for t in key.captured_inputs],
+            Treduce_func_other_arguments=[t.dtype.base_dtype for t in reduce.captured_inputs],
+            Twindow_size_func_other_arguments=[t.dtype.base_dtype for t in size.captured_inputs],
+        )
+
+    return apply
+
+
+def bucket_by_sequence_length(
+    element_length_func,
+    bucket_boundaries,
+    bucket_batch_sizes,
+    padded_shapes=None,
+    padding_values=None,
+    pad_to_bucket_boundary=False,
+    no_padding=False,
+    drop_remainder=False,
+):
+    """`apply` transformation: batches elements of similar length together (TF 1.15's
+    construction over group_by_window): bucket i holds lengths in
+    [boundaries[i-1], boundaries[i]) and makes batches of bucket_batch_sizes[i], padded to the
+    longest element of each batch unless `no_padding`."""
+    if len(bucket_batch_sizes) != len(bucket_boundaries) + 1:
+        raise ValueError("len(bucket_batch_sizes) must equal len(bucket_boundaries) + 1")
+    if pad_to_bucket_boundary:
+        raise NotImplementedError("bucket_by_sequence_length(pad_to_bucket_boundary=True)")
+    boundaries = list(bucket_boundaries)
+    lows = np.array([np.iinfo(np.int32).min] + boundaries, np.int64)
+    highs = np.array(boundaries + [np.iinfo(np.int32).max], np.int64)
+
+    def bucket_id(*args):
+        n = math_ops.cast(element_length_func(*args), dtypes.int64)
+        inside = math_ops.logical_and(math_ops.less_equal(lows, n), math_ops.less(n, highs))
+        return math_ops.cast(
+            reduction.reduce_min(array_ops.reshape(math_ops.where(inside), [-1])), dtypes.int64
+        )
+
+    def window_size(bucket):
+        sizes = convert.convert_to_tensor(list(bucket_batch_sizes), dtype=dtypes.int64)
+        return array_index.gather(sizes, bucket)
+
+    def batching(bucket, window):
+        size = window_size(bucket)
+        if no_padding:
+            return window.batch(size, drop_remainder=drop_remainder)
+        shapes = padded_shapes if padded_shapes is not None else window.output_shapes
+        return window.padded_batch(size, shapes, padding_values, drop_remainder=drop_remainder)
+
+    return group_by_window(bucket_id, batching, window_size_func=window_size)
+
+
 INFINITE_CARDINALITY = -1
 UNKNOWN_CARDINALITY = -2
 
@@ -227,7 +331,6 @@ _UNSUPPORTED = {
     "TensorArrayStructure",
     "TensorStructure",
     "ThreadingOptions",
-    "bucket_by_sequence_length",
     "bytes_produced_stats",
     "cardinality",
     "copy_to_device",
@@ -235,7 +338,6 @@ _UNSUPPORTED = {
     "filter_for_shard",
     "get_next_as_optional",
     "group_by_reducer",
-    "group_by_window",
     "latency_stats",
     "make_batched_features_dataset",
     "make_csv_dataset",

@@ -75,6 +75,22 @@ _DATASETS = {
         ["selector_input_dataset: variant", "data_input_datasets: N * variant"],
         ["N: int >= 1"],
     ),
+    "GroupByWindowDataset": (
+        [
+            "input_dataset: variant",
+            "key_func_other_arguments: Tkey_func_other_arguments",
+            "reduce_func_other_arguments: Treduce_func_other_arguments",
+            "window_size_func_other_arguments: Twindow_size_func_other_arguments",
+        ],
+        [
+            "key_func: func",
+            "reduce_func: func",
+            "window_size_func: func",
+            "Tkey_func_other_arguments: list(type) >= 0",
+            "Treduce_func_other_arguments: list(type) >= 0",
+            "Twindow_size_func_other_arguments: list(type) >= 0",
+        ],
+    ),
     "FilterDataset": (
         ["input_dataset: variant", "other_arguments: Targuments"],
         ["predicate: func", "Targuments: list(type) >= 0"],

@@ -113,3 +113,34 @@ def test_sample_from_datasets_draws_by_weight_and_empties_every_input():
     head = got[:200]  # before either input runs out, about 3 in 4 draws pick `a`
     assert 0.6 < head.count(0) / len(head) < 0.9
     assert _sampled() == got  # reproducible with seeds
+
+
+def test_group_by_window_matches_python_grouping():
+    ds = Dataset.range(20).apply(
+        exp.group_by_window(lambda v: v % 3, lambda k, w: w.batch(4), window_size=4)
+    )
+    got = [b.tolist() for b in drain(ds)]
+    want, groups = [], {}
+    for v in range(20):
+        groups.setdefault(v % 3, []).append(v)
+        if len(groups[v % 3]) == 4:
+            want.append(groups.pop(v % 3))
+    want += [groups[k] for k in sorted(groups)]  # leftovers by increasing key, as TF does
+    assert got == want
+    sized = Dataset.range(10).apply(
+        exp.group_by_window(
+            lambda v: v % 2, lambda k, w: w.batch(10), window_size_func=lambda k: k + 2
+        )
+    )
+    assert [b.tolist() for b in drain(sized)] == [[0, 2], [1, 3, 5], [4, 6], [8], [7, 9]]
+
+
+def test_bucket_by_sequence_length_pads_within_buckets():
+    lengths = [1, 5, 2, 7, 3, 6, 1, 8]
+    ds = Dataset.from_tensor_slices(np.array(lengths, np.int64)).map(
+        lambda n: tf.fill(tf.cast(tf.stack([n]), tf.int32), n)
+    )
+    out = drain(ds.apply(exp.bucket_by_sequence_length(lambda x: tf.shape(x)[0], [4], [2, 3])))
+    # bucket 0 (< 4) takes 2 per batch, bucket 1 takes 3; each batch padded to its longest
+    assert [b.shape for b in out] == [(2, 2), (3, 7), (2, 3), (1, 8)]
+    np.testing.assert_array_equal(out[0], [[1, 0], [2, 2]])

@@ -26,5 +26,5 @@ from flowgraph.kernels.cpu import functional  # noqa: F401
 from flowgraph.kernels.cpu import dataset_sources, dataset_transforms  # noqa: F401
 from flowgraph.kernels.cpu import dataset_parallel, dataset_iterators  # noqa: F401
 from flowgraph.kernels.cpu import dataset_cache, dataset_reduce, dataset_select  # noqa: F401
-from flowgraph.kernels.cpu import dataset_sparse  # noqa: F401
+from flowgraph.kernels.cpu import dataset_group, dataset_sparse  # noqa: F401
 from flowgraph.kernels.cpu import bfloat16  # noqa: F401,E402  (after every kernel it wraps)
