@@ -87,9 +87,12 @@ def _install(module, path: str, listed: frozenset, everything: bool) -> None:
         module.__getattr__ = _make_getattr(module, path, listed, everything)
 
 
-def _install_everywhere(module, path: str) -> None:
-    """tf.contrib and the parts of it that flowgraph has: all their names were TF1 API."""
+def _install_everywhere(module, path: str, depth: int = 0) -> None:
+    """tf.contrib and its namespaces (tf.contrib.rnn, ...): all their names were TF1 API. The
+    modules a contrib package is made of (seq2seq/decoder.py, ...) are not namespaces."""
     _install(module, path, frozenset(), everything=True)
     for name, value in list(vars(module).items()):
-        if isinstance(value, types.ModuleType) and value.__name__.startswith("flowgraph."):
-            _install_everywhere(value, f"{path}.{name}")
+        if name.startswith("_") or not isinstance(value, types.ModuleType):
+            continue
+        if depth == 0 and value.__name__.startswith("flowgraph.contrib."):
+            _install_everywhere(value, f"{path}.{name}", depth + 1)

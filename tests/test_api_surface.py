@@ -69,3 +69,13 @@ def test_second_homes_are_the_same_objects():
     assert tf.linalg.global_norm is tf.global_norm
     assert tf.saved_model.SERVING == "serve" and tf.saved_model.ASSETS_KEY == "saved_model_assets"
     assert tf.saved_model.CLASSIFY_INPUTS == "inputs"
+
+
+def test_modules_contrib_merely_imports_are_left_alone():
+    import flowgraph.contrib.seq2seq.decoder as decoder
+    import flowgraph.ops.array as array_ops
+
+    assert "__getattr__" not in vars(array_ops)
+    with pytest.raises(AttributeError):
+        array_ops.no_such_name  # noqa: B018
+    assert vars(decoder).get("__getattr__") is None
