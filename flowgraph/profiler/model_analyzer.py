@@ -18,6 +18,7 @@ report.py builds the scope, graph and op views as TensorFlow's tfprof does.
 from __future__ import annotations
 
 import copy
+import linecache
 import logging
 import sys
 
@@ -25,6 +26,7 @@ from flowgraph.core.protos.tfprof_log_pb2 import OpLogProto
 from flowgraph.core.shapes import TensorShape
 from flowgraph.framework import default_graph
 from flowgraph.framework.graph import GraphKeys
+from flowgraph.framework.operation import user_stack
 from flowgraph.profiler import advisor, code_view, flops, report
 from flowgraph.profiler.advisor import ALL_ADVICE
 from flowgraph.profiler.option_builder import (
@@ -251,13 +253,33 @@ class Profiler:
                     self._shapes.record(name, out.slot, out.tensor_description)
         self._count_flops()
 
-    def op_log(self) -> OpLogProto:
-        """What the profiler knows beyond the graph: extra types and float ops per node."""
+    def op_log(self, add_trace=False) -> OpLogProto:
+        """What the profiler knows beyond the graph: extra types and float ops per node, and
+        with `add_trace` every op with the Python calls that created it (CodeDef traces whose
+        strings are in id_to_string), as TensorFlow's tfprof_logger writes it."""
         out = OpLogProto()
+        ids: dict[str, int] = {}
+
+        def string_id(text):
+            return ids.setdefault(text, len(ids))
+
         for node in self._nodes.values():
             extra = sorted(node.types - {node.op_type, node.device})
-            if extra or node.float_ops:
-                out.log_entries.add(name=node.name, float_ops=node.float_ops, types=extra)
+            traced = add_trace and node.op is not None
+            if not (extra or node.float_ops or traced):
+                continue
+            entry = out.log_entries.add(name=node.name, float_ops=node.float_ops, types=extra)
+            if traced:
+                for file, line, function in user_stack(node.op._raw_stack):
+                    entry.code_def.traces.add(
+                        file_id=string_id(file),
+                        lineno=line,
+                        function_id=string_id(function),
+                        line_id=string_id(linecache.getline(file, line).strip()),
+                        func_start_line=-1,
+                    )
+        for text, i in ids.items():
+            out.id_to_string[i] = text
         return out
 
     # -- views ------------------------------------------------------------------------------
@@ -400,14 +422,14 @@ def advise(graph=None, run_meta=None, options=None):
 
 
 def write_op_log(graph, log_dir, op_log=None, run_meta=None, add_trace=True):
-    """Writes `op_log` (an OpLogProto), completed with the graph's trainable-variable types
-    and float ops, to `<log_dir>/tfprof_log`."""
+    """Writes `op_log` (an OpLogProto), completed with the graph's trainable-variable types,
+    float ops and (add_trace) each op's creating calls, to `<log_dir>/tfprof_log`."""
     import os
 
     profiler = Profiler(graph, op_log)
     if run_meta is not None:
         profiler.add_step(0, run_meta)
-    out = profiler.op_log()
+    out = profiler.op_log(add_trace=add_trace)
     os.makedirs(log_dir, exist_ok=True)
     with open(os.path.join(log_dir, "tfprof_log"), "wb") as f:
         f.write(out.SerializeToString())

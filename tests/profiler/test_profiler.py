@@ -305,3 +305,30 @@ def test_tensorflow_module_paths_under_flowgraph_run(tmp_path):
     assert "HOOK True" in got.stdout
     checkers = "['AcceleratorUtilizationChecker', 'ExpensiveOperationChecker', 'OperationChecker']"
     assert f"ADVICE {checkers}" in got.stdout
+
+
+def test_write_op_log(tmp_path):
+    g = tf.Graph()
+    with g.as_default():
+        w = tf.get_variable("w", [3, 2], initializer=tf.ones_initializer())
+        tf.matmul(tf.ones([4, 3]), w, name="mm")  # OP_LOG_LINE
+    line = next(
+        i
+        for i, t in enumerate(Path(__file__).read_text().splitlines(), 1)
+        if t.endswith("# OP_LOG_LINE")
+    )
+    extra = tf.profiler.OpLogProto()
+    extra.log_entries.add(name="mm", types=["my_type"])
+    tf.profiler.write_op_log(g, str(tmp_path), op_log=extra)
+    log = tf.profiler.OpLogProto.FromString((tmp_path / "tfprof_log").read_bytes())
+    entries = {e.name: e for e in log.log_entries}
+    assert set(entries) == {op.name for op in g.get_operations()}  # add_trace: every op
+    assert entries["mm"].float_ops == 2 * 3 * 4 * 2 and list(entries["mm"].types) == ["my_type"]
+    assert list(entries["w"].types) == ["_trainable_variables"]
+    last = entries["mm"].code_def.traces[-1]  # the innermost call: this test's line
+    assert log.id_to_string[last.file_id] == __file__ and last.lineno == line
+    assert log.id_to_string[last.function_id] == "test_write_op_log"
+    assert log.id_to_string[last.line_id].startswith("tf.matmul(tf.ones")
+    tf.profiler.write_op_log(g, str(tmp_path), add_trace=False)
+    log = tf.profiler.OpLogProto.FromString((tmp_path / "tfprof_log").read_bytes())
+    assert {e.name for e in log.log_entries} == {"mm", "w"} and not log.id_to_string
