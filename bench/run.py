@@ -3,15 +3,18 @@
 flowgraph and the NumPy floor run in this process; TensorFlow runs the same workload functions
 in its own interpreter (`tf_side.py`), found from --tf-python, $FLOWGRAPH_BENCH_TF_PYTHON or
 /opt/tfbench/bin/python. The peers take turns workload by workload, never running at the same
-time, so that each gets the whole machine. See bench/README.md.
+time, so that each gets the whole machine. With --busy every workload runs a second time,
+right after its quiet turn, while a CPU-bound process started by the driver holds one core (as
+on any shared machine), and a second table gives the busy ratios. See bench/README.md.
 
-Usage: python bench/run.py [--quick] [--no-tf] [--tf-python PATH] [--only W1,W4]
+Usage: python bench/run.py [--quick] [--no-tf] [--busy] [--tf-python PATH] [--only W1,W4]
                            [--profile W4] [--json results.json]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import queue
@@ -117,28 +120,60 @@ class TFPeer:
                 self._proc.kill()
 
 
-def run_all(keys, quick: bool, tf_peer: TFPeer | None):
+# The busy core's load: a plain Python loop, CPU-bound and single-threaded.
+BUSY_LOOP = "while True:\n    pass\n"
+
+
+class BusyCore:
+    """A CPU-bound process holding one core while the `with` block runs; killed at its end."""
+
+    def __enter__(self):
+        self._proc = subprocess.Popen([sys.executable, "-c", BUSY_LOOP])
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._proc.kill()
+        self._proc.wait()
+
+
+def run_all(keys, quick: bool, tf_peer: TFPeer | None, busy: bool = False):
     """Measures workload by workload: flowgraph, then NumPy, then TF, so that the three columns
-    of one row are taken close together in time (the machine's background load varies)."""
+    of one row are taken close together in time (the machine's background load varies).
+
+    Returns {"quiet": (fg, np, tf)} and, with `busy`, also "busy": the same three peers measured
+    again right after the quiet turn of each workload, while a BusyCore runs."""
     import flowgraph as tf
 
-    fg, np_res, tf_res = {}, {}, {}
+    modes = ("quiet", "busy") if busy else ("quiet",)
+    results = {mode: ({}, {}, {}) for mode in modes}
     for key in keys:
         workload = workloads.BY_KEY[key]
-        fg[key] = harness.measure(workload, lambda w=workload: w.build(tf), quick)
-        _progress("flowgraph", fg[key])
-        if key in FLOORS:
-            np_res[key] = harness.measure(workload, FLOORS[key], quick)
-            _progress("numpy", np_res[key])
-        if tf_peer is not None:
-            tf_res[key] = tf_peer.measure(key, quick)
-            _progress("TF", tf_res[key])
-    return fg, np_res, tf_res
+        for mode in modes:
+            fg, np_res, tf_res = results[mode]
+            with BusyCore() if mode == "busy" else contextlib.nullcontext():
+                fg[key] = harness.measure(workload, lambda w=workload: w.build(tf), quick)
+                _progress("flowgraph", fg[key], mode)
+                if key in FLOORS:
+                    with numpy_default_threads():
+                        np_res[key] = harness.measure(workload, FLOORS[key], quick)
+                    _progress("numpy", np_res[key], mode)
+                if tf_peer is not None:
+                    tf_res[key] = tf_peer.measure(key, quick)
+                    _progress("TF", tf_res[key], mode)
+    return results
 
 
-def _progress(peer: str, r: Result) -> None:
+def numpy_default_threads():
+    """BLAS at NumPy's default thread count (one per core) while a floor runs: flowgraph's
+    Session limits the process's BLAS to one thread (runtime/blas.py), the floor is plain NumPy."""
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(os.cpu_count() or 1, user_api="blas")
+
+
+def _progress(peer: str, r: Result, mode: str) -> None:
     shown = f"{r.median_s:.6f} s/step" if r.error is None else r.error
-    print(f"  {peer} {r.key}: {shown}", file=sys.stderr, flush=True)
+    print(f"  {mode} {peer} {r.key}: {shown}", file=sys.stderr, flush=True)
 
 
 # -- the table --------------------------------------------------------------------------------
@@ -191,19 +226,38 @@ def table_rows(keys, fg, tf_res, np_res, tf_missing: str) -> list[list[str]]:
     return rows
 
 
-def format_table(rows) -> str:
-    header = [
-        "id",
-        "workload",
-        "unit",
-        "flowgraph",
-        "TF",
-        "NumPy",
-        "fg/TF",
-        "fg/NumPy",
-        "target",
-        "met",
-    ]
+TABLE_HEADER = ["id", "workload", "unit", "flowgraph", "TF", "NumPy", "fg/TF", "fg/NumPy"]
+BUSY_HEADER = ["id", "workload", "quiet fg/TF", "busy fg/TF", "busy/quiet", "busy target", "met"]
+
+
+def busy_rows(keys, quiet, busy) -> list[list[str]]:
+    """Per workload: fg/TF quiet and busy, and the busy target of issue 9: the busy ratio at
+    most twice the quiet one and at most 2.5x TensorFlow's busy time."""
+    rows = []
+    for key in keys:
+        w = workloads.BY_KEY[key]
+        ratios = []
+        for fg, _, tf_res in (quiet, busy):
+            f, t = per_unit(w, fg.get(key)), per_unit(w, tf_res.get(key))
+            ratios.append(f / t if f is not None and t else None)
+        q, b = ratios
+        met = "n/a" if q is None or b is None else "yes" if b <= min(2 * q, 2.5) else "no"
+        rows.append(
+            [
+                key,
+                w.title,
+                "-" if q is None else f"{q:.2f}",
+                "-" if b is None else f"{b:.2f}",
+                "-" if q is None or b is None else f"{b / q:.2f}",
+                "<= 2x quiet, <= 2.5x TF",
+                met,
+            ]
+        )
+    return rows
+
+
+def format_table(rows, header=None) -> str:
+    header = header or [*TABLE_HEADER, "target", "met"]
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
     lines = [
         "  ".join(str(c).ljust(wd) for c, wd in zip(r, widths)).rstrip() for r in [header, *rows]
@@ -255,6 +309,9 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="1 warm-up + 2 steps (smoke test)")
     parser.add_argument("--no-tf", action="store_true", help="skip TensorFlow (column says n/a)")
+    parser.add_argument(
+        "--busy", action="store_true", help="also measure with one core held by another process"
+    )
     parser.add_argument("--tf-python", help="the Python of a virtualenv with tensorflow")
     parser.add_argument("--only", default="", help="comma-separated workload ids, e.g. W1,W4")
     parser.add_argument("--profile", default="", help="cProfile these ids on flowgraph instead")
@@ -276,7 +333,7 @@ def main(argv=None) -> int:
     tf_peer = TFPeer(tf_python) if tf_python else None
     tf_failure = tf_peer.failure if tf_peer is not None else None
     try:
-        fg, np_res, tf_res = run_all(keys, args.quick, None if tf_failure else tf_peer)
+        results = run_all(keys, args.quick, None if tf_failure else tf_peer, args.busy)
     finally:
         if tf_peer is not None:
             tf_peer.close()
@@ -286,21 +343,30 @@ def main(argv=None) -> int:
     print("\n".join(environment(tf_meta, tf_python, tf_failure, load_at_start)))
     mode = "quick (timings not meaningful)" if args.quick else "median of repetitions after warm-up"
     print(f"mode: {mode}; total {time.time() - started:.0f} s\n")
-    print(format_table(table_rows(keys, fg, tf_res, np_res, "n/a")))
+    for mode, (fg, np_res, tf_res) in results.items():
+        if mode == "busy":
+            print("\nbusy: the same workloads while a CPU-bound process holds one core\n")
+        print(format_table(table_rows(keys, fg, tf_res, np_res, "n/a")))
+    if "busy" in results:
+        print()
+        print(format_table(busy_rows(keys, results["quiet"], results["busy"]), BUSY_HEADER))
     errors = [
-        (peer, r)
+        (mode, peer, r)
+        for mode, (fg, _, tf_res) in results.items()
         for peer, res in (("flowgraph", fg), ("TF", tf_res))
         for r in res.values()
         if r.error
     ]
     if errors:
         print("\nerrors:")
-        for peer, r in errors:
-            print(f"  {r.key} {peer}: {r.error}")
+        for mode, peer, r in errors:
+            print(f"  {r.key} {peer} ({mode}): {r.error}")
     if args.json:
         dump = {"tf_meta": tf_meta, "tf_failure": tf_failure}
-        for peer, res in (("flowgraph", fg), ("tensorflow", tf_res), ("numpy", np_res)):
-            dump[peer] = {k: r.to_dict() for k, r in res.items()}
+        for mode, (fg, np_res, tf_res) in results.items():
+            prefix = "" if mode == "quiet" else "busy "
+            for peer, res in (("flowgraph", fg), ("tensorflow", tf_res), ("numpy", np_res)):
+                dump[prefix + peer] = {k: r.to_dict() for k, r in res.items()}
         with open(args.json, "w") as f:
             json.dump(dump, f, indent=1)
     return 0
@@ -309,8 +375,8 @@ def main(argv=None) -> int:
 def profile_main(keys, steps: int) -> int:
     """Prints cProfile tables of the flowgraph side of each workload (where its time goes).
 
-    cProfile sees only the thread that enabled it, so the Sessions get one inter-op thread:
-    every kernel then runs inline on the profiled thread (BLAS keeps its own threads).
+    cProfile sees only the thread that enabled it, so the Sessions get one inter-op and one
+    intra-op thread: every kernel then runs inline, unsharded, on the profiled thread.
     """
     import flowgraph as tf
 

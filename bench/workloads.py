@@ -372,21 +372,23 @@ def at_most_us(us: float) -> Target:
 WORKLOADS = [
     Workload("W1", "run: add of 2 scalar consts", "us/run", W1_INNER, vs_tf(0.5), build_w1, 25),
     Workload("W2", "1000 fed scalar adds", "us/op", W2_CHAIN, at_most_us(2.0), build_w2, 25),
-    Workload("W3", "8 chains x 10 matmul 256", "ms/run", 1, vs_tf(1.1), build_w3, 25, 2),
-    Workload("W7", "matmul 2048x2048 f32", "ms/run", 1, vs_tf(1.1), build_w7, 11, 2),
+    Workload("W3", "8 chains x 10 matmul 256", "ms/run", 1, vs_tf(1.0), build_w3, 25, 2),
+    Workload("W7", "matmul 2048x2048 f32", "ms/run", 1, vs_tf(1.0), build_w7, 11, 2),
     Workload("W8a", "build MLP forward graph", "ms", 1, vs_tf(1.0), build_w8a, 25, 2),
-    Workload("W4", "MLP SGD step, batch 256", "ms/step", 1, vs_tf(1.1), build_w4, 25, 3),
-    Workload("W5", "CNN SGD step, batch 64", "ms/step", 1, vs_tf(2.0), build_w5, 15, 3),
+    Workload("W4", "MLP SGD step, batch 256", "ms/step", 1, vs_tf(1.0), build_w4, 25, 3),
+    Workload("W5", "CNN SGD step, batch 64", "ms/step", 1, vs_tf(1.3), build_w5, 15, 3),
     Workload("W8b", "build tf.gradients(MLP)", "ms", 1, vs_tf(1.0), build_w8b, 25, 2),
     Workload("W8c", "build GD.minimize(MLP)", "ms", 1, vs_tf(1.0), build_w8c, 25, 2),
     Workload("W6a", "while_loop 10k x (i+1)", "us/iter", W6A_ITERS, at_most_us(10), build_w6a, 9),
-    Workload("W6b", "while_loop 100 x tanh(x@W)", "ms/run", 1, vs_tf(1.2), build_w6b, 15, 2),
+    Workload("W6b", "while_loop 100 x tanh(x@W)", "ms/run", 1, vs_tf(1.0), build_w6b, 15, 2),
     # >= 0.8x TF's MB/s is <= 1.25x TF's time; the NumPy floor is np.save / np.load per array
     Workload("C1", "save 256 MiB, 64 tensors", "ms/save", 1, vs_tf(1.25), build_c1, 7, 1),
     Workload("C2", "restore 256 MiB, 64 tensors", "ms/restore", 1, vs_tf(1.25), build_c2, 7, 1),
 ]
-# issue 11's input workloads (I1, I2); that module imports this one, so it comes last.
+# issue 11's input workloads (I1, I2) and issue 9's whole programs (P1, P2); those modules
+# import this one, so they come last.
 from input_workloads import INPUT_WORKLOADS
+from program_workloads import PROGRAM_WORKLOADS
 
-WORKLOADS += INPUT_WORKLOADS
+WORKLOADS += PROGRAM_WORKLOADS + INPUT_WORKLOADS
 BY_KEY = {w.key: w for w in WORKLOADS}

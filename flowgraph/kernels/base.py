@@ -8,11 +8,10 @@ gradients). A kernel is registered for (op type, device type, allowed dtypes) as
         return np.add(x, y)
 
 A kernel returns its one output, a tuple of outputs, or None when the op has no outputs.
-Flags say how the executor treats it: `expensive` kernels may run on the device's inter-op
-thread pool beside other work (NumPy releases the GIL in large kernels); `intra_op` kernels
-(BLAS calls) are themselves parallel across the cores, so they run one at a time in the
-scheduling thread: two concurrent BLAS calls on 2 cores were measured 2x slower than two in a
-row; `step` kernels also receive the per-step state (rendezvous, step-local containers) as their
+Flags say how the executor treats it: `expensive` kernels may run on the device's thread
+pool beside other work (NumPy releases the GIL in large kernels); `intra_op` kernels are
+expensive kernels that also split large inputs into shards on that same pool
+(`kernels/sharding.py`; BLAS itself is single-threaded, runtime/blas.py); `step` kernels also receive the per-step state (rendezvous, step-local containers) as their
 second argument; `async_` kernels receive a `done(outputs)` continuation and must not block
 (§5.3).
 """
@@ -71,9 +70,10 @@ def register_kernel(
 
     def decorate(fn):
         site = traceback.format_stack(limit=2)[0].strip().splitlines()[0]
-        if expensive and intra_op:
-            raise ValueError(f"kernel for {op_type}: expensive and intra_op exclude each other")
-        kdef = KernelDef(op_type, device, fn, cons, expensive, step, async_, site, intra_op)
+        # An intra-op kernel may also overlap other kernels on the pool: its shards and the
+        # other kernels share the pool's threads.
+        expensive_ = expensive or intra_op
+        kdef = KernelDef(op_type, device, fn, cons, expensive_, step, async_, site, intra_op)
         kernels = _KERNELS.setdefault((op_type, device), [])
         kernels.insert(0, kdef) if first else kernels.append(kdef)
         return fn

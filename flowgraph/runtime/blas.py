@@ -1,70 +1,36 @@
-"""Intra-op parallelism: the thread count of the BLAS library NumPy calls into.
+"""BLAS runs single-threaded: intra-op parallelism belongs to the devices' pools (DESIGN.md
+decision 10, runtime/threadpool.py).
 
-TensorFlow's ConfigProto.intra_op_parallelism_threads bounds the threads one kernel may use.
-Our expensive kernels are BLAS calls, so the setting goes to the BLAS library loaded by NumPy
-(OpenBLAS, found among the process's loaded libraries). The count is process-wide, like the
-library's own; a value of 0 leaves the library's default (one thread per core).
+OpenBLAS's own threads spin and wait on each other: a 256x256 sgemm was measured at ~140 GFLOP/s
+on one thread but 1.5 GFLOP/s on OpenBLAS's 2 threads while another process held one of the two
+cores. TensorFlow avoids this by sharding kernels over its own pool; so do we, and every BLAS
+library loaded in the process (NumPy's and SciPy's) is limited to one thread at run time through
+threadpoolctl, so that users need no environment variables. The limit is process-wide, like the
+libraries' own setting.
 """
 
 from __future__ import annotations
 
-import ctypes
-import logging
 import threading
 
-log = logging.getLogger(__name__)
+import scipy.linalg  # noqa: F401  (loads SciPy's BLAS too, so that the limit covers it)
+from threadpoolctl import threadpool_info, threadpool_limits
 
-_SETTERS = (
-    "scipy_openblas_set_num_threads64_",
-    "openblas_set_num_threads64_",
-    "openblas_set_num_threads",
-)
-_GETTERS = (
-    "scipy_openblas_get_num_threads64_",
-    "openblas_get_num_threads64_",
-    "openblas_get_num_threads",
-)
 _lock = threading.Lock()
-_lib = None
+_limited = False
 
 
-def _library():
-    global _lib
-    if _lib is None:
-        import numpy  # noqa: F401  (loads the BLAS library)
-
-        try:
-            with open("/proc/self/maps") as f:
-                paths = sorted({line.split()[-1] for line in f if "openblas" in line.lower()})
-        except OSError:
-            paths = []
-        _lib = False
-        for path in paths:
-            lib = ctypes.CDLL(path)
-            if any(hasattr(lib, n) for n in _SETTERS):
-                _lib = lib
-                break
-    return _lib or None
-
-
-def get_num_threads() -> int | None:
-    """The BLAS thread count, or None if the BLAS library is not one we can control."""
-    lib = _library()
-    if lib is None:
-        return None
-    getter = next(getattr(lib, n) for n in _GETTERS if hasattr(lib, n))
-    return int(getter())
-
-
-def set_num_threads(n: int) -> bool:
-    """Sets the BLAS thread count (n > 0); False if the BLAS library cannot be controlled."""
-    if n <= 0:
-        raise ValueError(f"intra-op thread count must be positive, got {n}")
-    lib = _library()
-    if lib is None:
-        log.warning("intra_op_parallelism_threads=%d: NumPy's BLAS library cannot be configured", n)
-        return False
-    setter = next(getattr(lib, n_) for n_ in _SETTERS if hasattr(lib, n_))
+def single_threaded() -> None:
+    """Limits every loaded BLAS library to one thread (once per process)."""
+    global _limited
+    if _limited:
+        return
     with _lock:
-        setter(ctypes.c_int(n))
-    return True
+        if not _limited:
+            threadpool_limits(1, user_api="blas")
+            _limited = True
+
+
+def num_threads() -> list[int]:
+    """The thread count of each loaded BLAS library (for tests and diagnostics)."""
+    return [info["num_threads"] for info in threadpool_info() if info["user_api"] == "blas"]

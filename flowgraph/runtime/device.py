@@ -1,16 +1,17 @@
 """Devices (whitepaper §3): a named place where kernels run, with its resource containers and
-inter-op thread pool. New device types register a factory; the CPU is built in. The bytes of
-live tensors per device are counted per step, when a Run is traced (runtime/tracing.py).
+its one thread pool (runtime/threadpool.py), which runs independent kernels (inter-op) and the
+shards of large ones (intra-op). New device types register a factory; the CPU is built in. The
+bytes of live tensors per device are counted per step, when a Run is traced (runtime/tracing.py).
 """
 
 from __future__ import annotations
 
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
 
 from flowgraph.core.device_spec import DeviceSpec, parse
 from flowgraph.runtime.resources import ResourceMgr
+from flowgraph.runtime.threadpool import DevicePool
 
 
 class Device:
@@ -19,32 +20,38 @@ class Device:
 
     device_type = "CPU"
 
-    def __init__(self, spec: DeviceSpec, inter_op_threads: int):
+    def __init__(self, spec: DeviceSpec, inter_op_threads: int, intra_op_threads: int = 0):
         self.spec = spec
         self.name = spec.to_string()
         self.resource_mgr = ResourceMgr()
         self.functions = None  # the FunctionLibrary of the runtime that owns the device
         self.inter_op_threads = inter_op_threads
+        self.intra_op_threads = intra_op_threads if intra_op_threads > 0 else inter_op_threads
         self._pool = None
         self._pool_lock = threading.Lock()
 
     @property
-    def thread_pool(self) -> ThreadPoolExecutor | None:
-        """The inter-op pool for expensive kernels; None when one thread is configured."""
-        if self.inter_op_threads <= 1:
-            return None
+    def pool(self) -> DevicePool:
+        """The device's pool: max(inter-op, intra-op) threads, started on first use."""
         if self._pool is None:
             with self._pool_lock:
                 if self._pool is None:
-                    self._pool = ThreadPoolExecutor(
-                        self.inter_op_threads,
-                        thread_name_prefix=f"{self.spec.device_type}{self.spec.device_index}",
+                    self._pool = DevicePool(
+                        max(self.inter_op_threads, self.intra_op_threads, 1),
+                        max(self.intra_op_threads, 1),
+                        name=f"{self.spec.device_type}{self.spec.device_index}",
                     )
         return self._pool
 
+    @property
+    def thread_pool(self) -> DevicePool | None:
+        """The pool for expensive kernels (inter-op); None when one inter-op thread is
+        configured (every kernel then runs in the executor's thread, sharded or not)."""
+        return self.pool if self.inter_op_threads > 1 else None
+
     def close(self):
         if self._pool is not None:
-            self._pool.shutdown(wait=False)
+            self._pool.close()
         self.resource_mgr.clear()
 
     def __repr__(self):
@@ -67,17 +74,20 @@ def available_device_types() -> list[str]:
 
 
 def make_devices(
-    job: str, task: int, device_count: dict, inter_op_threads: int = 0
+    job: str, task: int, device_count: dict, inter_op_threads: int = 0, intra_op_threads: int = 0
 ) -> list[Device]:
-    """The devices of one task: `device_count` maps type -> count (CPU defaults to 1)."""
-    threads = inter_op_threads if inter_op_threads > 0 else (os.cpu_count() or 1)
+    """The devices of one task: `device_count` maps type -> count (CPU defaults to 1). Thread
+    counts of 0 mean one per core, as in TensorFlow."""
+    cores = os.cpu_count() or 1
+    threads = inter_op_threads if inter_op_threads > 0 else cores
+    intra = intra_op_threads if intra_op_threads > 0 else cores
     counts = {"CPU": 1}
     counts.update({k.upper(): v for k, v in device_count.items()})
     devices = []
     for dtype in available_device_types():
         for i in range(counts.get(dtype, 1 if dtype != "CPU" else counts["CPU"])):
             spec = DeviceSpec(job, 0, task, dtype, i)
-            devices.append(_FACTORIES[dtype](spec, threads))
+            devices.append(_FACTORIES[dtype](spec, threads, intra))
     return devices
 
 

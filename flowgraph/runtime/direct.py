@@ -58,10 +58,13 @@ class DirectRuntime:
 
     def __init__(self, config: ConfigProto | None = None):
         self.config = config if config is not None else ConfigProto()
-        if self.config.intra_op_parallelism_threads > 0:
-            blas.set_num_threads(self.config.intra_op_parallelism_threads)
+        blas.single_threaded()  # intra-op parallelism is the devices' pools' (threadpool.py)
         self.devices = device_lib.make_devices(
-            "localhost", 0, dict(self.config.device_count), self.config.inter_op_parallelism_threads
+            "localhost",
+            0,
+            dict(self.config.device_count),
+            self.config.inter_op_parallelism_threads,
+            self.config.intra_op_parallelism_threads,
         )
         self.device_by_name = {d.name: d for d in self.devices}
         self.functions = FunctionLibrary()  # GraphDef.library, shared by the devices

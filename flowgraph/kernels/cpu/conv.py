@@ -4,9 +4,10 @@ Conv2D gathers the (N*OH*OW, KH*KW*C) patch matrix and multiplies it by the filt
 (KH*KW*C, OC), block by cache-sized block of rows (`windows.im2col_blocks`), each product written
 straight into the output. The filter backprop sums the blocks' transposes times the output
 gradient. The input backprop is one GEMM per kernel tap (the gradient times that tap's filter
-slice), each added into its window of the input. These three are BLAS-bound and BLAS is itself
-parallel, so they are `intra_op` kernels (one at a time, like MatMul); depthwise convolution has
-no GEMM shape, loops over taps with broadcasting instead and stays `expensive`.
+slice), each added into its window of the input. These three are BLAS-bound `intra_op` kernels:
+each splits its batch into blocks of images on the device's pool (kernels/sharding.py; BLAS is
+single-threaded), the filter backprop summing the blocks' partial gradients. Depthwise
+convolution has no GEMM shape, loops over taps with broadcasting instead and stays `expensive`.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import numpy as np
 from flowgraph.core import errors
 from flowgraph.kernels.base import register_kernel
 from flowgraph.kernels.cpu import windows as W
+from flowgraph.kernels.sharding import parallel_for
 
 _FLOATS = [np.float16, np.float32, np.float64]
 
@@ -40,10 +42,16 @@ def conv2d(ctx, x, f):
     _check_depth(xn.shape[3], fc)
     win = W.window(ctx.attrs, xn.shape, kh, kw)
     f2 = f.astype(dt, copy=False).reshape(-1, oc)
-    out = np.empty((xn.shape[0] * win.oh * win.ow, oc), dt)
-    for first, last, cols in W.im2col_blocks(W.pad(xn, win), win, dt):
-        np.matmul(cols, f2, out=out[first:last])
-    out = out.reshape(xn.shape[0], win.oh, win.ow, oc)
+    n, pixels = xn.shape[0], win.oh * win.ow
+    out = np.empty((n * pixels, oc), dt)
+
+    def images(lo: int, hi: int) -> None:
+        base = lo * pixels
+        for first, last, cols in W.im2col_blocks(W.pad(xn[lo:hi], win), win, dt):
+            np.matmul(cols, f2, out=out[base + first : base + last])
+
+    parallel_for(ctx, n, pixels * f2.size, images)
+    out = out.reshape(n, win.oh, win.ow, oc)
     return W.from_nhwc(out, fmt).astype(x.dtype, copy=False)
 
 
@@ -59,19 +67,25 @@ def conv2d_backprop_input(ctx, input_sizes, f, dy):
     _check_out(dyn.shape, nhwc_in[0], win, oc)
     # One GEMM per kernel tap, each adding a contiguous (N, OH, OW, C) block into its window:
     # 5x faster than one big GEMM whose per-tap slices are strided (measured on LeNet's conv2).
-    dy2 = dyn.astype(dt, copy=False).reshape(-1, oc)
+    dyd = dyn.astype(dt, copy=False)
     fd = f.astype(dt, copy=False)
-    block = (nhwc_in[0], win.oh, win.ow, fc)
     dxp = W.padded_zeros(nhwc_in, win, dt)
-    if fc == 1:
-        # One input channel would make each tap's GEMM a GEMV over all of dy; one GEMM gives
-        # every tap's contribution as a contiguous row instead (1.9 -> 1.2 ms on LeNet's conv1).
-        rows = (fd.reshape(kh * kw, oc) @ dy2.T).reshape(kh, kw, *block)
-        for i, j in win.taps():
-            dxp[win.tap(i, j)] += rows[i, j]
-    else:
-        for i, j in win.taps():
-            dxp[win.tap(i, j)] += (dy2 @ fd[i, j].T).reshape(block)
+
+    def images(lo: int, hi: int) -> None:
+        dy2 = dyd[lo:hi].reshape(-1, oc)
+        block = (hi - lo, win.oh, win.ow, fc)
+        dxs = dxp[lo:hi]
+        if fc == 1:
+            # One input channel would make each tap's GEMM a GEMV over all of dy; one GEMM
+            # gives every tap's contribution as a contiguous row (1.9 -> 1.2 ms, LeNet conv1).
+            rows = (fd.reshape(kh * kw, oc) @ dy2.T).reshape(kh, kw, *block)
+            for i, j in win.taps():
+                dxs[win.tap(i, j)] += rows[i, j]
+        else:
+            for i, j in win.taps():
+                dxs[win.tap(i, j)] += (dy2 @ fd[i, j].T).reshape(block)
+
+    parallel_for(ctx, nhwc_in[0], win.oh * win.ow * fd.size, images)
     dx = W.unpad(dxp, win, nhwc_in[1], nhwc_in[2])
     return W.from_nhwc(np.ascontiguousarray(dx), fmt).astype(dy.dtype, copy=False)
 
@@ -86,10 +100,22 @@ def conv2d_backprop_filter(ctx, x, filter_sizes, dy):
     win = W.window(ctx.attrs, xn.shape, kh, kw)
     dyn = W.to_nhwc(dy, fmt)
     _check_out(dyn.shape, xn.shape[0], win, oc)
-    dy2 = dyn.astype(dt, copy=False).reshape(-1, oc)
-    df = np.zeros((kh * kw * fc, oc), dt)
-    for first, last, cols in W.im2col_blocks(W.pad(xn, win), win, dt):
-        df += cols.T @ dy2[first:last]
+    dyd = dyn.astype(dt, copy=False)
+    pixels = win.oh * win.ow
+    partials = {}  # first image -> the partial filter gradient of its block
+
+    def images(lo: int, hi: int) -> None:
+        dy2 = dyd[lo:hi].reshape(-1, oc)
+        df = np.zeros((kh * kw * fc, oc), dt)
+        for first, last, cols in W.im2col_blocks(W.pad(xn[lo:hi], win), win, dt):
+            df += cols.T @ dy2[first:last]
+        partials[lo] = df
+
+    parallel_for(ctx, xn.shape[0], pixels * kh * kw * fc * oc, images)
+    blocks = [partials[lo] for lo in sorted(partials)]  # summed in a fixed order
+    df = blocks[0]
+    for part in blocks[1:]:
+        df += part
     return df.reshape(kh, kw, fc, oc).astype(x.dtype, copy=False)
 
 

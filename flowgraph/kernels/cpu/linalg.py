@@ -12,6 +12,7 @@ import scipy.linalg
 
 from flowgraph.core import dtypes, errors
 from flowgraph.kernels.base import register_kernel
+from flowgraph.kernels.sharding import parallel_for
 
 
 def _shape_str(shape) -> str:
@@ -40,7 +41,23 @@ def matmul(ctx, a, b):
         raise _invalid(
             f"Matrix size-incompatible: In[0]: {_shape_str(a.shape)}, In[1]: {_shape_str(b.shape)}"
         )
-    return np.matmul(a, b)
+    return sharded_matmul(ctx, a, b)
+
+
+def sharded_matmul(ctx, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a @ b with the rows of `a` in blocks on the device's pool (one BLAS call per block,
+    each writing its rows of the result in place)."""
+    m, k = a.shape
+    n = b.shape[1]
+    if m * k * n < 2 * 200_000:  # below the pool's inline threshold: skip the bookkeeping
+        return np.matmul(a, b)
+    out = np.empty((m, n), np.result_type(a, b))
+
+    def rows(lo: int, hi: int) -> None:
+        np.matmul(a[lo:hi], b, out=out[lo:hi])
+
+    parallel_for(ctx, m, k * n, rows)
+    return out
 
 
 def _batch_matmul(broadcast: bool):
@@ -63,7 +80,7 @@ def _batch_matmul(broadcast: bool):
                 f"{_shape_str(x.shape)} vs. {_shape_str(y.shape)}"
             )
         try:
-            return np.matmul(x, y)
+            return _sharded_batch_matmul(ctx, x, y)
         except ValueError:
             raise _invalid(
                 f"In[0] and In[1] must have compatible batch dimensions: "
@@ -71,6 +88,27 @@ def _batch_matmul(broadcast: bool):
             ) from None
 
     return kernel
+
+
+def _sharded_batch_matmul(ctx, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """np.matmul of [..., M, K] by [..., K, N] with the (broadcast) batch in blocks on the
+    device's pool; a single matrix is split by rows instead."""
+    batch = np.broadcast_shapes(x.shape[:-2], y.shape[:-2])
+    count = int(np.prod(batch))
+    if count <= 1:
+        if x.ndim == 2 and y.ndim == 2:
+            return sharded_matmul(ctx, x, y)
+        return np.matmul(x, y)
+    m, k, n = x.shape[-2], x.shape[-1], y.shape[-1]
+    x = np.broadcast_to(x, (*batch, m, k)).reshape(count, m, k)
+    y = np.broadcast_to(y, (*batch, k, n)).reshape(count, k, n)
+    out = np.empty((count, m, n), np.result_type(x, y))
+
+    def blocks(lo: int, hi: int) -> None:
+        np.matmul(x[lo:hi], y[lo:hi], out=out[lo:hi])
+
+    parallel_for(ctx, count, m * k * n, blocks)
+    return out.reshape(*batch, m, n)
 
 
 register_kernel("BatchMatMul", intra_op=True)(_batch_matmul(broadcast=False))

@@ -1,0 +1,131 @@
+"""The device pool (runtime/threadpool.py): shards cover their range once, run on several
+threads, never wait on a busy pool, and raise the first failure; sharded kernels match NumPy."""
+
+import threading
+
+import numpy as np
+import pytest
+
+import flowgraph as tf
+from flowgraph.runtime.threadpool import MIN_SHARD_COST, DevicePool
+
+BIG = float(MIN_SHARD_COST)  # cost per unit: every unit is worth a shard
+
+
+@pytest.fixture
+def pool():
+    p = DevicePool(2, 2, name="test")
+    yield p
+    p.close()
+
+
+def test_blocks_cover_the_range_once(pool):
+    seen = []
+    lock = threading.Lock()
+
+    def fn(lo, hi):
+        with lock:
+            seen.append((lo, hi))
+
+    pool.parallel_for(10, BIG, fn)
+    covered = sorted(i for lo, hi in seen for i in range(lo, hi))
+    assert covered == list(range(10)) and len(seen) == pool.num_shards(10, BIG) > 1
+
+
+def test_shards_run_on_two_threads_at_once(pool):
+    # whoever takes block 0 waits until another thread has run a later block
+    later_ran = threading.Event()
+    waited = []
+
+    def fn(lo, hi):
+        if lo == 0:
+            waited.append(later_ran.wait(timeout=30))
+        else:
+            later_ran.set()
+
+    pool.parallel_for(4, BIG, fn)
+    assert waited == [True]
+
+
+def test_small_work_runs_inline(pool):
+    assert pool.num_shards(1000, 1.0) == 1
+    threads = []
+    pool.parallel_for(1000, 1.0, lambda lo, hi: threads.append((threading.get_ident(), lo, hi)))
+    assert threads == [(threading.get_ident(), 0, 1000)]
+
+
+def test_a_busy_pool_never_blocks_the_caller():
+    pool = DevicePool(1, 2, name="busy")
+    release = threading.Event()
+    pool.submit(release.wait, 30)  # the only worker is held
+    try:
+        done = []
+        pool.parallel_for(8, BIG, lambda lo, hi: done.append(lo))
+        assert sorted(done) == [8 * i // pool.num_shards(8, BIG) for i in range(len(done))]
+    finally:
+        release.set()
+        pool.close()
+
+
+def test_first_failure_is_raised(pool):
+    def fn(lo, hi):
+        if lo == 0:
+            raise ValueError("shard 0 failed")
+
+    with pytest.raises(ValueError, match="shard 0 failed"):
+        pool.parallel_for(4, BIG, fn)
+
+
+def test_bad_thread_counts():
+    with pytest.raises(ValueError, match="positive"):
+        DevicePool(0, 1)
+
+
+def _run(build, *feeds, threads=2):
+    config = tf.ConfigProto(intra_op_parallelism_threads=threads)
+    with tf.Graph().as_default():
+        placeholders = [tf.placeholder(tf.as_dtype(f.dtype), f.shape) for f in feeds]
+        out = build(*placeholders)
+        with tf.Session(config=config) as sess:
+            return sess.run(out, dict(zip(placeholders, feeds, strict=True)))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.complex64])
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)])
+def test_sharded_matmul_matches_numpy(dtype, ta, tb):
+    rng = np.random.RandomState(0)
+    a = (rng.rand(300, 200) * 4).astype(dtype)
+    b = (rng.rand(200, 150) * 4).astype(dtype)
+    a_in, b_in = (a.T.copy() if ta else a), (b.T.copy() if tb else b)
+    got = _run(lambda x, y: tf.matmul(x, y, transpose_a=ta, transpose_b=tb), a_in, b_in)
+    np.testing.assert_allclose(got, a @ b, rtol=1e-5)
+    assert got.dtype == dtype
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_sharded_batch_matmul_broadcasts(threads):
+    rng = np.random.RandomState(1)
+    x = rng.rand(6, 1, 40, 50).astype(np.float32)
+    y = rng.rand(3, 50, 60).astype(np.float32)
+    got = _run(tf.matmul, x, y, threads=threads)
+    np.testing.assert_allclose(got, np.matmul(x, y), rtol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("padding", ["SAME", "VALID"])
+def test_sharded_convolutions_match_one_thread(dtype, padding):
+    """Conv2D and both backprops split the batch over the pool (big enough to shard); one
+    intra-op thread computes them unsharded (checked against NumPy in tests/ops)."""
+    rng = np.random.RandomState(2)
+    x = rng.rand(8, 16, 16, 8).astype(dtype)
+    f = rng.rand(3, 3, 8, 16).astype(dtype)
+
+    def build(xt, ft):
+        y = tf.nn.conv2d(xt, ft, [1, 1, 1, 1], padding)
+        return [y, *tf.gradients(tf.reduce_sum(y * y), [xt, ft])]
+
+    sharded = _run(build, x, f, threads=2)
+    single = _run(build, x, f, threads=1)
+    tol = 1e-2 if dtype == np.float16 else 1e-5
+    for got, want in zip(sharded, single, strict=True):
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.abs(want).max())
