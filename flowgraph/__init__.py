@@ -84,6 +84,7 @@ from flowgraph.ops.special_math import *  # noqa: F403
 from flowgraph.ops.sort_ops import *  # noqa: F403
 from flowgraph.ops.array_compose import *  # noqa: F403
 from flowgraph.ops.norms import *  # noqa: F403
+from flowgraph.ops.confusion_matrix import *  # noqa: F403
 from flowgraph.ops.template import make_template  # noqa: E402
 from flowgraph.gradients import *  # noqa: F403
 from flowgraph.session.default_session import get as get_default_session

@@ -12,8 +12,10 @@ from flowgraph.ops import dynamic_rnn as _dynamic_rnn
 from flowgraph.ops import init_ops as _init_ops
 from flowgraph.ops import linalg as _linalg
 from flowgraph.ops import losses as _losses
+from flowgraph.ops import confusion_matrix as _confusion_matrix
 from flowgraph.ops import math as _math
 from flowgraph.ops import metrics as _metrics
+from flowgraph.ops import metrics_thresholds as _metrics_thresholds
 from flowgraph.ops import nn as _nn
 from flowgraph.ops import random as _random
 from flowgraph.ops import reduction as _reduction
@@ -41,7 +43,7 @@ nn = _namespace("nn", _nn, _rnn, _dynamic_rnn, rnn_cell=_rnn_cell)
 math = _namespace("math", _math, _reduction, _special_math, **_special_math.MATH_ONLY)
 linalg = _namespace("linalg", **_linalg.LINALG)
 losses = _namespace("losses", _losses)
-metrics = _namespace("metrics", _metrics)
+metrics = _namespace("metrics", _metrics, _metrics_thresholds)
 random = _namespace("random", _random, **_random.RANDOM_NAMESPACE)
 initializers = _namespace("initializers", _init_ops, **_init_ops.INITIALIZERS)
 from flowgraph.framework import graph_util as _graph_util  # noqa: E402
@@ -53,6 +55,7 @@ lookup = _namespace("lookup", **_lookup_ops.LOOKUP_NAMESPACE)  # tf.lookup, tf.c
 for _name in _segment.__all__:  # tf.math.segment_sum, tf.math.bincount, ...
     setattr(math, _name, getattr(_segment, _name))
 linalg.einsum = _segment.einsum
+math.confusion_matrix = _confusion_matrix.confusion_matrix
 for _name in _sparse_embedding.__all__:  # tf.nn.embedding_lookup_sparse, ...
     setattr(nn, _name, getattr(_sparse_embedding, _name))
 test = _namespace(
