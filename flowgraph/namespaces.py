@@ -14,6 +14,7 @@ from flowgraph.ops import linalg as _linalg
 from flowgraph.ops import losses as _losses
 from flowgraph.ops import confusion_matrix as _confusion_matrix
 from flowgraph.ops import math as _math
+from flowgraph.ops import sets as _sets
 from flowgraph.ops import metrics as _metrics
 from flowgraph.ops import metrics_means as _metrics_means
 from flowgraph.ops import metrics_thresholds as _metrics_thresholds
@@ -52,6 +53,7 @@ from flowgraph.framework import graph_util as _graph_util  # noqa: E402
 graph_util = _namespace("graph_util", _importer, _graph_util)
 sparse = _namespace("sparse", **_sparse.SPARSE_NAMESPACE)
 strings = _namespace("strings", **_string_ops.STRINGS_NAMESPACE)
+sets = _namespace("sets", **_sets.SETS_NAMESPACE)
 lookup = _namespace("lookup", **_lookup_ops.LOOKUP_NAMESPACE)  # tf.lookup, tf.contrib.lookup
 for _name in _segment.__all__:  # tf.math.segment_sum, tf.math.bincount, ...
     setattr(math, _name, getattr(_segment, _name))

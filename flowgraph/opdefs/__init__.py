@@ -36,3 +36,4 @@ from flowgraph.opdefs import (  # noqa: F401  # noqa: F401
 from flowgraph.opdefs import functional  # noqa: F401
 from flowgraph.opdefs import dataset_ops  # noqa: F401
 from flowgraph.opdefs import special_math  # noqa: F401
+from flowgraph.opdefs import sets  # noqa: F401
