@@ -16,6 +16,7 @@ from flowgraph.ops import confusion_matrix as _confusion_matrix
 from flowgraph.ops import math as _math
 from flowgraph.ops import sets as _sets
 from flowgraph.ops import metrics as _metrics
+from flowgraph.ops import metrics_at_k as _metrics_at_k
 from flowgraph.ops import metrics_means as _metrics_means
 from flowgraph.ops import metrics_thresholds as _metrics_thresholds
 from flowgraph.ops import nn as _nn
@@ -45,7 +46,7 @@ nn = _namespace("nn", _nn, _rnn, _dynamic_rnn, rnn_cell=_rnn_cell)
 math = _namespace("math", _math, _reduction, _special_math, **_special_math.MATH_ONLY)
 linalg = _namespace("linalg", **_linalg.LINALG)
 losses = _namespace("losses", _losses)
-metrics = _namespace("metrics", _metrics, _metrics_means, _metrics_thresholds)
+metrics = _namespace("metrics", _metrics, _metrics_at_k, _metrics_means, _metrics_thresholds)
 random = _namespace("random", _random, **_random.RANDOM_NAMESPACE)
 initializers = _namespace("initializers", _init_ops, **_init_ops.INITIALIZERS)
 from flowgraph.framework import graph_util as _graph_util  # noqa: E402
