@@ -8,6 +8,7 @@ from flowgraph.contrib import (
     rnn,
     seq2seq,
     staging,
+    training,
     util,
 )
 
@@ -15,3 +16,4 @@ __all__ = ["layers", "rnn", "staging", "util"]
 __all__ += ["lookup"]
 __all__ += ["seq2seq"]
 __all__ += ["data"]
+__all__ += ["training"]

@@ -18,6 +18,8 @@ Each name comes from the module that owns it:
     meta_graph.py           export_meta_graph / import_meta_graph
     session_run_hook.py     the hook interface of training loops; hooked_session.py runs hooks
     basic_session_run_hooks.py  SecondOrStepTimer, ProfilerHook (§9.2)
+    cluster_spec.py         ClusterSpec (the tasks of a cluster, §3.3)
+    device_setter.py        replica_device_setter (parameter servers, §7)
 """
 
 from flowgraph.core.protos import (
@@ -185,3 +187,10 @@ __all__ += [
 __all__ += ["summary_iterator"]
 __all__ += ["ProfilerHook", "SecondOrStepTimer", "SessionRunArgs", "SessionRunContext"]
 __all__ += ["SessionRunHook", "SessionRunValues"]
+
+# Clusters (whitepaper §3.3) and between-graph replication (§7).
+from flowgraph.core.protos import ClusterDef, JobDef, ServerDef
+from flowgraph.train.cluster_spec import ClusterSpec
+from flowgraph.train.device_setter import replica_device_setter
+
+__all__ += ["ClusterDef", "ClusterSpec", "JobDef", "ServerDef", "replica_device_setter"]

@@ -12,6 +12,7 @@ The `*_pb2.py` modules are generated and committed; after editing a `.proto` fil
 
 from flowgraph.core.protos.attr_value_pb2 import AttrValue, NameAttrList
 from flowgraph.core.protos.cluster_pb2 import ClusterDef, JobDef
+from flowgraph.core.protos.tensorflow_server_pb2 import ServerDef
 from flowgraph.core.protos.config_pb2 import (
     ConfigProto,
     DebugOptions,
@@ -110,6 +111,7 @@ __all__ = [
     "BytesList",
     "CheckpointState",
     "ClusterDef",
+    "ServerDef",
     "CollectionDef",
     "ConfigProto",
     "CostGraphDef",
