@@ -122,8 +122,12 @@ def check_batch_dims(batch_dims: int, axis: int, params_rank: int, indices_rank:
 def _gather_v2_shape(ctx):
     params, indices = dims_of(ctx.input_shapes[0]), dims_of(ctx.input_shapes[1])
     axis = const_int(ctx, 2)
-    if params is None or indices is None or axis is None:
+    if params is None or indices is None:
         return unknown_shape()
+    if axis is None:  # the rank is known even when the axis is not
+        batch_dims = ctx.attrs["batch_dims"]
+        batch_dims = batch_dims + len(indices) if batch_dims < 0 else batch_dims
+        return unknown_shape(len(params) + len(indices) - 1 - batch_dims)
     if not params:
         raise ValueError("Shape must be at least rank 1 but is rank 0")
     axis = canonical_axis(axis, len(params))

@@ -9,7 +9,6 @@ import numpy as np
 from flowgraph.core.op_def import OpDef, register_op
 from flowgraph.core.shapes import TensorShape, unknown_shape
 from flowgraph.opdefs.array import canonical_axis, const_int, dims_of
-from flowgraph.opdefs.shape_fns import unchanged
 
 _INDEX = "{int32, int64}"
 
@@ -295,13 +294,29 @@ register_op(
         shape_fn=_pad_shape,
     )
 )
+def _reverse_shape(ctx):
+    """The input's shape; constant axes must be in range and not repeated (TF's check)."""
+    shape, axes = ctx.input_shapes[0], ctx.input_constant(1)
+    if shape.ndims is not None and axes is not None:
+        seen = set()
+        for i, axis in enumerate(np.asarray(axes).reshape(-1).tolist()):
+            if not -shape.ndims <= axis < shape.ndims:
+                raise ValueError(
+                    f"'axis'[{i}] = {axis} is out of valid range [0, {shape.ndims - 1}]"
+                )
+            if axis % shape.ndims in seen:
+                raise ValueError(f"axis {axis % shape.ndims} specified more than once.")
+            seen.add(axis % shape.ndims)
+    return shape
+
+
 register_op(
     OpDef(
         "ReverseV2",
         inputs=["tensor: T", "axis: Tidx"],
         outputs=["output: T"],
         attrs=[f"Tidx: {_INDEX} = DT_INT32", "T: type"],
-        shape_fn=unchanged,
+        shape_fn=_reverse_shape,
     )
 )
 

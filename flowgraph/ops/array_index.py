@@ -196,6 +196,7 @@ def gather(params, indices, validate_indices=None, name=None, axis=None, batch_d
     Example: gather([[1, 2], [3, 4], [5, 6]], [2, 0]) is [[5, 6], [1, 2]].
     """
     del validate_indices  # TF1 documents it as deprecated and without effect
+    batch_dims = 0 if batch_dims is None else batch_dims
     if axis is None:
         axis = batch_dims
     return apply_op(

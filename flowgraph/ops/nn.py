@@ -13,9 +13,10 @@ from __future__ import annotations
 import collections
 import numbers
 
-from flowgraph.core import dtypes
+from flowgraph.core import dtypes, errors
 from flowgraph.framework.apply_op import apply_op, graph_of
-from flowgraph.framework.convert import convert_to_tensor
+from flowgraph.framework.convert import constant_value, convert_to_tensor
+from flowgraph.framework.operation import Tensor
 from flowgraph.ops import array as array_ops
 from flowgraph.ops import candidate_sampling, embedding, nn_conv
 from flowgraph.ops import linalg as linalg_ops
@@ -131,15 +132,38 @@ def _axis_arg(axis, dim, default=-1):
 
 
 def _on_last_axis(op_type, logits, axis, name):
-    """Softmax/LogSoftmax work on the last axis; another axis is swapped there and back."""
+    """Softmax/LogSoftmax work on the last axis; another axis is swapped there and back. The
+    axis may be a tensor (its value read at run time when it is not constant)."""
     logits = convert_to_tensor(logits, name="logits")
     rank = logits.shape.ndims
-    if axis == -1 or (rank is not None and axis == rank - 1):
-        return apply_op(op_type, [logits], name=name).outputs[0]
-    if rank is None:
-        raise ValueError(f"{op_type} over axis {axis} needs a tensor of known rank")
+    if isinstance(axis, Tensor):
+        value = constant_value(axis)
+        axis = int(value) if value is not None else axis
+    if isinstance(axis, Tensor) or rank is None:
+        if not isinstance(axis, Tensor) and axis == -1:
+            return apply_op(op_type, [logits], name=name).outputs[0]
+        dynamic_rank = array_ops.rank(logits)
+        axis = math_ops.floormod(axis, dynamic_rank)
+        positions = array_ops.range_(dynamic_rank)
+        last = dynamic_rank - 1
+
+        def at(position):
+            return math_ops.cast(math_ops.equal(positions, position), dtypes.int32)
+
+        perm = positions + at(axis) * (last - axis) + at(last) * (axis - last)
+        result = apply_op(op_type, [array_ops.transpose(logits, perm)]).outputs[0]
+        result = array_ops.transpose(result, perm, name=name)
+        result.set_shape(logits.shape)
+        return result
     if not -rank <= axis < rank:
-        raise ValueError(f"axis {axis} is out of range for a tensor of rank {rank}")
+        raise errors.InvalidArgumentError(
+            None,
+            None,
+            f"Dimension ({axis}) must be in the range [{-rank}, {rank}) where {rank} is the "
+            "number of dimensions in the input.",
+        )
+    if axis % rank == rank - 1:
+        return apply_op(op_type, [logits], name=name).outputs[0]
     perm = list(range(rank))
     perm[axis % rank], perm[-1] = perm[-1], perm[axis % rank]
     swapped = array_ops.transpose(logits, perm)
@@ -311,172 +335,6 @@ def local_response_normalization(input, depth_radius=5, bias=1, alpha=1, beta=0.
 lrn = local_response_normalization
 
 
-# -- cross-entropies -------------------------------------------------------------------------------
-def _named_only(sentinel, fn_name):
-    if sentinel is not None:
-        raise ValueError(
-            f"Only call `{fn_name}` with named arguments (labels=..., logits=..., ...)"
-        )
-
-
-def _flatten_to_2d(t, rank):
-    """[d0, ..., dn] -> [d0 * ... * dn-1, dn]; rank-2 tensors pass through."""
-    if rank == 2:
-        return t
-    last = t.shape.as_list()[-1]
-    if last is None:
-        last = array_ops.gather(array_ops.shape(t), rank - 1)
-        return array_ops.reshape(t, array_ops.stack([-1, last]))
-    return array_ops.reshape(t, [-1, last])
-
-
-def _outer_shape(t, rank):
-    """The shape of `t` without its last dim, static where known."""
-    dims = t.shape.as_list()[:-1]
-    if all(d is not None for d in dims):
-        return dims
-    return array_ops.slice(array_ops.shape(t), [0], [rank - 1])
-
-
-def softmax_cross_entropy_with_logits_v2(labels, logits, axis=-1, name=None, dim=None):
-    """Per-example -sum(labels * log_softmax(logits)) along `axis`; gradients flow into labels
-    too."""
-    axis = _axis_arg(axis if axis != -1 else None, dim)
-    graph, scope = _scope(name, "softmax_cross_entropy_with_logits", [logits, labels])
-    with graph.as_default(), scope as scope_name:
-        logits = convert_to_tensor(logits, name="logits")
-        labels = convert_to_tensor(labels, dtype=logits.dtype, name="labels")
-        rank = logits.shape.ndims
-        if rank is None:
-            raise ValueError("softmax_cross_entropy_with_logits needs logits of known rank")
-        if rank == 0:
-            raise ValueError("logits must have at least one dimension")
-        if axis % rank != rank - 1:
-            perm = list(range(rank))
-            perm[axis % rank], perm[-1] = perm[-1], perm[axis % rank]
-            logits, labels = array_ops.transpose(logits, perm), array_ops.transpose(labels, perm)
-        if rank == 2:
-            return apply_op(
-                "SoftmaxCrossEntropyWithLogits", [logits, labels], name=scope_name
-            ).outputs[0]
-        cost = apply_op(
-            "SoftmaxCrossEntropyWithLogits",
-            [_flatten_to_2d(logits, rank), _flatten_to_2d(labels, rank)],
-        ).outputs[0]
-        return array_ops.reshape(cost, _outer_shape(logits, rank), name=scope_name)
-
-
-def softmax_cross_entropy_with_logits(
-    _sentinel=None, labels=None, logits=None, dim=-1, name=None, axis=None
-):
-    """TF1's version: like _v2 but no gradient flows into `labels` (they are wrapped in
-    stop_gradient)."""
-    _named_only(_sentinel, "softmax_cross_entropy_with_logits")
-    axis = _axis_arg(axis, dim if dim != -1 else None)
-    graph, scope = _scope(name, "softmax_cross_entropy_with_logits_sg", [logits, labels])
-    with graph.as_default(), scope as scope_name:
-        labels = array_ops.stop_gradient(labels, name="labels_stop_gradient")
-        return softmax_cross_entropy_with_logits_v2(
-            labels=labels, logits=logits, axis=axis, name=scope_name
-        )
-
-
-def sparse_softmax_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None, name=None):
-    """Per-example -log_softmax(logits)[label]; labels are class indices of rank rank(logits) - 1.
-
-    A label outside [0, num_classes) is an InvalidArgumentError when the op runs.
-    """
-    _named_only(_sentinel, "sparse_softmax_cross_entropy_with_logits")
-    graph, scope = _scope(name, "SparseSoftmaxCrossEntropyWithLogits", [labels, logits])
-    with graph.as_default(), scope:
-        labels = convert_to_tensor(labels, name="labels")
-        logits = convert_to_tensor(logits, name="logits")
-        rank, label_rank = logits.shape.ndims, labels.shape.ndims
-        if label_rank == 0:
-            raise ValueError(f"Logits cannot be scalars - received shape {logits.shape}.")
-        if rank is not None and label_rank is not None and label_rank != rank - 1:
-            raise ValueError(
-                f"Rank mismatch: Rank of labels (received {label_rank}) should equal rank of "
-                "logits "
-                f"minus 1 (received {rank})."
-            )
-        if rank is not None and label_rank is not None:
-            outer = logits.shape.as_list()[:-1]
-            if not labels.shape.is_compatible_with(outer):
-                raise ValueError(
-                    f"Shape mismatch: The shape of labels (received {labels.shape}) should equal "
-                    "the "
-                    f"shape of logits except for the last dimension (received {logits.shape})."
-                )
-        if rank is None:
-            raise ValueError("sparse_softmax_cross_entropy_with_logits needs logits of known rank")
-        op_name = name or "SparseSoftmaxCrossEntropyWithLogits"
-        if rank == 2:
-            return apply_op(
-                "SparseSoftmaxCrossEntropyWithLogits", [logits, labels], name=op_name
-            ).outputs[0]
-        flat_labels = array_ops.reshape(labels, [-1])
-        cost = apply_op(
-            "SparseSoftmaxCrossEntropyWithLogits", [_flatten_to_2d(logits, rank), flat_labels]
-        ).outputs[0]
-        return array_ops.reshape(cost, _outer_shape(logits, rank), name=op_name)
-
-
-def _same_shape(labels, logits):
-    if not labels.shape.is_compatible_with(logits.shape):
-        raise ValueError(
-            f"logits and labels must have the same shape ({logits.shape} vs {labels.shape})"
-        )
-
-
-def sigmoid_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None, name=None):
-    """Element-wise max(x, 0) - x * z + log(1 + exp(-|x|)) for logits x and labels z (stable)."""
-    _named_only(_sentinel, "sigmoid_cross_entropy_with_logits")
-    graph, scope = _scope(name, "logistic_loss", [logits, labels])
-    with graph.as_default(), scope as scope_name:
-        logits = convert_to_tensor(logits, name="logits")
-        labels = convert_to_tensor(labels, dtype=logits.dtype, name="labels")
-        _same_shape(labels, logits)
-        zeros = array_ops.zeros_like(logits)
-        cond = math_ops.greater_equal(logits, zeros)
-        relu_logits = math_ops.where(cond, logits, zeros)
-        neg_abs_logits = math_ops.where(cond, math_ops.negative(logits), logits)
-        return math_ops.add(
-            math_ops.subtract(relu_logits, math_ops.multiply(logits, labels)),
-            math_ops.log1p(math_ops.exp(neg_abs_logits)),
-            name=scope_name,
-        )
-
-
-def weighted_cross_entropy_with_logits(
-    labels=None, logits=None, pos_weight=None, name=None, targets=None
-):
-    """Sigmoid cross-entropy whose positive term is weighted by `pos_weight` (TF1 `targets` =
-    labels)."""
-    labels = nn_conv._one_of(labels, targets, "labels", "targets")
-    if pos_weight is None:
-        raise ValueError("pos_weight is required")
-    graph, scope = _scope(name, "logistic_loss", [logits, labels])
-    with graph.as_default(), scope as scope_name:
-        logits = convert_to_tensor(logits, name="logits")
-        labels = convert_to_tensor(labels, dtype=logits.dtype, name="labels")
-        _same_shape(labels, logits)
-        pos_weight = convert_to_tensor(pos_weight, dtype=logits.dtype)
-        one = convert_to_tensor(1.0, dtype=logits.dtype)
-        log_weight = math_ops.add(
-            one, math_ops.multiply(math_ops.subtract(pos_weight, one), labels)
-        )
-        softplus_neg = math_ops.add(
-            math_ops.log1p(math_ops.exp(math_ops.negative(math_ops.abs(logits)))),
-            relu(math_ops.negative(logits)),
-        )
-        return math_ops.add(
-            math_ops.multiply(math_ops.subtract(one, labels), logits),
-            math_ops.multiply(log_weight, softplus_neg),
-            name=scope_name,
-        )
-
-
 # -- top-k -----------------------------------------------------------------------------------------
 TopKV2 = collections.namedtuple("TopKV2", ["values", "indices"])
 
@@ -567,4 +425,11 @@ from flowgraph.ops.nn_conv import (  # noqa: F401
     max_pool,
     max_pool2d,
     separable_conv2d,
+)
+from flowgraph.ops.nn_xent import (
+    sigmoid_cross_entropy_with_logits,
+    softmax_cross_entropy_with_logits,
+    softmax_cross_entropy_with_logits_v2,
+    sparse_softmax_cross_entropy_with_logits,
+    weighted_cross_entropy_with_logits,
 )

@@ -90,3 +90,105 @@ def test_top_k_ranks_nan_last_and_agrees_with_argmax():
         assert i.tolist() == [[6, 2, 4, 0, 5, 1, 3], [1, 2, 3, 4, 5, 6, 0]]
         np.testing.assert_array_equal(v, np.take_along_axis(x, i, 1).astype(np.float32))
         assert s.run(top1)[:, 0].tolist() == s.run(tf.argmax(x, 1)).tolist()
+
+
+_X = np.random.RandomState(0).rand(3, 7).astype(np.float32)
+_Y = np.eye(7, dtype=np.float32)[[1, 2, 3]]
+_XENT = [1.795347, 2.3057995, 1.709737]  # TensorFlow's values for _X and _Y
+
+
+@pytest.mark.parametrize(
+    "fn", [tf.nn.softmax_cross_entropy_with_logits, tf.nn.softmax_cross_entropy_with_logits_v2]
+)
+def test_softmax_xent_flattens_labels_and_takes_unknown_ranks(fn):
+    """Defect 14: labels (1, ?, 7) against logits (?, 7) (a program's `[y]`), and logits of
+    unknown rank, work as in TensorFlow: both flatten to [-1, classes]."""
+    x, y = tf.placeholder(tf.float32, [None, 7]), tf.placeholder(tf.float32, [None, 7])
+    wrapped = fn(labels=tf.stop_gradient([y]), logits=x)
+    assert wrapped.shape.as_list() == [None]
+    u, v = tf.placeholder(tf.float32), tf.placeholder(tf.float32)
+    unknown = fn(labels=v, logits=u)
+    assert unknown.shape.ndims is None
+    with tf.Session() as s:
+        np.testing.assert_allclose(s.run(wrapped, {x: _X, y: _Y}), _XENT, rtol=1e-6)
+        np.testing.assert_allclose(s.run(unknown, {u: _X, v: _Y}), _XENT, rtol=1e-6)
+        cube = s.run(unknown, {u: _X[None], v: _Y[None]})
+        assert cube.shape == (1, 3)
+        # a class axis other than the last, and no negative zeros where labels are zero
+        along0 = s.run(fn(labels=_Y, logits=_X, dim=0))
+        assert along0.shape == (7,) and not np.signbit(along0).any()
+
+
+def test_softmax_xent_axis_as_tensor_and_out_of_range():
+    """Defect 20 for the cross-entropy: any axis, a tensor axis, TF's error out of range."""
+    x = np.random.RandomState(1).rand(2, 3, 4).astype(np.float32)
+    y = np.random.RandomState(2).rand(2, 3, 4).astype(np.float32)
+    with tf.Session() as s:
+        for axis in (0, 1, -2, tf.placeholder_with_default(1, [])):
+            got = s.run(tf.nn.softmax_cross_entropy_with_logits_v2(labels=y, logits=x, axis=axis))
+            a = axis if isinstance(axis, int) else 1
+            m, lab = np.moveaxis(x, a, -1), np.moveaxis(y, a, -1)
+            want = -(lab * (m - np.log(np.exp(m).sum(-1, keepdims=True)))).sum(-1)
+            np.testing.assert_allclose(got, want, rtol=1e-5)
+    with pytest.raises(errors.InvalidArgumentError, match=r"Dimension \(3\) must be in the range"):
+        tf.nn.softmax_cross_entropy_with_logits_v2(labels=y, logits=x, axis=3)
+
+
+def test_sparse_xent_of_unknown_rank_and_half_precision():
+    u, labels = tf.placeholder(tf.float32), tf.placeholder(tf.int32)
+    cost = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=u)
+    half = tf.nn.softmax_cross_entropy_with_logits_v2(labels=_Y, logits=_X.astype(np.float16))
+    with tf.Session() as s:
+        np.testing.assert_allclose(s.run(cost, {u: _X, labels: [1, 2, 3]}), _XENT, rtol=1e-6)
+        np.testing.assert_allclose(s.run(cost, {u: _X[None], labels: [[1, 2, 3]]}), [_XENT], 1e-6)
+        with pytest.raises(errors.InvalidArgumentError, match="labels must have the shape"):
+            s.run(cost, {u: _X[None], labels: [1, 2, 3]})
+        assert half.dtype == tf.float16
+        np.testing.assert_allclose(s.run(half), _XENT, rtol=1e-3)
+    for loss in (tf.losses.softmax_cross_entropy, tf.losses.sparse_softmax_cross_entropy):
+        assert loss(labels, u).shape == ()
+
+
+@pytest.mark.parametrize("fn", [tf.nn.softmax, tf.nn.log_softmax])
+def test_softmax_axis_may_be_a_tensor(fn):
+    """Defect 20: a tensor-valued axis is read at run time; out of range is TF's
+    InvalidArgumentError."""
+    x = np.random.RandomState(0).rand(2, 3, 4).astype(np.float32)
+
+    def reference(a):
+        e = np.exp(x - x.max(a, keepdims=True))
+        p = e / e.sum(a, keepdims=True)
+        return p if fn is tf.nn.softmax else np.log(p)
+
+    with tf.Session() as s:
+        for a in (0, 1, -2):
+            for axis in (tf.constant(a), tf.placeholder_with_default(a, [])):
+                result = fn(x, axis=axis)
+                assert result.shape == (2, 3, 4)
+                np.testing.assert_allclose(s.run(result), reference(a), rtol=1e-5, atol=1e-6)
+        u = tf.placeholder(tf.float32)
+        np.testing.assert_allclose(s.run(fn(u, axis=0), {u: x}), reference(0), 1e-5, 1e-6)
+    with pytest.raises(errors.InvalidArgumentError, match=r"Dimension \(3\) must be in the range"):
+        fn(x, axis=3)
+
+
+def test_gather_tensor_axis_keeps_the_rank_and_batch_dims_none_is_zero():
+    """Defect 20: TF infers the output rank of a gather whose axis is a tensor."""
+    params = tf.zeros([2, 3, 4])
+    axis = tf.placeholder_with_default(1, [])
+    assert tf.gather(params, [0, 1], axis=axis).shape.as_list() == [None, None, None]
+    assert tf.gather(params, [[0, 1]], axis=axis, batch_dims=0).shape.ndims == 4
+    assert tf.gather(params, [0, 1], batch_dims=None).shape == (2, 3, 4)
+    with pytest.raises(ValueError, match="out of valid range"):
+        tf.reverse(params, [3])
+    with pytest.raises(ValueError, match="more than once"):
+        tf.reverse(params, [1, -2])
+
+
+def test_half_precision_elu_and_selu_match_tensorflow_bits():
+    """Defect 20: TF computes exp(x) - 1 in the input's type (not expm1)."""
+    h = np.array([-3, -1, -0.5, -1e-3, 0.1, 2], np.float16)
+    with tf.Session() as s:
+        elu, selu = s.run([tf.nn.elu(h), tf.nn.selu(h)])
+    assert elu.view(np.uint16).tolist() == [48026, 47374, 46668, 37888, 11878, 16384]
+    assert selu.view(np.uint16).tolist() == [48814, 48241, 47497, 38664, 11961, 16436]

@@ -22,12 +22,26 @@ def _zero(x):
     return np.zeros((), x.dtype)
 
 
+def _exp_minus_one(x):
+    """exp(x) - 1 in x's dtype, rounded after each step as TensorFlow's kernels compute it (not
+    expm1), so that float16 results match TensorFlow's bit for bit."""
+    return np.exp(x) - np.ones((), x.dtype)
+
+
+def _selu(x):
+    scale_alpha, scale = (
+        np.asarray(_SELU_SCALE * _SELU_ALPHA, x.dtype),
+        np.asarray(_SELU_SCALE, x.dtype),
+    )
+    return np.where(x < 0, scale_alpha * _exp_minus_one(x), scale * x)
+
+
 # op type -> (kernel(x, attrs), dtypes). Results keep the input dtype (NumPy 2 weak scalars).
 ACTIVATIONS = {
     "Relu": (lambda x, a: np.maximum(x, _zero(x)), _REAL),
     "Relu6": (lambda x, a: np.clip(x, _zero(x), np.asarray(6, x.dtype)), _REAL),
-    "Elu": (lambda x, a: np.where(x < 0, np.expm1(x), x), _FLOATS),
-    "Selu": (lambda x, a: _SELU_SCALE * np.where(x < 0, _SELU_ALPHA * np.expm1(x), x), _FLOATS),
+    "Elu": (lambda x, a: np.where(x < 0, _exp_minus_one(x), x), _FLOATS),
+    "Selu": (lambda x, a: _selu(x), _FLOATS),
     "Softplus": (lambda x, a: np.logaddexp(_zero(x), x), _FLOATS),
     "Softsign": (lambda x, a: x / (1 + np.abs(x)), _FLOATS),
     "LeakyRelu": (lambda x, a: np.where(x > 0, x, x * a["alpha"]), _FLOATS),
@@ -165,7 +179,7 @@ def softmax_cross_entropy(ctx, logits, labels):
         ) from None
     log_p = _log_softmax(np.broadcast_to(_wide(logits), shape))
     lab = _wide(labels)
-    loss = -np.sum(lab * log_p, axis=1)
+    loss = np.sum(lab * -log_p, axis=1)
     backprop = np.exp(log_p) - lab
     return loss.astype(logits.dtype, copy=False), backprop.astype(logits.dtype, copy=False)
 
