@@ -294,6 +294,8 @@ register_op(
         shape_fn=_pad_shape,
     )
 )
+
+
 def _reverse_shape(ctx):
     """The input's shape; constant axes must be in range and not repeated (TF's check)."""
     shape, axes = ctx.input_shapes[0], ctx.input_constant(1)
