@@ -192,3 +192,23 @@ def test_half_precision_elu_and_selu_match_tensorflow_bits():
         elu, selu = s.run([tf.nn.elu(h), tf.nn.selu(h)])
     assert elu.view(np.uint16).tolist() == [48026, 47374, 46668, 37888, 11878, 16384]
     assert selu.view(np.uint16).tolist() == [48814, 48241, 47497, 38664, 11961, 16436]
+
+
+def test_gradients_through_dynamic_rnn_when_only_the_final_state_is_used():
+    """Defect 16: the encoder's outputs unused, its state the loss (or a decoder's initial
+    state): the TensorArray of outputs was never read, so its gradient reads zeros. Checked
+    against the same cell unrolled by static_rnn, which has no TensorArray."""
+    xv = np.random.RandomState(0).rand(2, 5, 3)
+    x = tf.constant(xv)
+    with tf.variable_scope("rnn", reuse=tf.AUTO_REUSE):
+        cell = tf.nn.rnn_cell.LSTMCell(4, initializer=tf.constant_initializer(0.3))
+        _, state = tf.nn.dynamic_rnn(cell, x, dtype=tf.float64)
+        _, static_state = tf.nn.static_rnn(cell, tf.unstack(x, axis=1), dtype=tf.float64)
+    grads = tf.gradients(tf.reduce_sum(state.h * state.c), [x] + cell.weights)
+    static = tf.gradients(tf.reduce_sum(static_state.h * static_state.c), [x] + cell.weights)
+    train = tf.train.GradientDescentOptimizer(0.1).minimize(tf.reduce_sum(state.h))
+    with tf.Session() as s:
+        s.run(tf.global_variables_initializer())
+        for got, want in zip(*s.run([grads, static])):
+            np.testing.assert_allclose(got, want, rtol=1e-10)
+        s.run(train)
