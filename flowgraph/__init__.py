@@ -85,6 +85,7 @@ from flowgraph.ops.sort_ops import *  # noqa: F403
 from flowgraph.ops.array_compose import *  # noqa: F403
 from flowgraph.ops.norms import *  # noqa: F403
 from flowgraph.ops.confusion_matrix import *  # noqa: F403
+from flowgraph.ops.check_ops import *  # noqa: F403
 from flowgraph.ops.template import make_template  # noqa: E402
 from flowgraph.gradients import *  # noqa: F403
 from flowgraph.session.default_session import get as get_default_session
@@ -113,6 +114,7 @@ from flowgraph.namespaces import sparse  # noqa: E402
 from flowgraph.namespaces import strings  # noqa: E402
 from flowgraph.namespaces import lookup  # noqa: E402
 from flowgraph.namespaces import sets  # noqa: E402
+from flowgraph.namespaces import debugging  # noqa: E402
 from flowgraph.platform.version import COMPILER_VERSION, GIT_VERSION, VERSION, __version__  # noqa: E402
 from flowgraph import compat  # noqa: E402
 from flowgraph.compat import *  # noqa: F403,E402

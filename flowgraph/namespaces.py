@@ -11,7 +11,9 @@ from flowgraph.testing import test_case as _test_case
 from flowgraph.ops import dynamic_rnn as _dynamic_rnn
 from flowgraph.ops import init_ops as _init_ops
 from flowgraph.ops import linalg as _linalg
+from flowgraph.ops import logging as _logging_ops
 from flowgraph.ops import losses as _losses
+from flowgraph.ops import check_ops as _check_ops
 from flowgraph.ops import confusion_matrix as _confusion_matrix
 from flowgraph.ops import math as _math
 from flowgraph.ops import sets as _sets
@@ -55,6 +57,16 @@ graph_util = _namespace("graph_util", _importer, _graph_util)
 sparse = _namespace("sparse", **_sparse.SPARSE_NAMESPACE)
 strings = _namespace("strings", **_string_ops.STRINGS_NAMESPACE)
 sets = _namespace("sets", **_sets.SETS_NAMESPACE)
+debugging = _namespace(
+    "debugging",
+    _check_ops,
+    Assert=_logging_ops.Assert,
+    assert_all_finite=_logging_ops.verify_tensor_all_finite,
+    check_numerics=_logging_ops.check_numerics,
+    is_finite=_math.is_finite,
+    is_inf=_math.is_inf,
+    is_nan=_math.is_nan,
+)
 lookup = _namespace("lookup", **_lookup_ops.LOOKUP_NAMESPACE)  # tf.lookup, tf.contrib.lookup
 for _name in _segment.__all__:  # tf.math.segment_sum, tf.math.bincount, ...
     setattr(math, _name, getattr(_segment, _name))

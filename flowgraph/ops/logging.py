@@ -48,8 +48,12 @@ def check_numerics(tensor, message, name=None):
     return apply_op("CheckNumerics", [tensor], name=name, message=message).outputs[0]
 
 
-def verify_tensor_all_finite(t, msg, name=None):
-    """check_numerics under a 'VerifyFinite' scope (TF1's numerics.verify_tensor_all_finite)."""
+def verify_tensor_all_finite(t=None, msg=None, name=None, x=None, message=None):
+    """check_numerics under a 'VerifyFinite' scope (TF1's numerics.verify_tensor_all_finite;
+    `x` and `message` are TF 1.15's newer names of `t` and `msg`)."""
+    if (t is None) == (x is None) or (msg is None) == (message is None):
+        raise ValueError("Give exactly one of t and x, and exactly one of msg and message")
+    t, msg = (t if x is None else x), (msg if message is None else message)
     with name_scope(name, "VerifyFinite", [t]):
         t = convert_to_tensor(t, name="t")
         return check_numerics(t, message=msg)
