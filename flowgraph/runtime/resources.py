@@ -73,6 +73,11 @@ class VariableState:
         arr.flags.writeable = False
         self.value = arr
 
+    def update_buffer(self) -> np.ndarray | None:
+        """The writable buffer of a reference variable, for kernels that update it in place
+        (the fused training ops); None for a resource variable or before the first write."""
+        return self._buffer
+
     def reset(self) -> None:
         """Back to uninitialized (DestroyResourceOp)."""
         self.value = None

@@ -356,3 +356,89 @@ def test_run_time_errors():
             3,
             2,
         )
+
+
+@pytest.mark.parametrize("op_type", list(CASES))
+def test_gradient_aliasing_the_variable(op_type):
+    """The rules update a ref variable in its buffer: a gradient that is that buffer (a read of
+    the variable itself) must still be read as it was before the update."""
+    ref, names, coefs = CASES[op_type]
+    rng = np.random.RandomState(11)
+    slots = _slots(names, (3, 4), rng)
+    g = tf.Graph()
+    with g.as_default():
+        refs = {
+            n: apply_op("VariableV2", [], name=n, dtype=tf.float64, shape=[3, 4]).outputs[0]
+            for n in slots
+        }
+        inits = [apply_op("Assign", [refs[n], v]) for n, v in slots.items()]
+        inputs = {n: tf.constant(np.float64(v)) for n, v in coefs.items()}
+        inputs["delta" if op_type.endswith("GradientDescent") else "grad"] = tf.identity(
+            refs["var"]
+        )
+        out = getattr(training_ops, snake_case(op_type))(**refs, **inputs)
+        with tf.Session(graph=g) as sess:
+            sess.run(inits)
+            sess.run(out.op)
+            got = sess.run(refs)
+    _check(got, ref(slots, coefs, slots["var"], {}), np.float64)
+
+
+@pytest.mark.parametrize(
+    "op_type, rule, refs, temporaries",
+    [
+        ("ApplyGradientDescent", "gradient_descent", ["var"], 0),
+        ("ApplyMomentum", "momentum", ["var", "accum"], 0),
+        ("ApplyAdagrad", "adagrad", ["var", "accum"], 1),
+        ("ApplyRMSProp", "rms_prop", ["var", "ms", "mom"], 1),
+        ("ApplyAdam", "adam", ["var", "m", "v"], 1),
+    ],
+)
+def test_dense_rules_update_in_place(op_type, rule, refs, temporaries):
+    """A dense update of a ref variable writes into its buffers and allocates at most one array
+    of the variable's size (a temporary), measured by tracemalloc (NumPy reports to it)."""
+    import tracemalloc
+    from types import SimpleNamespace
+
+    from flowgraph.kernels.cpu import training
+    from flowgraph.runtime.resources import VariableState
+
+    _, _, coefs = CASES[op_type]
+    n = 1 << 18  # 2 MiB of float64
+    rng = np.random.RandomState(12)
+    states = []
+    for name in refs:
+        st = VariableState(name, None, None)
+        st.write(rng.uniform(0.1, 1.0, n), in_place=True)
+        states.append(st)
+    buffers = [st.update_buffer() for st in states]
+    grad = rng.uniform(-1, 1, n)
+    args = {k: np.float64(v) for k, v in coefs.items()}
+    args["delta" if rule == "gradient_descent" else "grad"] = grad
+    args.update(zip(refs, states))
+    kernel = training._make_kernel(op_type, training.RULES[op_type[5:]], refs, False, False)
+    inputs = [args[name] for name in training.input_names(op_type)]
+    ctx = SimpleNamespace(attrs={"use_locking": False, "use_nesterov": False, "update_slots": True})
+    tracemalloc.start()
+    try:
+        kernel(ctx, *inputs)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < (temporaries + 0.5) * n * 8
+    for st, buf in zip(states, buffers):
+        assert st.update_buffer() is buf and np.shares_memory(st.read(), buf)
+
+
+def test_axpy_falls_back_where_blas_has_no_type():
+    from flowgraph.kernels.cpu.training import _axpy
+
+    for dtype in (np.float16, np.float32, np.complex64):
+        y = np.arange(12, dtype=dtype).reshape(3, 4)
+        x = np.ones((4, 3), dtype).T  # not contiguous: NumPy's path
+        want = y + 2 * x
+        _axpy(dtype(2), x, y)
+        np.testing.assert_array_equal(y, want)
+        z = np.ones((3, 4), dtype)
+        _axpy(np.asarray(-1, dtype), y, z)
+        np.testing.assert_array_equal(z, 1 - want)
