@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import flowgraph as tf
+from flowgraph.framework.apply_op import apply_op
 from flowgraph.runtime.threadpool import MIN_SHARD_COST, DevicePool
 
 BIG = float(MIN_SHARD_COST)  # cost per unit: every unit is worth a shard
@@ -129,3 +130,42 @@ def test_sharded_convolutions_match_one_thread(dtype, padding):
     tol = 1e-2 if dtype == np.float16 else 1e-5
     for got, want in zip(sharded, single, strict=True):
         np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.abs(want).max())
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+@pytest.mark.parametrize("data_format", ["NHWC", "NCHW"])
+def test_sharded_cnn_layer_kernels_match_one_thread(threads, data_format):
+    """BiasAdd, Relu, MaxPool (3x3/2 SAME: padded, overlapping windows) and their gradients
+    (BiasAddGrad, ReluGrad, MaxPoolGrad) split their work over the pool when large enough:
+    the same values as one thread, which runs them whole; the forward also against NumPy."""
+    rng = np.random.RandomState(3)
+    shape = (8, 40, 39, 16) if data_format == "NHWC" else (8, 16, 40, 39)
+    x = rng.uniform(-1, 1, shape).astype(np.float32)
+    b = rng.uniform(-0.5, 0.5, 16).astype(np.float32)
+    dy_scale = rng.uniform(0.5, 1.5, (8, 20, 20, 16)).astype(np.float32)
+    if data_format == "NCHW":
+        dy_scale = np.ascontiguousarray(dy_scale.transpose(0, 3, 1, 2))
+    ksize = [1, 3, 3, 1] if data_format == "NHWC" else [1, 1, 3, 3]
+    strides = [1, 2, 2, 1] if data_format == "NHWC" else [1, 1, 2, 2]
+
+    def build(xt, bt, st):
+        h = tf.nn.relu(tf.nn.bias_add(xt, bt, data_format=data_format))
+        y = tf.nn.max_pool(h, ksize, strides, "SAME", data_format=data_format)
+        return [h, y, *tf.gradients(tf.reduce_sum(y * st), [xt, bt])]
+
+    sharded = _run(build, x, b, dy_scale, threads=threads)
+    single = _run(build, x, b, dy_scale, threads=1)
+    for got, want in zip(sharded, single, strict=True):
+        np.testing.assert_array_equal(got, want)
+    channel = b.reshape(-1, 1, 1) if data_format == "NCHW" else b
+    np.testing.assert_array_equal(sharded[0], np.maximum(x + channel, 0))
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.int32, np.float64])
+def test_sharded_relu_grad_keeps_dtype(dtype):
+    rng = np.random.RandomState(4)
+    x = (rng.uniform(-3, 3, (300, 400))).astype(dtype)
+    dy = (rng.uniform(-3, 3, (300, 400))).astype(dtype)
+    got = _run(lambda a, c: apply_op("ReluGrad", [a, c]).outputs[0], dy, x)
+    assert got.dtype == dtype
+    np.testing.assert_array_equal(got, dy * (x > 0).astype(dtype))

@@ -11,6 +11,7 @@ from scipy import special
 
 from flowgraph.core import errors
 from flowgraph.kernels.base import register_kernel
+from flowgraph.kernels.sharding import ELEMENT_COST, parallel_for
 
 _FLOATS = [np.float16, np.float32, np.float64]
 _REAL = _FLOATS + [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64]
@@ -38,7 +39,7 @@ def _selu(x):
 
 # op type -> (kernel(x, attrs), dtypes). Results keep the input dtype (NumPy 2 weak scalars).
 ACTIVATIONS = {
-    "Relu": (lambda x, a: np.maximum(x, _zero(x)), _REAL),
+    "Relu": (lambda x, a, out=None: np.maximum(x, _zero(x), out=out), _REAL),
     "Relu6": (lambda x, a: np.clip(x, _zero(x), np.asarray(6, x.dtype)), _REAL),
     "Elu": (lambda x, a: np.where(x < 0, _exp_minus_one(x), x), _FLOATS),
     "Selu": (lambda x, a: _selu(x), _FLOATS),
@@ -50,7 +51,7 @@ ACTIVATIONS = {
 # ReluGrad and Relu6Grad multiply by the 0/1 mask, TF's own formula (a NaN gradient stays NaN
 # where the unit is off) and 15x faster than np.where (6.5 -> 0.43 ms on LeNet's conv1 output).
 ACTIVATION_GRADS = {
-    "ReluGrad": (lambda dy, x, a: np.multiply(dy, x > 0, dtype=dy.dtype), _REAL),
+    "ReluGrad": (lambda dy, x, a, out=None: np.multiply(dy, x > _zero(x), out=out), _REAL),
     "Relu6Grad": (lambda dy, x, a: np.multiply(dy, (x > 0) & (x < 6), dtype=dy.dtype), _REAL),
     "EluGrad": (lambda dy, y, a: np.where(y < 0, dy * (y + 1), dy), _FLOATS),
     "SeluGrad": (
@@ -70,23 +71,48 @@ def _unary(fn):
     return kernel
 
 
+def _check_same_shape(dy, x):
+    if dy.shape != x.shape:
+        raise errors.InvalidArgumentError(
+            None, None, f"gradients and inputs must have the same shape: {dy.shape} vs {x.shape}"
+        )
+
+
 def _binary(fn):
     def kernel(ctx, dy, x):
-        if dy.shape != x.shape:
-            raise errors.InvalidArgumentError(
-                None,
-                None,
-                f"gradients and inputs must have the same shape: {dy.shape} vs {x.shape}",
-            )
+        _check_same_shape(dy, x)
         return np.asarray(fn(dy, x, ctx.attrs), dy.dtype)
 
     return kernel
 
 
+# Rows whose function takes `out=`: their kernels write blocks of the flattened result in
+# parallel on the device's pool (kernels/sharding.py), as the layers of a CNN make them large.
+SHARDED = {"Relu", "ReluGrad"}
+
+
+def _sharded(fn, binary: bool):
+    def kernel(ctx, *args):
+        if binary:
+            _check_same_shape(*args)
+        out = np.empty(args[0].shape, args[0].dtype)
+        flat, flat_out = [a.reshape(-1) for a in args], out.reshape(-1)
+
+        def block(lo: int, hi: int) -> None:
+            fn(*(a[lo:hi] for a in flat), ctx.attrs, out=flat_out[lo:hi])
+
+        parallel_for(ctx, out.size, ELEMENT_COST, block)
+        return out
+
+    return kernel
+
+
 for _op, (_fn, _types) in ACTIVATIONS.items():
-    register_kernel(_op, dtypes_=_types)(_unary(_fn))
+    _kernel = _sharded(_fn, False) if _op in SHARDED else _unary(_fn)
+    register_kernel(_op, dtypes_=_types, intra_op=_op in SHARDED)(_kernel)
 for _op, (_fn, _types) in ACTIVATION_GRADS.items():
-    register_kernel(_op, dtypes_=_types)(_binary(_fn))
+    _kernel = _sharded(_fn, True) if _op in SHARDED else _binary(_fn)
+    register_kernel(_op, dtypes_=_types, intra_op=_op in SHARDED)(_kernel)
 
 
 # -- softmax ------------------------------------------------------------------------------------
@@ -127,9 +153,14 @@ def _bias_axis(value, data_format):
     return 1 if data_format == "NCHW" else value.ndim - 1
 
 
-@register_kernel("BiasAdd")
-@register_kernel("BiasAddV1")
+@register_kernel("BiasAdd", intra_op=True)
+@register_kernel("BiasAddV1", intra_op=True)
 def bias_add(ctx, value, bias):
+    """value + bias along the channel axis, written in blocks of rows on the device's pool.
+
+    With channels last and few channels, the rows are added `k` at a time against the bias
+    tiled `k` times: NumPy's broadcasting loop then runs over ~1024 elements instead of C
+    (0.65 -> 0.39 ms on LeNet's 64x28x28x32 conv1 output)."""
     axis = _bias_axis(value, ctx.attrs.get("data_format", "NHWC"))
     if bias.ndim != 1 or bias.shape[0] != value.shape[axis]:
         raise errors.InvalidArgumentError(
@@ -138,7 +169,34 @@ def bias_add(ctx, value, bias):
             f"Must provide as many biases as the channel dimension of the input tensor: "
             f"{bias.shape} vs. {value.shape}",
         )
-    return value + bias.reshape((-1,) + (1,) * (value.ndim - 1 - axis))
+    out = np.empty(value.shape, np.result_type(value, bias))
+    if not out.size:
+        return out
+    channels = bias.shape[0]
+    if axis == value.ndim - 1:  # rows of channels
+        rows, rows_out = value.reshape(-1, channels), out.reshape(-1, channels)
+        k = max(1, 1024 // max(channels, 1))
+        tiled = np.tile(bias, k)
+
+        def block(lo: int, hi: int) -> None:
+            full = lo + (hi - lo) // k * k
+            width = k * channels
+            np.add(
+                rows[lo:full].reshape(-1, width), tiled, out=rows_out[lo:full].reshape(-1, width)
+            )
+            np.add(rows[full:hi], bias, out=rows_out[full:hi])
+
+        parallel_for(ctx, rows.shape[0], ELEMENT_COST * channels, block)
+    else:  # NCHW: images of (C, H*W)
+        images = value.reshape(value.shape[0], channels, -1)
+        images_out = out.reshape(images.shape)
+        column = bias.reshape(-1, 1)
+
+        def block(lo: int, hi: int) -> None:
+            np.add(images[lo:hi], column, out=images_out[lo:hi])
+
+        parallel_for(ctx, images.shape[0], ELEMENT_COST * images[0].size, block)
+    return out
 
 
 @register_kernel("BiasAddGrad")

