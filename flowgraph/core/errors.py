@@ -154,3 +154,9 @@ def exception_type_from_error_code(error_code: int) -> type:
 
 def error_code_from_exception_type(cls: type) -> int:
     return getattr(cls, "code", UNKNOWN)
+
+
+class OperatorNotAllowedInGraphError(TypeError):
+    """A Python operator that needs a tensor's value (`if t:`, `bool(t)`) was applied to a
+    symbolic tensor while building a graph (TF 1.15's errors.OperatorNotAllowedInGraphError; a
+    TypeError, so code that catches TypeError keeps working)."""

@@ -83,6 +83,7 @@ class Graph:
         self._colocation_stack: list[Operation] = []
         self._collections: dict[str, list] = {}
         self._finalized = False
+        self._container = ""  # tf.container: where new stateful ops keep their state
         self._mutated_ops: list[Operation] = []
         self._gradient_override_map: dict[str, str] = {}
         self._control_flow_context = None
@@ -209,6 +210,17 @@ class Graph:
         finally:
             self._device_stack.pop()
 
+    @contextlib.contextmanager
+    def container(self, container_name):
+        """Stateful ops created in the block (variables, queues, tables) keep their state in
+        resource container `container_name`, which `tf.Session.reset(target, [name])` clears
+        without touching other state (whitepaper §4.7). '' is the default container."""
+        original, self._container = self._container, container_name
+        try:
+            yield self._container
+        finally:
+            self._container = original
+
     def _apply_device(self, op: Operation) -> str:
         spec = device_spec.DeviceSpec()
         for entry in reversed(self._device_stack):  # innermost first; inner fields win
@@ -304,6 +316,9 @@ class Graph:
             "",
             input_types,
         )
+        takes_container = op_def is not None and "container" in op_def.attrs
+        if self._container and takes_container and not op._attrs.get("container"):
+            op._attrs["container"] = self._container
         if op_type in self._gradient_override_map:  # TF1 applies the map active at creation
             op._attrs["_gradient_op_type"] = self._gradient_override_map[op_type]
         if self._colocation_stack:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 
-from flowgraph.core import attr_value, dtypes
+from flowgraph.core import attr_value, dtypes, errors
 from flowgraph.core.protos import NodeDef
 from flowgraph.core.shapes import TensorShape, as_shape
 
@@ -318,7 +318,7 @@ class Tensor:
         return self is not other
 
     def __bool__(self):
-        raise TypeError(
+        raise errors.OperatorNotAllowedInGraphError(
             "Using a `tf.Tensor` as a Python `bool` is not allowed. Use `if t is not None:` "
             "instead of `if t:` or use TensorFlow ops such as tf.cond to execute subgraphs "
             "conditioned on the value of a tensor."

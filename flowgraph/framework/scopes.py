@@ -15,6 +15,7 @@ __all__ = [
     "add_to_collection",
     "add_to_collections",
     "colocate_with",
+    "container",
     "control_dependencies",
     "device",
     "get_collection",
@@ -81,6 +82,12 @@ def device(device_name_or_function):
     """Requests a device ("/job:worker/task:1/device:GPU:0", partial specs merge with outer
     scopes) or a function op -> device string for the ops created in the block."""
     return default_graph.get().device(device_name_or_function)
+
+
+def container(container_name):
+    """Stateful ops created in the block keep their state in resource container
+    `container_name` of the default graph (tf.Session.reset can clear it alone)."""
+    return default_graph.get().container(container_name)
 
 
 def colocate_with(op, ignore_existing=False):

@@ -265,3 +265,33 @@ register_op(
         shape_fn=lambda ctx: ctx.input_shapes[0].with_rank(0),
     )
 )
+
+
+# -- assignment to a strided slice (`v[:, 0].assign(x)`; TF's array_ops.cc) -----------------------
+_SLICE_ASSIGN_ATTRS = [
+    "T: type",
+    "Index: {int32, int64}",
+    "begin_mask: int = 0",
+    "end_mask: int = 0",
+    "ellipsis_mask: int = 0",
+    "new_axis_mask: int = 0",
+    "shrink_axis_mask: int = 0",
+]
+register_op(
+    OpDef(
+        "StridedSliceAssign",
+        inputs=["ref: Ref(T)", "begin: Index", "end: Index", "strides: Index", "value: T"],
+        outputs=["output_ref: Ref(T)"],
+        attrs=_SLICE_ASSIGN_ATTRS,
+        shape_fn=unchanged,
+    )
+)
+register_op(
+    OpDef(
+        "ResourceStridedSliceAssign",
+        inputs=["ref: resource", "begin: Index", "end: Index", "strides: Index", "value: T"],
+        attrs=_SLICE_ASSIGN_ATTRS,
+        shape_fn=lambda ctx: [],
+        is_stateful=True,
+    )
+)

@@ -423,6 +423,12 @@ class ResourceVariable(variables.Variable):
         )
         return self._updated(op, read_value)
 
+    def _strided_slice_assign(self, begin, end, strides, value, name, masks):
+        value = convert_to_tensor(value, dtype=self._dtype, name="value")
+        inputs = [self._handle, begin, end, strides, value]
+        op = apply_op("ResourceStridedSliceAssign", inputs, name=name, **masks)
+        return self._updated(op, True)
+
     def _scatter_op(self, op_type, sparse_delta, name):
         if not (hasattr(sparse_delta, "indices") and hasattr(sparse_delta, "values")):
             raise TypeError(f"sparse_delta is not IndexedSlices: {sparse_delta}")

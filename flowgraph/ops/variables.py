@@ -514,6 +514,11 @@ class Variable(metaclass=_VariableMeta):
     def scatter_max(self, sparse_delta, use_locking=False, name=None):
         return self._scatter(state_ops.scatter_max, sparse_delta, use_locking, name)
 
+    def _strided_slice_assign(self, begin, end, strides, value, name, masks):
+        value = convert_to_tensor(value, dtype=self.dtype.base_dtype, name="value")
+        inputs = [self._variable, begin, end, strides, value]
+        return apply_op("StridedSliceAssign", inputs, name=name, **masks).outputs[0]
+
     def scatter_nd_update(self, indices, updates, name=None):
         return state_ops.scatter_nd_update(
             self._variable, indices, updates, use_locking=True, name=name
@@ -578,6 +583,29 @@ def _delegate(method: str):
 
 for _method in Tensor.OVERLOADABLE_OPERATORS:
     setattr(Variable, _method, _delegate(_method))
+
+_SLICE_MASKS = ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask")
+
+
+def _getitem(self, slice_spec):
+    """`v[spec]`: a slice of the value whose `assign(value, name=None)` writes that slice of
+    the variable (TF1's _SliceHelperVar: `v[:, 0].assign(x)`)."""
+    from flowgraph.ops.array_index import getitem
+
+    result = getitem(self.value(), slice_spec)
+    op = result.op
+    if op.type == "StridedSlice":  # a boolean mask is not an l-value
+        begin, end, strides = op.inputs[1:]
+        masks = {k: op.get_attr(k) for k in _SLICE_MASKS}
+
+        def assign(value, name=None):
+            return self._strided_slice_assign(begin, end, strides, value, name, masks)
+
+        result.assign = assign
+    return result
+
+
+Variable.__getitem__ = _getitem
 
 
 def _to_tensor(v: Variable, dtype=None, name=None, as_ref=False) -> Tensor:

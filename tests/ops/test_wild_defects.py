@@ -212,3 +212,47 @@ def test_gradients_through_dynamic_rnn_when_only_the_final_state_is_used():
         for got, want in zip(*s.run([grads, static])):
             np.testing.assert_allclose(got, want, rtol=1e-10)
         s.run(train)
+
+
+@pytest.mark.parametrize("use_resource", [False, True])
+def test_assigning_a_slice_of_a_variable(use_resource):
+    """`v[:, 0].assign(x)` (StridedSliceAssign / ResourceStridedSliceAssign), masks and
+    shrinking included; a value of another shape is TF's InvalidArgumentError."""
+    v = tf.get_variable("v", initializer=np.arange(6.0).reshape(2, 3), use_resource=use_resource)
+    column = v[:, 0].assign([9.0, 8.0])
+    row = v[1:, ::2].assign([[7.0, 7.0]])
+    item = v[0, -1].assign(5.0)
+    wrong = v[:, 0].assign([1.0, 2.0, 3.0])
+    with tf.Session() as s:
+        s.run(v.initializer)
+        np.testing.assert_array_equal(s.run(column), [[9, 1, 2], [8, 4, 5]])
+        np.testing.assert_array_equal(s.run(row), [[9, 1, 2], [7, 4, 7]])
+        np.testing.assert_array_equal(s.run(item), [[9, 1, 5], [7, 4, 7]])
+        with pytest.raises(errors.InvalidArgumentError, match="does not match r-value shape"):
+            s.run(wrong)
+        np.testing.assert_array_equal(s.run(v.read_value()), [[9, 1, 5], [7, 4, 7]])
+    expected = "ResourceStridedSliceAssign" if use_resource else "StridedSliceAssign"
+    assert expected in {op.type for op in tf.get_default_graph().get_operations()}
+
+
+def test_container_scopes_stateful_ops():
+    """tf.container sets the `container` attr of the stateful ops created in the block."""
+    with tf.container("experiment"):
+        v = tf.Variable(1.0)
+        q = tf.FIFOQueue(3, tf.float32)
+        r = tf.get_variable("r", [], use_resource=True)
+        c = tf.constant(1.0)
+    outside = tf.Variable(2.0)
+    assert v.op.get_attr("container") == "experiment"
+    assert q.queue_ref.op.get_attr("container") == "experiment"
+    assert r.op.get_attr("container") == "experiment"
+    assert outside.op.get_attr("container") == "" and "container" not in c.op.node_def.attr
+    with tf.Session() as s:
+        s.run(tf.global_variables_initializer())
+        assert s.run(v) == 1.0 and s.run(outside) == 2.0
+
+
+def test_a_tensor_as_a_python_bool_is_operator_not_allowed():
+    with pytest.raises(tf.errors.OperatorNotAllowedInGraphError, match="Python `bool`"):
+        bool(tf.constant(True))
+    assert issubclass(tf.errors.OperatorNotAllowedInGraphError, TypeError)

@@ -14,6 +14,7 @@ from flowgraph.core import errors
 from flowgraph.kernels.base import register_kernel
 from flowgraph.kernels.cpu.array import checked
 from flowgraph.kernels.cpu.array_index import gather
+from flowgraph.opdefs import strided_slice as ss
 from flowgraph.opdefs.array_index import check_batch_dims
 from flowgraph.runtime.resources import VariableState
 
@@ -330,3 +331,35 @@ def count_up_to(ctx, var: VariableState):
         old = np.array(old)  # a copy: a ref variable's buffer changes in place below
         var.write(np.asarray(old + 1, dtype=old.dtype), _in_place(ctx), owned=True)
     return old
+
+
+def _as_ints(x) -> list:
+    return [int(v) for v in np.asarray(x).reshape(-1)]
+
+
+@register_kernel("StridedSliceAssign")
+@register_kernel("ResourceStridedSliceAssign")
+def strided_slice_assign(ctx, var: VariableState, begin, end, strides, value):
+    """var[begin:end:strides] = value (the slice spec and masks of StridedSlice); the value's
+    shape must equal the slice's. The ref form returns the variable, the resource form nothing."""
+    with var.lock:
+        old = var.read()
+        index = checked(
+            ss.build_index, _as_ints(begin), _as_ints(end), _as_ints(strides), ctx.attrs
+        )
+        entries = checked(ss.dense_entries, index, old.ndim)
+        checked(ss.check_shrink, entries, list(old.shape))
+        target = ss.numpy_index(entries)
+        value = np.asarray(value)
+        want = old[target].shape
+        if value.shape != want:
+            raise errors.InvalidArgumentError(
+                None,
+                None,
+                f"sliced l-value shape {list(want)} does not match r-value shape "
+                f"{list(value.shape)}. Automatic broadcasting not yet implemented.",
+            )
+        new = old.copy()
+        new[target] = value
+        var.write(new, _in_place(ctx), owned=True)
+    return var if ctx.op_type == "StridedSliceAssign" else None
