@@ -68,10 +68,16 @@ CASES = [  # (strides, padding, dilations)
 ]
 
 
+# Fewer than 4 input channels take the tap-major im2col (windows.im2col_taps), more the
+# cache-blocked row-major one; one channel has its own input backprop.
+CHANNELS = [1, 3, 5]
+
+
+@pytest.mark.parametrize("channels", CHANNELS)
 @pytest.mark.parametrize("strides,padding,dilations", CASES)
 @pytest.mark.parametrize("data_format", ["NHWC", "NCHW"])
-def test_conv2d_matches_loops(strides, padding, dilations, data_format):
-    x, f = _rand((2, 7, 6, 3), np.float32), _rand((3, 2, 3, 4), np.float32, 1)
+def test_conv2d_matches_loops(strides, padding, dilations, data_format, channels):
+    x, f = _rand((2, 7, 6, channels), np.float32), _rand((3, 2, channels, 4), np.float32, 1)
     want = ref_conv2d(x, f, strides, padding, dilations)
     tf_pad = (
         padding
@@ -135,11 +141,12 @@ def test_conv2d_runtime_depth_mismatch():
         sess.run(y, {x: np.zeros((1, 2, 2, 4), np.float32)})
 
 
+@pytest.mark.parametrize("channels", CHANNELS)
 @pytest.mark.parametrize("strides,padding,dilations", CASES[:6])
 @pytest.mark.parametrize("data_format", ["NHWC", "NCHW"])
-def test_conv2d_backprops_are_adjoints(strides, padding, dilations, data_format):
+def test_conv2d_backprops_are_adjoints(strides, padding, dilations, data_format, channels):
     """<conv(x, f), dy> = <x, backprop_input(dy)> = <f, backprop_filter(dy)>."""
-    x, f = _rand((2, 7, 6, 3), np.float64), _rand((3, 2, 3, 4), np.float64, 1)
+    x, f = _rand((2, 7, 6, channels), np.float64), _rand((3, 2, channels, 4), np.float64, 1)
     y = ref_conv2d(x, f, strides, padding, dilations)
     dy = _rand(y.shape, np.float64, 2)
     xs, dys = (x, dy) if data_format == "NHWC" else (_nchw(x), _nchw(dy))
@@ -150,7 +157,7 @@ def test_conv2d_backprops_are_adjoints(strides, padding, dilations, data_format)
         "data_format": data_format,
     }
     dx = run(lambda f_, dy_: tf.nn.conv2d_backprop_input(list(xs.shape), f_, dy_, **kw), [f, dys])
-    df = run(lambda x_, dy_: tf.nn.conv2d_backprop_filter(x_, [3, 2, 3, 4], dy_, **kw), [xs, dys])
+    df = run(lambda x_, dy_: tf.nn.conv2d_backprop_filter(x_, list(f.shape), dy_, **kw), [xs, dys])
     assert dx.shape == xs.shape and df.shape == f.shape
     np.testing.assert_allclose(np.sum(y * dy), np.sum(xs * dx), rtol=1e-10)
     np.testing.assert_allclose(np.sum(y * dy), np.sum(f * df), rtol=1e-10)

@@ -47,6 +47,10 @@ def conv2d(ctx, x, f):
 
     def images(lo: int, hi: int) -> None:
         base = lo * pixels
+        if fc < W.TAP_MAJOR_CHANNELS:
+            cols = W.im2col_taps(xn[lo:hi], win, dt)
+            np.matmul(cols.T, f2, out=out[base : hi * pixels])
+            return
         for first, last, cols in W.im2col_blocks(W.pad(xn[lo:hi], win), win, dt):
             np.matmul(cols, f2, out=out[base + first : base + last])
 
@@ -69,25 +73,27 @@ def conv2d_backprop_input(ctx, input_sizes, f, dy):
     # 5x faster than one big GEMM whose per-tap slices are strided (measured on LeNet's conv2).
     dyd = dyn.astype(dt, copy=False)
     fd = f.astype(dt, copy=False)
-    dxp = W.padded_zeros(nhwc_in, win, dt)
+    dx = np.zeros(nhwc_in, dt)
+    # Each tap adds into the input cells it reads (`valid_tap`), not into a padded copy.
+    taps = [(i, j, win.valid_tap(i, j, nhwc_in[1], nhwc_in[2])) for i, j in win.taps()]
+    taps = [(i, j, v) for i, j, v in taps if v is not None]
 
     def images(lo: int, hi: int) -> None:
         dy2 = dyd[lo:hi].reshape(-1, oc)
         block = (hi - lo, win.oh, win.ow, fc)
-        dxs = dxp[lo:hi]
+        dxs = dx[lo:hi]
         if fc == 1:
             # One input channel would make each tap's GEMM a GEMV over all of dy; one GEMM
             # gives every tap's contribution as a contiguous row (1.9 -> 1.2 ms, LeNet conv1).
             rows = (fd.reshape(kh * kw, oc) @ dy2.T).reshape(kh, kw, *block)
-            for i, j in win.taps():
-                dxs[win.tap(i, j)] += rows[i, j]
+            for i, j, (out_index, in_index) in taps:
+                dxs[in_index] += rows[i, j][out_index]
         else:
-            for i, j in win.taps():
-                dxs[win.tap(i, j)] += (dy2 @ fd[i, j].T).reshape(block)
+            for i, j, (out_index, in_index) in taps:
+                dxs[in_index] += (dy2 @ fd[i, j].T).reshape(block)[out_index]
 
     parallel_for(ctx, nhwc_in[0], win.oh * win.ow * fd.size, images)
-    dx = W.unpad(dxp, win, nhwc_in[1], nhwc_in[2])
-    return W.from_nhwc(np.ascontiguousarray(dx), fmt).astype(dy.dtype, copy=False)
+    return W.from_nhwc(dx, fmt).astype(dy.dtype, copy=False)
 
 
 @register_kernel("Conv2DBackpropFilter", dtypes_=_FLOATS, intra_op=True)
@@ -106,6 +112,9 @@ def conv2d_backprop_filter(ctx, x, filter_sizes, dy):
 
     def images(lo: int, hi: int) -> None:
         dy2 = dyd[lo:hi].reshape(-1, oc)
+        if fc < W.TAP_MAJOR_CHANNELS:
+            partials[lo] = W.im2col_taps(xn[lo:hi], win, dt) @ dy2
+            return
         df = np.zeros((kh * kw * fc, oc), dt)
         for first, last, cols in W.im2col_blocks(W.pad(xn[lo:hi], win), win, dt):
             df += cols.T @ dy2[first:last]
