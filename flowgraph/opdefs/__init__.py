@@ -37,3 +37,4 @@ from flowgraph.opdefs import functional  # noqa: F401
 from flowgraph.opdefs import dataset_ops  # noqa: F401
 from flowgraph.opdefs import special_math  # noqa: F401
 from flowgraph.opdefs import sets  # noqa: F401
+from flowgraph.opdefs import image_color  # noqa: F401
