@@ -1,19 +1,20 @@
-"""The executor (whitepaper §3.1): runs one device's graph by pending counts and a ready queue.
+"""The executor (whitepaper §3.1, §4.4): runs one device's graph by pending counts and a ready
+queue, with and without control flow, in one dispatch loop.
 
-Each node keeps the count of its inputs (data and control) not yet produced; nodes whose count
-is zero wait in the ready queue, a heap ordered by construction order, so ties break the way the
-graph was written and forward temporaries die early (§4.1). Cheap kernels run inline in the
-scheduling thread; an expensive kernel goes to the device's inter-op thread pool when other work
-is ready or in flight, so independent kernels overlap (NumPy releases the GIL in large kernels).
-BLAS kernels are parallel inside (intra-op) and run inline, one at a time (kernels/base.py).
+Each node keeps the count of its inputs (data and control) not yet produced, per iteration of
+the frame it runs in (frames.py); a graph without loops is the case of the root frame with one
+iteration. Nodes whose count is zero wait in the ready queue, a heap of `iteration key | node
+id` ordered by iteration then construction order, so ties break the way the graph was written
+and forward temporaries die early (§4.1). Cheap kernels run inline in the scheduling thread;
+an expensive kernel goes to the device's inter-op thread pool when other work is ready or in
+flight, so independent kernels overlap (NumPy releases the GIL in large kernels). BLAS
+kernels are parallel inside (intra-op) and run inline, one at a time (kernels/base.py).
 Asynchronous kernels (Recv) receive a continuation and never park a thread (§5.3).
 
-Every output lives in a slot until its last consumer has read it, then the slot is cleared so
-NumPy can free the buffer. Everything here is built once per (feeds, fetches, targets)
-signature; a step allocates only the pending counts, the slots and its rendezvous.
-
-Graphs with control flow (Switch/Merge/Enter/Exit/NextIteration) run on the tagged-frame loop
-in `frames.py`, which shares this module's plan.
+A value sits in its consumer's input slot until the consumer runs, then the slot is cleared so
+NumPy can free the buffer. When a Run is traced, the same loop records every node's stats and
+counts live bytes (tracing.py): a buffer is live from when its producer finished until its last
+reader has run, inside loops as outside.
 """
 
 from __future__ import annotations
@@ -26,122 +27,21 @@ import time
 import numpy as np
 
 from flowgraph.core import errors
-from flowgraph.kernels.base import KernelContext, bind, find_kernel
-from flowgraph.runtime.graph import Node
-from flowgraph.runtime.rendezvous import DEAD
-
-INLINE, EXPENSIVE, ASYNC = 0, 1, 2
-CONTROL_FLOW_OPS = frozenset(
-    {
-        "Switch",
-        "RefSwitch",
-        "Merge",
-        "RefMerge",
-        "Enter",
-        "RefEnter",
-        "Exit",
-        "RefExit",
-        "NextIteration",
-        "RefNextIteration",
-        "LoopCond",
-        "ControlTrigger",
-    }
+from flowgraph.runtime.frames import FrameState, IterationState
+from flowgraph.runtime.plan import (
+    ASYNC,
+    ENTER,
+    EXIT,
+    FORWARD,
+    MERGE,
+    NEXT,
+    RECV,
+    SEND,
+    TRIGGER,
+    ExecutorPlan,
+    NodeItem,
 )
-
-
-class NodeItem:
-    """The static facts the executor needs about one node."""
-
-    __slots__ = (
-        "id",
-        "node",
-        "compute",
-        "inputs",
-        "base",
-        "num_outputs",
-        "out_edges",
-        "kind",
-        "step_arg",
-        "ctx",
-    )
-
-    def __init__(self, nid: int, node: Node):
-        self.id = nid
-        self.node = node
-        self.compute = None  # kernel with its context bound
-        self.inputs: list[int] = []  # slot of each data input
-        self.base = 0  # slot of output 0
-        self.num_outputs = len(node.output_types)
-        self.out_edges: list[int] = []  # consumer node ids, one per data or control edge
-        self.kind = INLINE
-        self.step_arg = False  # kernel wants the Step as first argument
-        self.ctx = None
-
-
-def _deref(compute, positions, step_arg):
-    """Wraps a kernel so reference inputs at `positions` are read (FailedPrecondition if unset)."""
-    offset = 1 if step_arg else 0
-
-    def run(*args):
-        args = list(args)
-        for p in positions:
-            if args[p + offset] is not DEAD:  # a dead _Send still runs, to pass the deadness on
-                args[p + offset] = args[p + offset].read()
-        return compute(*args)
-
-    return run
-
-
-class ExecutorPlan:
-    """One device's nodes, compiled: kernels bound, slots assigned, edges and pending counts."""
-
-    def __init__(self, nodes: list[Node], device):
-        self.device = device
-        self.items = [NodeItem(i, n) for i, n in enumerate(nodes)]
-        index = {n.name: i for i, n in enumerate(nodes)}
-        slot = 0
-        for item in self.items:
-            item.base = slot
-            slot += item.num_outputs
-        self.num_slots = slot
-        self.reads = [0] * slot  # data reads per slot: the slot is cleared after the last one
-        self.pending = [0] * len(nodes)
-        self.has_control_flow = False
-        for item in self.items:
-            node = item.node
-            deref = []
-            for pos, ((src, port), want) in enumerate(zip(node.inputs, node.input_types)):
-                producer = self.items[index[src]]
-                s = producer.base + port
-                item.inputs.append(s)
-                self.reads[s] += 1
-                producer.out_edges.append(item.id)
-                if producer.node.output_types[port].is_ref_dtype and not want.is_ref_dtype:
-                    deref.append(pos)
-            for c in node.control:
-                self.items[index[c]].out_edges.append(item.id)
-            self.pending[item.id] = len(node.inputs) + len(node.control)
-            if node.op in CONTROL_FLOW_OPS:
-                self.has_control_flow = True
-            self._bind(item, deref)
-        self.roots = [i.id for i in self.items if self.pending[i.id] == 0]
-
-    def _bind(self, item: NodeItem, deref: list[int]):
-        node = item.node
-        try:
-            kdef = find_kernel(node.op, self.device.device_type, node.attrs)
-        except errors.NotFoundError as e:
-            raise errors.NotFoundError(
-                None, None, f"{e.message}\n\t [[node {node.name} on {self.device.name}]]"
-            ) from None
-        item.ctx = KernelContext(
-            node.name, node.op, node.attrs, self.device, node.input_types, node.output_types
-        )
-        item.compute = bind(kdef, item.ctx)
-        item.step_arg = kdef.step or kdef.async_
-        item.kind = ASYNC if kdef.async_ else EXPENSIVE if kdef.expensive else INLINE
-        if deref:
-            item.compute = _deref(item.compute, deref, item.step_arg)
+from flowgraph.runtime.rendezvous import DEAD
 
 
 class Step:
@@ -213,146 +113,348 @@ def node_error(item: NodeItem, device_name: str, e: BaseException) -> BaseExcept
     return err
 
 
-def _run_pooled(item, args, completions):
-    t0 = time.perf_counter()
-    try:
-        with np.errstate(all="ignore"):
-            out = item.compute(*args)
-    except BaseException as e:  # handed to the scheduling thread, which raises it
-        completions.put((item, None, e, t0, time.perf_counter()))
-        return
-    completions.put((item, out, None, t0, time.perf_counter()))
-
-
 def execute(plan: ExecutorPlan, step: Step) -> None:
     """Runs one step of `plan` to completion; raises the first kernel failure.
 
     Floating-point exceptions follow IEEE (log(0) is -inf, 0/0 is nan) without NumPy warnings,
     as in TensorFlow; CheckNumerics is the op that turns them into errors."""
     with np.errstate(all="ignore"):
-        _execute(plan, step)
+        _Execution(plan, step).run()
 
 
-def _execute(plan: ExecutorPlan, step: Step) -> None:
-    if plan.has_control_flow:
-        from flowgraph.runtime.frames import execute_frames
+def _cancelled_by_error():
+    return errors.CancelledError(None, None, "Step was cancelled by an error in another node")
 
-        return execute_frames(plan, step)
-    items = plan.items
-    pending = plan.pending[:]
-    reads = plan.reads[:]
-    vals = [None] * plan.num_slots
-    ready = plan.roots[:]  # already sorted, hence a valid heap
-    pool = plan.device.thread_pool
-    completions = queue.SimpleQueue()
-    inflight = 0
-    error = None
-    stats = step.stats
-    mem = stats.memory(plan.device.name) if stats is not None else None
-    released = []  # inputs whose last reader is running (memory accounting only)
-    deferred = {}  # node id -> its released inputs, while it runs on the pool
-    pop, push = heapq.heappop, heapq.heappush
 
-    def finish(item, out):
-        n = item.num_outputs
-        if n == 1:
-            vals[item.base] = out
-        elif n:
-            vals[item.base : item.base + n] = out
-        if mem is not None:
-            for s in range(item.base, item.base + n):
-                mem.allocate(vals[s])
-                if not reads[s]:
-                    mem.free(vals[s])
-        for c in item.out_edges:
-            pending[c] -= 1
-            if not pending[c]:
-                push(ready, c)
+class _Execution:
+    """One step of one plan; all bookkeeping happens on the scheduling thread."""
 
-    while True:
-        while ready and error is None:
-            item = items[pop(ready)]
-            args = [vals[s] for s in item.inputs]
-            for s in item.inputs:
-                reads[s] -= 1
-                if not reads[s]:
-                    if mem is not None:  # inputs stay live while the kernel runs
-                        released.append(vals[s])
-                    vals[s] = None
-            if item.step_arg:
-                args.insert(0, step)
-            if item.kind:
-                if item.kind == ASYNC:
-                    inflight += 1
-                    args.insert(1, _completion(item, completions))
-                    try:
-                        item.compute(*args)
-                    except BaseException as e:
-                        completions.put((item, None, e, 0.0, 0.0))
-                    continue
-                if pool is not None and (ready or inflight):
-                    inflight += 1
+    def __init__(self, plan: ExecutorPlan, step: Step):
+        self.plan, self.step = plan, step
+        self.items = plan.items
+        root = FrameState("", None, 0, 1, 0)
+        self.root_state = root.iterations[0] = IterationState(root, 0, 0, plan)
+        self.states: dict[int, IterationState] = {}  # key >> shift -> a loop iteration's state
+        self.next_key = 1
+        self.ready = plan.frame_roots[:]  # sorted, hence a valid heap
+        self.root_state.outstanding_ops = len(self.ready)
+        self.completions = queue.SimpleQueue()
+        self.inflight = 0
+        self.error = None
+        stats = step.stats
+        self.mem = stats.memory(plan.device.name) if stats is not None else None
+
+    # -- the loop --------------------------------------------------------------------------
+    def run(self):
+        plan, step = self.plan, self.step
+        items, kinds, simple, out_edges = plan.items, plan.kind, plan.simple, plan.out_edges
+        in_base, in_end, clear = plan.in_base, plan.in_end, plan.clear
+        shift, mask = plan.shift, plan.mask
+        root, states, ready = self.root_state, self.states, self.ready
+        pop, push, perf = heapq.heappop, heapq.heappush, time.perf_counter
+        pool = plan.device.thread_pool
+        stats, mem = step.stats, self.mem
+        device = plan.device.name
+        while True:
+            while ready and self.error is None:
+                e = pop(ready)
+                if e > mask:
+                    st, nid = states[e >> shift], e & mask
+                else:
+                    st, nid = root, e
+                item = items[nid]
+                kind = kinds[nid]
+                base, end = in_base[nid], in_end[nid]
+                args = st.inputs[base:end]
+                if end != base:
+                    st.inputs[base:end] = clear[nid]
+                if kind or st.dead[nid]:
+                    if self._route(st, nid, item, kind, args):
+                        continue
+                    if kind == SEND and st.dead[nid]:
+                        args = [DEAD]  # a dead _Send still runs, to pass the deadness on
+                ins = args if mem is not None else None
+                if item.step_arg:
+                    step.frame_iter = (st.frame.id, st.iter)
+                    args.insert(0, step)
+                if item.kind:
+                    if item.kind == ASYNC:
+                        self.inflight += 1
+                        args.insert(1, self._continuation(st, nid, ins))
+                        try:
+                            item.compute(*args)
+                        except BaseException as exc:
+                            self.completions.put((st, nid, None, exc, 0.0, 0.0, 0, ins))
+                        continue
+                    if pool is not None and (ready or self.inflight):
+                        self.inflight += 1
+                        pool.submit(self._pooled, st, nid, args, ins)
+                        continue
+                t0 = perf() if stats is not None else 0.0
+                try:
+                    out = item.compute(*args)
+                except BaseException as exc:
+                    self._fail(item, exc)
+                    break
+                if simple[nid] and mem is None:  # _done's common case, inlined
+                    pending, slots, key = st.pending, st.inputs, st.key
+                    one = item.num_outputs == 1
+                    pushed = -1
+                    for dst, slot, port in out_edges[nid]:
+                        if slot >= 0:
+                            slots[slot] = out if one else out[port]
+                        c = pending[dst] - 1
+                        pending[dst] = c
+                        if not c:
+                            push(ready, key | dst)
+                            pushed += 1
+                    st.outstanding_ops += pushed
+                    if not st.outstanding_ops and key:
+                        self._cleanup(st.frame, st.iter)
+                else:
+                    self._done(st, nid, _as_list(item, out), False)
+                if stats is not None:
                     if mem is not None:
-                        deferred[item.id], released = released, []
-                    pool.submit(_run_pooled, item, args, completions)
-                    continue
-            t0 = time.perf_counter() if stats is not None else 0.0
-            try:
-                out = item.compute(*args)
-            except BaseException as e:
-                error = node_error(item, plan.device.name, e)
-                step.cancelled = True  # now: an async kernel in flight (a dequeue) must not
-                step.rendezvous.abort(  # keep the step waiting for it
-                    errors.CancelledError(
-                        None, None, "Step was cancelled by an error in another node"
-                    )
-                )
+                        _release(mem, ins)
+                    stats.record(device, item, t0, perf(), out, threading.get_ident())
+            if not self.inflight:
                 break
-            finish(item, out)
-            if stats is not None:
-                for value in released:
-                    mem.free(value)
-                released.clear()
-                stats.record(
-                    plan.device.name, item, t0, time.perf_counter(), out, threading.get_ident()
-                )
-        if not inflight:
-            break
-        item, out, exc, t0, t1 = step.wait(completions)
-        inflight -= 1
-        if exc is not None:
-            if error is None:
-                error = node_error(item, plan.device.name, exc)
-                step.cancelled = True
-                step.rendezvous.abort(
-                    errors.CancelledError(
-                        None, None, "Step was cancelled by an error in another node"
-                    )
-                )
-        elif error is None:
-            finish(item, out)
-            if stats is not None:
-                for value in deferred.pop(item.id, ()):
-                    mem.free(value)
-                stats.record(
-                    plan.device.name,
-                    item,
-                    t0 or t1,
-                    t1 or time.perf_counter(),
-                    out,
-                    threading.get_ident(),
-                )
-    if error is not None:
-        step.rendezvous.abort(
-            errors.CancelledError(None, None, "Step was cancelled by an error in another node")
-        )
-        raise error
+            st, nid, out, exc, t0, t1, tid, ins = step.wait(self.completions)
+            self.inflight -= 1
+            item = items[nid]
+            if exc is not None:
+                self._fail(item, exc)
+            elif self.error is None:
+                self._done(st, nid, _as_list(item, out), False)
+                if stats is not None:
+                    if mem is not None:
+                        _release(mem, ins)
+                    tid = tid or threading.get_ident()
+                    stats.record(device, item, t0 or t1, t1 or perf(), out, tid)
+        if self.error is not None:
+            step.rendezvous.abort(_cancelled_by_error())
+            raise self.error
+
+    def _route(self, st, nid, item, kind, args) -> bool:
+        """Handles a dead node or a control-flow primitive without a kernel call; False means
+        the node still runs its kernel (a live Switch or kernel, a _Send or a _Recv)."""
+        if kind == MERGE:
+            outs = _merge(args)
+            self._done(st, nid, outs, outs[0] is DEAD)
+            out = outs
+        elif st.dead[nid] and kind != SEND and kind != RECV and kind != TRIGGER:
+            self._done(st, nid, [DEAD] * item.num_outputs, True)
+            out = DEAD  # a dead node does not run: no stats
+        elif kind == ENTER or kind == EXIT or kind == NEXT or kind == FORWARD:
+            out = args[0]
+            self._done(st, nid, [out], False)
+        elif kind == TRIGGER:
+            out = None
+            self._done(st, nid, [], False)
+        else:
+            return False
+        stats = self.step.stats
+        if stats is not None:
+            _release(self.mem, args)
+            if out is not DEAD:
+                t = time.perf_counter()
+                stats.record(self.plan.device.name, item, t, t, out, threading.get_ident())
+        return True
+
+    def _fail(self, item, e):
+        if self.error is None:
+            self.error = node_error(item, self.plan.device.name, e)
+            self.step.cancelled = True  # now: an async kernel in flight (a dequeue) must not
+            self.step.rendezvous.abort(_cancelled_by_error())  # keep the step waiting for it
+
+    def _pooled(self, st, nid, args, ins):
+        t0 = time.perf_counter()
+        try:
+            with np.errstate(all="ignore"):
+                out = self.items[nid].compute(*args)
+        except BaseException as e:  # handed to the scheduling thread
+            self.completions.put((st, nid, None, e, 0.0, 0.0, 0, ins))
+            return
+        t1 = time.perf_counter()
+        self.completions.put((st, nid, out, None, t0, t1, threading.get_ident(), ins))
+
+    def _continuation(self, st, nid, ins):
+        t0 = time.perf_counter()
+
+        def done(out=None, error=None):
+            self.completions.put((st, nid, out, error, t0, time.perf_counter(), 0, ins))
+
+        return done
+
+    # -- propagation (TF's PropagateOutputs + NodeDone) ------------------------------------
+    def _done(self, st, nid, outputs, is_dead):
+        kind = self.plan.kind[nid]
+        frame, it = st.frame, st.iter
+        mem = self.mem
+        if mem is not None:  # the producer's reference while its outputs are delivered
+            for value in outputs:
+                mem.allocate(value)
+        if kind == RECV and outputs and outputs[0] is DEAD:
+            is_dead = True
+        if kind == ENTER:
+            attrs = self.items[nid].node.attrs
+            child = self._child_frame(st, attrs)
+            if attrs["is_constant"]:
+                child.inv_values.append((nid, outputs[0]))
+                for state in list(child.iterations.values()):
+                    self._activate(state, nid, outputs, is_dead)
+            else:
+                self._activate(child.iterations[0], nid, outputs, is_dead)
+            child.num_pending_inputs -= 1
+            if child.num_pending_inputs == 0:
+                self._cleanup(child, 0)
+        elif kind == EXIT:
+            if is_dead:
+                if it == frame.iteration_count:
+                    frame.dead_exits.append(nid)
+            else:
+                parent = frame.parent.iterations[frame.parent_iter]
+                self._activate(parent, nid, outputs, False)
+        elif kind == NEXT:
+            if not is_dead:
+                if (
+                    it == frame.iteration_count
+                    and frame.num_outstanding_iterations == frame.max_parallel
+                ):
+                    frame.next_iter_roots.append((nid, outputs))
+                else:
+                    if it == frame.iteration_count:
+                        self._increment_iteration(frame)
+                    self._activate(frame.iterations[it + 1], nid, outputs, False)
+        else:
+            self._activate(st, nid, outputs, is_dead)
+        if mem is not None:
+            _release(mem, outputs)
+        st.outstanding_ops -= 1
+        if not st.outstanding_ops and st.key:
+            self._cleanup(frame, it)
+
+    def _new_iteration(self, frame: FrameState, k: int) -> IterationState:
+        state = IterationState(frame, k, self.next_key << self.plan.shift, self.plan)
+        self.states[self.next_key] = frame.iterations[k] = state
+        self.next_key += 1
+        return state
+
+    def _child_frame(self, st, attrs) -> FrameState:
+        frame, it = st.frame, st.iter
+        name = attrs["frame_name"]
+        child = frame.children.get((name, it))
+        if child is None:
+            parallel = attrs.get("parallel_iterations", 10)
+            child = FrameState(name, frame, it, parallel, self.plan.enter_counts[name])
+            self._new_iteration(child, 0)
+            frame.children[(name, it)] = child
+            st.outstanding_frames += 1
+        return child
+
+    def _activate(self, st, src, outputs, is_dead):
+        """Delivers `src`'s outputs (or its deadness) to its consumers in iteration `st`."""
+        pending, dead, inputs = st.pending, st.dead, st.inputs
+        kind = self.plan.kind
+        ready, push, key = self.ready, heapq.heappush, st.key
+        mem = self.mem
+        for dst, slot, port in self.plan.out_edges[src]:
+            if slot >= 0:
+                value = outputs[port] if not is_dead else DEAD
+                live = value is not DEAD
+            else:
+                live = not is_dead
+            if kind[dst] != MERGE:  # the common case, kept short
+                if slot >= 0:
+                    inputs[slot] = value
+                    if mem is not None:
+                        mem.allocate(value)
+                if not live:
+                    dead[dst] += 1
+                n = pending[dst] - 1
+                pending[dst] = n
+                if not n:
+                    st.outstanding_ops += 1
+                    push(ready, key | dst)
+                continue
+            if slot < 0:  # a Merge's control edge
+                pending[dst] -= 2
+                count = pending[dst]
+                fire = count == 0 or (count == 1 and dead[dst] == self.plan.num_data[dst])
+            elif live:  # the Merge fires on its first live input (low bit of its count)
+                count = pending[dst]
+                if count & 1:
+                    inputs[slot] = value
+                    if mem is not None:
+                        mem.allocate(value)
+                    pending[dst] = count & ~1
+                fire = count == 1
+            else:  # dead only when all inputs are, or its loop's Enter is
+                dead[dst] += 1
+                dst_dead = dead[dst] == self.plan.num_data[dst] or kind[src] == ENTER
+                fire = pending[dst] == 1 and dst_dead
+                if fire:
+                    pending[dst] = 0
+            if fire:
+                st.outstanding_ops += 1
+                push(ready, key | dst)
+
+    def _increment_iteration(self, frame: FrameState):
+        frame.iteration_count += 1
+        state = self._new_iteration(frame, frame.iteration_count)
+        frame.num_outstanding_iterations += 1
+        frame.dead_exits.clear()
+        roots, frame.next_iter_roots = frame.next_iter_roots, []
+        for nid, outputs in roots:
+            self._activate(state, nid, outputs, False)
+        for nid, value in frame.inv_values:
+            self._activate(state, nid, [value], value is DEAD)
+
+    def _iteration_done(self, frame, k) -> bool:
+        state = frame.iterations.get(k)
+        if state is None or state.outstanding_ops or state.outstanding_frames:
+            return False
+        return frame.num_pending_inputs == 0 if k == 0 else (k - 1) not in frame.iterations
+
+    def _cleanup(self, frame: FrameState, it: int):
+        """After a node of (frame, it) finished: retire finished iterations, start deferred
+        ones, and when the frame is done, hand its dead exits to the parent and recurse."""
+        if frame.parent is None:
+            return
+        k = it
+        while k <= frame.iteration_count and self._iteration_done(frame, k):
+            del self.states[frame.iterations.pop(k).key >> self.plan.shift]
+            frame.num_outstanding_iterations -= 1
+            k += 1
+            if frame.next_iter_roots:
+                self._increment_iteration(frame)
+        if frame.num_pending_inputs == 0 and frame.num_outstanding_iterations == 0:
+            parent, parent_iter = frame.parent, frame.parent_iter
+            state = parent.iterations[parent_iter]
+            for nid in frame.dead_exits:
+                self._activate(state, nid, [DEAD], True)
+            del parent.children[(frame.name, parent_iter)]
+            state.outstanding_frames -= 1
+            self._cleanup(parent, parent_iter)
 
 
-def _completion(item, completions):
-    t0 = time.perf_counter()
+def _as_list(item, out) -> list:
+    n = item.num_outputs
+    if n == 1:
+        return [out]
+    return list(out) if n else []
 
-    def done(out=None, error=None):
-        completions.put((item, out, error, t0, time.perf_counter()))
 
-    return done
+def _merge(args) -> list:
+    """A Merge's outputs: its first live input and that input's index, or both dead."""
+    for i, x in enumerate(args):
+        if x is not DEAD and x is not None:
+            return [x, np.int32(i)]
+    return [DEAD, DEAD]
+
+
+def _release(mem, values):
+    """A reader of `values` has run: their buffers lose one reference (tracing.MemoryTracker)."""
+    if values:
+        for value in values:
+            mem.free(value)

@@ -135,6 +135,30 @@ def test_while_loop_step_is_traced():
     assert adds and adds[0].output[0].tensor_description.HasField("shape")
 
 
+def test_while_loop_counts_memory_like_any_step():
+    """One executor loop: buffers made inside a loop are counted and released as outside it
+    (each iteration's product lives until the next iteration's Mul has read it)."""
+    x = tf.placeholder(tf.float32, [1000])
+    _, y = tf.while_loop(lambda i, v: i < 3, lambda i, v: (i + 1, v * 2.0), [tf.constant(0), x])
+    z = tf.reduce_sum(y, name="z")
+    with tf.Session() as sess:
+        md = tf.RunMetadata()
+        out = sess.run(z, {x: np.ones(1000, np.float32)}, options=FULL_TRACE, run_metadata=md)
+    assert out == 8000.0
+    muls = [n for _, n in _by_name_all(md) if n.node_name == "while/mul"]
+    assert len(muls) == 3
+    for n in muls:
+        (used,) = n.memory
+        assert used.total_bytes == 4000
+        assert [r.alloc_bytes for r in used.allocation_records] == [4000, -4000]
+    # Two products coexist while the second is computed; the rest are 4-byte scalars.
+    assert 8000 <= peak_memory(md)[CPU] < 8100
+
+
+def _by_name_all(md):
+    return [(d.device, n) for d in md.step_stats.dev_stats for n in d.node_stats]
+
+
 def test_untraced_run_leaves_run_metadata_empty():
     c = tf.constant(1.0)
     with tf.Session() as sess:
