@@ -126,14 +126,34 @@ def _cancelled_by_error():
     return errors.CancelledError(None, None, "Step was cancelled by an error in another node")
 
 
+_ROOT_FRAME = FrameState("", None, 0, 1, 0)  # the root frame of every step without loops
+
+
 class _Execution:
     """One step of one plan; all bookkeeping happens on the scheduling thread."""
+
+    __slots__ = (
+        "completions",
+        "error",
+        "inflight",
+        "items",
+        "mem",
+        "next_key",
+        "plan",
+        "ready",
+        "root_state",
+        "states",
+        "step",
+    )
 
     def __init__(self, plan: ExecutorPlan, step: Step):
         self.plan, self.step = plan, step
         self.items = plan.items
-        root = FrameState("", None, 0, 1, 0)
-        self.root_state = root.iterations[0] = IterationState(root, 0, 0, plan)
+        if plan.has_control_flow:
+            root = FrameState("", None, 0, 1, 0)
+            self.root_state = root.iterations[0] = IterationState(root, 0, 0, plan)
+        else:  # no frame state changes: the root frame is shared, its iteration is not
+            self.root_state = IterationState(_ROOT_FRAME, 0, 0, plan)
         self.states: dict[int, IterationState] = {}  # key >> shift -> a loop iteration's state
         self.next_key = 1
         self.ready = plan.frame_roots[:]  # sorted, hence a valid heap
