@@ -9,6 +9,20 @@ from flowgraph.layers.convolutional import (
     conv2d,
     max_pooling2d,
 )
+from flowgraph.layers.convolutional_variants import (
+    AveragePooling1D,
+    Conv1D,
+    Conv2DTranspose,
+    MaxPooling1D,
+    SeparableConv1D,
+    SeparableConv2D,
+    average_pooling1d,
+    conv1d,
+    conv2d_transpose,
+    max_pooling1d,
+    separable_conv1d,
+    separable_conv2d,
+)
 from flowgraph.layers.core import Dense, Dropout, Flatten, dense, dropout, flatten
 from flowgraph.layers.normalization import BatchNormalization, batch_normalization
 
@@ -28,4 +42,18 @@ __all__ = [
     "dropout",
     "flatten",
     "max_pooling2d",
+]
+__all__ += [
+    "AveragePooling1D",
+    "Conv1D",
+    "Conv2DTranspose",
+    "MaxPooling1D",
+    "SeparableConv1D",
+    "SeparableConv2D",
+    "average_pooling1d",
+    "conv1d",
+    "conv2d_transpose",
+    "max_pooling1d",
+    "separable_conv1d",
+    "separable_conv2d",
 ]

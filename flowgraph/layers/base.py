@@ -12,8 +12,10 @@ from __future__ import annotations
 import contextlib
 import re
 
+import numpy as np
+
 from flowgraph.core import dtypes
-from flowgraph.framework import default_graph
+from flowgraph.framework import default_graph, nest
 from flowgraph.framework.convert import constant_value, convert_to_tensor
 from flowgraph.framework.graph import GraphKeys
 from flowgraph.ops import variable_scope as vs
@@ -236,6 +238,7 @@ class Layer:
     def __call__(self, inputs, *args, **kwargs):
         """Builds the layer on first use, then applies `call` in the layer's scope."""
         scope = kwargs.pop("scope", None)
+        inputs = nest.map_structure(_as_tensor_if_array, inputs)
         graph = _graph_of(inputs)
         if self._graph is not None and graph is not self._graph:
             raise ValueError(
@@ -270,6 +273,12 @@ class Layer:
             shapes = convert_to_tensor(inputs).get_shape()
         self.build(shapes)
         self.built = True
+
+
+def _as_tensor_if_array(x):
+    """NumPy arrays and Python numbers given to a layer become constants (TF's layers convert
+    them); tensors and other objects pass through."""
+    return convert_to_tensor(x) if isinstance(x, (np.ndarray, np.generic, float, int)) else x
 
 
 def _graph_of(inputs):
