@@ -43,8 +43,8 @@ def test_conv1d_layer():
     (got_same, got_valid), weights = _run([same, out])
     names = [v.name for v in tf.trainable_variables()]
     assert names == ["conv1d/kernel:0", "conv1d/bias:0", "strided/kernel:0", "strided/bias:0"]
-    np.testing.assert_allclose(got_same, _conv1d_ref(x, weights[0], same=True) + 1, rtol=1e-5)
-    np.testing.assert_allclose(got_valid, _conv1d_ref(x, weights[2], stride=2), rtol=1e-5)
+    np.testing.assert_allclose(got_same, _conv1d_ref(x, weights[0], same=True) + 1, 1e-5, 1e-6)
+    np.testing.assert_allclose(got_valid, _conv1d_ref(x, weights[2], stride=2), 1e-5, 1e-6)
 
 
 def _conv2d_transpose_ref(x, k, stride, out_hw, same):
