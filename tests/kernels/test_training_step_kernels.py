@@ -255,3 +255,21 @@ def test_conv2d_and_filter_backprop_of_a_depth_zero_input():
         [x, np.ones((2, 5, 5, 4), np.float32)],
     )
     assert df.shape == f.shape
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_relu_and_its_gradient_on_special_values(dtype):
+    """Relu is x < 0 ? 0 : x as in TensorFlow (checked against TF 2.21): NaN and -0.0 pass
+    through; ReluGrad is dy * (x > 0), so a NaN or inf gradient where the unit is off gives NaN.
+    float32/float64 run the compiled loops, float16 NumPy's."""
+    x = np.array([-2, -0.0, 0.0, 3, np.nan, -np.inf, np.inf], dtype)
+    got = run(lambda a: apply_op("Relu", [a]).outputs[0], [x])
+    want = np.array([0, -0.0, 0, 3, np.nan, 0, np.inf], dtype)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+    dy = np.array([1, -2, np.nan, np.inf, -1, 5, -0.0], dtype)
+    got = run(lambda a, b: apply_op("ReluGrad", [a, b]).outputs[0], [dy, x])
+    with np.errstate(invalid="ignore"):
+        want = dy * (x > 0).astype(dtype)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))

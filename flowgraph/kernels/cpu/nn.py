@@ -11,6 +11,7 @@ from scipy import special
 
 from flowgraph.core import errors
 from flowgraph.kernels.base import register_kernel
+from flowgraph.kernels.cpu.loops import compiled
 from flowgraph.kernels.sharding import ELEMENT_COST, parallel_for
 
 _FLOATS = [np.float16, np.float32, np.float64]
@@ -29,6 +30,18 @@ def _exp_minus_one(x):
     return np.exp(x) - np.ones((), x.dtype)
 
 
+def _relu(x, out=None):
+    """max(x, 0) as TensorFlow computes it (x < 0 ? 0 : x): NaN and -0.0 pass through, where
+    np.maximum would turn -0.0 into +0.0."""
+    if x.dtype.kind != "f":
+        return np.maximum(x, _zero(x), out=out)
+    if out is None:
+        out = np.empty_like(x)
+    np.copyto(out, x)
+    np.copyto(out, _zero(x), where=x < 0)
+    return out
+
+
 def _selu(x):
     scale_alpha, scale = (
         np.asarray(_SELU_SCALE * _SELU_ALPHA, x.dtype),
@@ -39,7 +52,7 @@ def _selu(x):
 
 # op type -> (kernel(x, attrs), dtypes). Results keep the input dtype (NumPy 2 weak scalars).
 ACTIVATIONS = {
-    "Relu": (lambda x, a, out=None: np.maximum(x, _zero(x), out=out), _REAL),
+    "Relu": (lambda x, a, out=None: _relu(x, out), _REAL),
     "Relu6": (lambda x, a: np.clip(x, _zero(x), np.asarray(6, x.dtype)), _REAL),
     "Elu": (lambda x, a: np.where(x < 0, _exp_minus_one(x), x), _FLOATS),
     "Selu": (lambda x, a: _selu(x), _FLOATS),
@@ -87,19 +100,26 @@ def _binary(fn):
 
 
 # Rows whose function takes `out=`: their kernels write blocks of the flattened result in
-# parallel on the device's pool (kernels/sharding.py), as the layers of a CNN make them large.
-SHARDED = {"Relu", "ReluGrad"}
+# parallel on the device's pool (kernels/sharding.py), as the layers of a CNN make them large;
+# float32 and float64 run the compiled loop of the same formula (kernels/cpu/loops.py).
+SHARDED = {"Relu": "relu", "ReluGrad": "relu_grad"}
+_COMPILED_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
-def _sharded(fn, binary: bool):
+def _sharded(fn, binary: bool, loop_name: str):
     def kernel(ctx, *args):
         if binary:
             _check_same_shape(*args)
         out = np.empty(args[0].shape, args[0].dtype)
         flat, flat_out = [a.reshape(-1) for a in args], out.reshape(-1)
+        same = all(a.dtype == out.dtype for a in args)
+        loop = compiled(loop_name) if same and out.dtype in _COMPILED_TYPES else None
 
         def block(lo: int, hi: int) -> None:
-            fn(*(a[lo:hi] for a in flat), ctx.attrs, out=flat_out[lo:hi])
+            if loop is not None:
+                loop(*(a[lo:hi] for a in flat), flat_out[lo:hi])
+            else:
+                fn(*(a[lo:hi] for a in flat), ctx.attrs, out=flat_out[lo:hi])
 
         parallel_for(ctx, out.size, ELEMENT_COST, block)
         return out
@@ -108,10 +128,10 @@ def _sharded(fn, binary: bool):
 
 
 for _op, (_fn, _types) in ACTIVATIONS.items():
-    _kernel = _sharded(_fn, False) if _op in SHARDED else _unary(_fn)
+    _kernel = _sharded(_fn, False, SHARDED[_op]) if _op in SHARDED else _unary(_fn)
     register_kernel(_op, dtypes_=_types, intra_op=_op in SHARDED)(_kernel)
 for _op, (_fn, _types) in ACTIVATION_GRADS.items():
-    _kernel = _sharded(_fn, True) if _op in SHARDED else _binary(_fn)
+    _kernel = _sharded(_fn, True, SHARDED[_op]) if _op in SHARDED else _binary(_fn)
     register_kernel(_op, dtypes_=_types, intra_op=_op in SHARDED)(_kernel)
 
 

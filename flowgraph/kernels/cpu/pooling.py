@@ -4,7 +4,7 @@ Max pooling loops over the kh*kw window taps; every step is one NumPy operation 
 images, all output pixels and all channels, on the cells each tap reads inside the input
 (`Window.valid_tap`: padding is an index computation, never a padded copy). The gradients need
 each window's first maximum in row-major order (TensorFlow's CPU choice); they find and use it in
-one compiled pass (kernels/cpu/pool_loops.py). All three split the batch into blocks of images
+one compiled pass (kernels/cpu/loops.py). All three split the batch into blocks of images
 on the device's pool (kernels/sharding.py). Average pooling with SAME padding divides by the
 number of real (unpadded) cells in each window.
 """
@@ -16,7 +16,7 @@ import numpy as np
 from flowgraph.core import errors
 from flowgraph.kernels.base import register_kernel
 from flowgraph.kernels.cpu import windows as W
-from flowgraph.kernels.cpu.pool_loops import max_pool_backward
+from flowgraph.kernels.cpu.loops import compiled
 from flowgraph.kernels.sharding import parallel_for
 
 _FLOATS = [np.float16, np.float32, np.float64]
@@ -77,9 +77,9 @@ def max_pool(ctx, x):
 
 
 def _backward(ctx, x, g, out, win: W.Window, gather: bool) -> None:
-    """Runs pool_loops' first-maximum pass over blocks of images (half in float32: numba has
+    """Runs loops.py's first-maximum pass over blocks of images (half in float32: numba has
     no half arithmetic; exact, as the values are only compared and moved)."""
-    loop = max_pool_backward()
+    loop = compiled("max_pool_backward")
     (pt, _), (pl, _) = win.pads
     args = (win.kh, win.kw, win.sh, win.sw, pt, pl, gather)
 
