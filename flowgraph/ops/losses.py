@@ -23,6 +23,7 @@ __all__ = [
     "absolute_difference",
     "add_loss",
     "compute_weighted_loss",
+    "cosine_distance",
     "get_losses",
     "get_regularization_loss",
     "get_regularization_losses",
@@ -30,6 +31,7 @@ __all__ = [
     "hinge_loss",
     "huber_loss",
     "log_loss",
+    "mean_pairwise_squared_error",
     "mean_squared_error",
     "sigmoid_cross_entropy",
     "softmax_cross_entropy",
@@ -336,6 +338,68 @@ def sparse_softmax_cross_entropy(
 
 
 # -- the LOSSES collection --------------------------------------------------------------------
+def cosine_distance(
+    labels,
+    predictions,
+    axis=None,
+    weights=1.0,
+    scope=None,
+    loss_collection=GraphKeys.LOSSES,
+    reduction=Reduction.SUM_BY_NONZERO_WEIGHTS,
+    dim=None,
+):
+    """1 - sum(labels * predictions) along `axis` (both unit-normalized), then weighted.
+
+    Example: loss = tf.losses.cosine_distance(tf.nn.l2_normalize(y, 1), y_hat_unit, axis=1)
+    """
+    if axis is not None and dim is not None:
+        raise ValueError("Cannot specify both 'axis' and 'dim'")
+    axis = dim if axis is None else axis
+    if axis is None:
+        raise ValueError("You must specify 'axis'.")
+    _check_args(labels=labels, predictions=predictions)
+    with _name_scope(scope, "cosine_distance_loss", (predictions, labels, weights)) as name:
+        labels, predictions = _float_pair(labels, predictions)
+        radial = math_ops.multiply(predictions, labels)
+        losses = 1 - reduction_ops.reduce_sum(radial, axis=(axis,), keepdims=True)
+        return compute_weighted_loss(losses, weights, name, loss_collection, reduction=reduction)
+
+
+def mean_pairwise_squared_error(
+    labels, predictions, weights=1.0, scope=None, loss_collection=GraphKeys.LOSSES
+):
+    """For each example, the mean over pairs of its elements (i, j) of
+    ((p_i - p_j) - (l_i - l_j))², weighted per example and summed over the batch."""
+    _check_args(labels=labels, predictions=predictions)
+    with _name_scope(scope, "mean_pairwise_squared_error", (predictions, labels, weights)):
+        weights = math_ops.cast(convert_to_tensor(weights), dtypes.float32)
+        labels, predictions = _float_pair(labels, predictions)
+        diffs = math_ops.subtract(predictions, labels)
+        _check_broadcastable(weights, diffs)
+        axis = array_ops.range(1, array_ops.rank(diffs))
+        sum_squares = reduction_ops.reduce_sum(math_ops.square(diffs), axis=axis, keepdims=True)
+        with default_graph.get().name_scope("num_present"):
+            nonzero = math_ops.cast(math_ops.not_equal(weights, 0.0), dtypes.float32)
+            present = reduction_ops.reduce_sum(
+                nonzero * array_ops.ones_like(diffs), axis=axis, keepdims=True
+            )
+        term1 = 2.0 * math_ops.div_no_nan(
+            sum_squares, math_ops.maximum(present - 1, 0.0), name="value"
+        )
+        sum_diff = reduction_ops.reduce_sum(diffs, axis=axis, keepdims=True)
+        term2 = 2.0 * math_ops.div_no_nan(
+            math_ops.square(sum_diff),
+            math_ops.maximum(math_ops.multiply(present, present - 1), 0.0),
+            name="value",
+        )
+        loss = reduction_ops.reduce_sum(math_ops.multiply(term1 - term2, weights))
+        mean_loss = math_ops.where(
+            reduction_ops.reduce_sum(present) > 0, loss, array_ops.zeros_like(loss), name="value"
+        )
+        add_loss(mean_loss, loss_collection)
+        return mean_loss
+
+
 def add_loss(loss, loss_collection=GraphKeys.LOSSES):
     """Adds an externally computed loss to `loss_collection` (None: to no collection)."""
     if loss_collection:

@@ -76,10 +76,14 @@ from flowgraph.train.input import (
 )
 from flowgraph.train.learning_rate_decay import (
     cosine_decay,
+    cosine_decay_restarts,
     exponential_decay,
     inverse_time_decay,
+    linear_cosine_decay,
     natural_exp_decay,
+    noisy_linear_cosine_decay,
     piecewise_constant,
+    piecewise_constant_decay,
     polynomial_decay,
 )
 from flowgraph.train.meta_graph import export_meta_graph, import_meta_graph
@@ -121,14 +125,18 @@ __all__ = [
     "assert_global_step",
     "assign_moving_average",
     "cosine_decay",
+    "cosine_decay_restarts",
     "create_global_step",
     "exponential_decay",
     "get_global_step",
     "get_or_create_global_step",
     "global_step",
     "inverse_time_decay",
+    "linear_cosine_decay",
     "natural_exp_decay",
+    "noisy_linear_cosine_decay",
     "piecewise_constant",
+    "piecewise_constant_decay",
     "polynomial_decay",
     "slot_creator",
     "training_ops",

@@ -17,10 +17,14 @@ from flowgraph.ops import math as math_ops
 
 __all__ = [
     "cosine_decay",
+    "cosine_decay_restarts",
     "exponential_decay",
     "inverse_time_decay",
+    "linear_cosine_decay",
     "natural_exp_decay",
+    "noisy_linear_cosine_decay",
     "piecewise_constant",
+    "piecewise_constant_decay",
     "polynomial_decay",
 ]
 
@@ -150,6 +154,100 @@ def cosine_decay(learning_rate, global_step, decay_steps, alpha=0.0, name=None):
         return math_ops.multiply(rate, decayed, name=scope)
 
 
+def cosine_decay_restarts(
+    learning_rate, global_step, first_decay_steps, t_mul=2.0, m_mul=1.0, alpha=0.0, name=None
+):
+    """Cosine decay with warm restarts (SGDR): period i lasts first_decay_steps * t_mul^i
+    steps and starts from learning_rate * m_mul^i.
+
+    Example: lr = tf.train.cosine_decay_restarts(0.1, global_step, 1000)
+    """
+    _require_step(global_step, "cosine_decay_restarts")
+    graph = default_graph.get()
+    with graph.name_scope(name or "SGDRDecay") as scope:
+        rate, step, first_steps, alpha_t, t_mul_t, m_mul_t = _start(
+            learning_rate, global_step, first_decay_steps, alpha, t_mul, m_mul
+        )
+        fraction = step / first_steps
+
+        def geometric():
+            restart = math_ops.floor(
+                math_ops.log(1.0 - fraction * (1.0 - t_mul_t)) / math_ops.log(t_mul_t)
+            )
+            done = (1.0 - math_ops.pow(t_mul_t, restart)) / (1.0 - t_mul_t)
+            return restart, (fraction - done) / math_ops.pow(t_mul_t, restart)
+
+        def uniform():
+            restart = math_ops.floor(fraction)
+            return restart, fraction - restart
+
+        if isinstance(t_mul, (int, float)):
+            restart, fraction = uniform() if t_mul == 1.0 else geometric()
+        else:
+            same = math_ops.equal(t_mul_t, 1.0)
+            (r1, f1), (r2, f2) = uniform(), geometric()
+            restart, fraction = math_ops.where(same, r1, r2), math_ops.where(same, f1, f2)
+        pi = math_ops.cast(math.pi, rate.dtype)
+        cosine = 0.5 * math_ops.pow(m_mul_t, restart) * (1.0 + math_ops.cos(pi * fraction))
+        decayed = (1 - alpha_t) * cosine + alpha_t
+        return math_ops.multiply(rate, decayed, name=scope)
+
+
+def _periodic_cosine(step, decay_steps, num_periods):
+    """0.5 * (1 + cos(2 pi num_periods step / decay_steps))."""
+    fraction = 2.0 * num_periods * (step / decay_steps)
+    return 0.5 * (1.0 + math_ops.cos(math_ops.cast(math.pi, step.dtype) * fraction))
+
+
+def linear_cosine_decay(
+    learning_rate, global_step, decay_steps, num_periods=0.5, alpha=0.0, beta=0.001, name=None
+):
+    """lr * ((alpha + (decay_steps - step) / decay_steps) * cosine + beta), the cosine making
+    `num_periods` periods over decay_steps (Bello et al., 2017)."""
+    _require_step(global_step, "linear_cosine_decay")
+    graph = default_graph.get()
+    with graph.name_scope(name or "LinearCosineDecay") as scope:
+        rate, step, decay_steps, num_periods, alpha, beta = _start(
+            learning_rate, global_step, decay_steps, num_periods, alpha, beta
+        )
+        step = math_ops.minimum(step, decay_steps)
+        linear = (decay_steps - step) / decay_steps
+        cosine = _periodic_cosine(step, decay_steps, num_periods)
+        return math_ops.multiply(rate, (alpha + linear) * cosine + beta, name=scope)
+
+
+def noisy_linear_cosine_decay(
+    learning_rate,
+    global_step,
+    decay_steps,
+    initial_variance=1.0,
+    variance_decay=0.55,
+    num_periods=0.5,
+    alpha=0.0,
+    beta=0.001,
+    name=None,
+):
+    """linear_cosine_decay whose linear part gets Gaussian noise of variance
+    initial_variance / (1 + step)^variance_decay, drawn anew each step."""
+    from flowgraph.ops.random import random_normal
+
+    _require_step(global_step, "noisy_linear_cosine_decay")
+    graph = default_graph.get()
+    with graph.name_scope(name or "NoisyLinearCosineDecay") as scope:
+        rate, step, decay_steps, initial_variance, variance_decay = _start(
+            learning_rate, global_step, decay_steps, initial_variance, variance_decay
+        )
+        num_periods, alpha, beta = (
+            math_ops.cast(c, rate.dtype) for c in (num_periods, alpha, beta)
+        )
+        step = math_ops.minimum(step, decay_steps)
+        linear = (decay_steps - step) / decay_steps
+        std = math_ops.sqrt(initial_variance / math_ops.pow(1.0 + step, variance_decay))
+        noisy = linear + random_normal(array_ops.shape(linear), stddev=std, dtype=rate.dtype)
+        cosine = _periodic_cosine(step, decay_steps, num_periods)
+        return math_ops.multiply(rate, (alpha + noisy) * cosine + beta, name=scope)
+
+
 def piecewise_constant(x, boundaries, values, name=None):
     """values[0] while x <= boundaries[0], values[i] while boundaries[i-1] < x <= boundaries[i],
     values[-1] after the last boundary.
@@ -182,3 +280,6 @@ def piecewise_constant(x, boundaries, values, name=None):
         for b, v in zip(boundaries, values[1:]):
             result = math_ops.where(math_ops.greater(x, b), v, result)
         return array_ops.identity(result, name=scope)
+
+
+piecewise_constant_decay = piecewise_constant  # TF 1.15's newer name

@@ -180,3 +180,33 @@ def test_zero_debiased_average_of_a_tensor():
 def test_moving_average_rejects_integers():
     with pytest.raises(TypeError, match="half, float, or double"):
         tf.train.ExponentialMovingAverage(0.9).apply([tf.Variable(1, name="i")])
+
+
+# TensorFlow 2.21's tf.compat.v1 values of the newer schedules at steps 0, 9, 17, 45 and 100
+_NEWER = {
+    "sgdr": [0.1, 0.0024471699725836515, 0.07269952446222305, 0.0691341683268547, 0.0691341683],
+    "sgdr1": [0.1, 0.01220245286822319, 0.01927482895553112, 0.012812499888, 0.010087891481816],
+    "lin": [0.111, 0.01767848990857601, 0.022820398211479187, 0.014090177603, 0.010999999940395],
+    "pcd": [1.0, 0.5, 0.5, 0.1, 0.1],
+}
+
+
+def test_cosine_restarts_linear_cosine_and_piecewise_decay_match_tensorflow():
+    step = tf.placeholder(tf.int64, [])
+    schedules = {
+        "sgdr": tf.train.cosine_decay_restarts(0.1, step, 10),
+        "sgdr1": tf.train.cosine_decay_restarts(0.1, step, 10, t_mul=1.0, m_mul=0.5, alpha=0.1),
+        "lin": tf.train.linear_cosine_decay(0.1, step, 50, num_periods=2.0, alpha=0.1, beta=0.01),
+        "pcd": tf.train.piecewise_constant_decay(step, [5, 20], [1.0, 0.5, 0.1]),
+    }
+    noisy = tf.train.noisy_linear_cosine_decay(0.1, step, 50)
+    with tf.Session() as sess:
+        for i, at in enumerate([0, 9, 17, 45, 100]):
+            got = sess.run(schedules, {step: at})
+            for name, values in _NEWER.items():
+                np.testing.assert_allclose(got[name], values[i], rtol=1e-5, err_msg=name)
+        draws = [sess.run(noisy, {step: 10}) for _ in range(20)]
+    assert np.std(draws) > 0  # fresh noise each run, around the noiseless value
+    assert abs(np.mean(draws) - 0.1 * (0.8 * 0.5 * (1 + np.cos(np.pi * 0.2)) + 0.001)) < 0.05
+    with pytest.raises(ValueError, match="global_step is required"):
+        tf.train.cosine_decay_restarts(0.1, None, 10)
