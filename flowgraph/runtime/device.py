@@ -23,6 +23,10 @@ class Device:
     def __init__(self, spec: DeviceSpec, inter_op_threads: int, intra_op_threads: int = 0):
         self.spec = spec
         self.name = spec.to_string()
+        # Random and nonzero: rendezvous keys name it, so a restarted process's sends never
+        # satisfy receivers that expect the previous one's (TF's device incarnation: 64 random
+        # bits, kept signed as the int64 `send_device_incarnation` attr holds them).
+        self.incarnation = int.from_bytes(os.urandom(8), "little", signed=True) or 1
         self.resource_mgr = ResourceMgr()
         self.functions = None  # the FunctionLibrary of the runtime that owns the device
         self.inter_op_threads = inter_op_threads

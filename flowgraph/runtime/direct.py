@@ -9,6 +9,7 @@ and takes the fetched values out.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -22,7 +23,7 @@ from flowgraph.runtime.executor import ExecutorPlan, Step, execute
 from flowgraph.runtime.function import FunctionLibrary
 from flowgraph.runtime.partition import PartitionOptions, partition
 from flowgraph.runtime.placement import PlacementOptions, place
-from flowgraph.runtime.rendezvous import LocalRendezvous
+from flowgraph.runtime.rendezvous import RendezvousMgr
 from flowgraph.runtime.subgraph import Signature, feed_key, rewrite
 from flowgraph.runtime.tracing import StepStatsCollector
 
@@ -35,17 +36,19 @@ class RunPlan:
 
     def __init__(self, runtime: DirectRuntime, sig: Signature):
         client = runtime.client_device.name
-        nodes = rewrite(runtime.placed, sig, client)
+        incarnation = runtime.client_device.incarnation
+        nodes = rewrite(runtime.placed, sig, client, incarnation)
         nodes = place(
             nodes, PlacementOptions(tuple(runtime.devices), runtime.config.allow_soft_placement)
         )
-        parts = partition(nodes, PartitionOptions(incarnation={}))
+        incarnations = {d.name: d.incarnation for d in runtime.devices}
+        parts = partition(nodes, PartitionOptions(incarnation=incarnations))
         self.partitions = {
             name: ExecutorPlan(part, runtime.device_by_name[name]) for name, part in parts.items()
         }
         self.graphs = parts
-        self.feed_keys = [feed_key(client, _canonical(n)) for n in sig.feeds]
-        self.fetch_keys = [feed_key(client, _canonical(n)) for n in sig.fetches]
+        self.feed_keys = [feed_key(client, incarnation, _canonical(n)) for n in sig.feeds]
+        self.fetch_keys = [feed_key(client, incarnation, _canonical(n)) for n in sig.fetches]
 
 
 def _canonical(name: str) -> str:
@@ -76,6 +79,7 @@ class DirectRuntime:
         self._plans: dict[Signature, RunPlan] = {}
         self._lock = threading.Lock()  # guards nodes, _plans and _partition_pool
         self._step_ids = itertools.count(1)
+        self.rendezvous_mgr = RendezvousMgr()  # one rendezvous per running step, by step id
         self._closed = False
         self._partition_pool = None
         self._partial_runs: dict[str, _PartialRun] = {}  # guarded by _lock
@@ -136,7 +140,8 @@ class DirectRuntime:
         if self._closed:
             raise RuntimeError("Attempted to use a closed Session.")
         plan = self.plan(sig)
-        rendezvous = LocalRendezvous()
+        step_id = next(self._step_ids)
+        rendezvous = self.rendezvous_mgr.find(step_id)
         for key, value in zip(plan.feed_keys, feed_values):
             rendezvous.send(key, value)
         trace = options is not None and options.trace_level > 0
@@ -144,39 +149,27 @@ class DirectRuntime:
         timeout = (
             options.timeout_in_ms if options is not None else 0
         ) or self.config.operation_timeout_in_ms
-        step = Step(next(self._step_ids), rendezvous, stats, timeout)
+        step = Step(step_id, rendezvous, stats, timeout)
         parts = list(plan.partitions.values())
         with self._lock:
             self._running.add(step)
         try:
-            if len(parts) == 1:
-                execute(parts[0], step)
-            else:
-                self._run_partitions(parts, step)
-        except BaseException as e:
-            if not isinstance(e, Exception):  # Ctrl-C while waiting: stop the step's other work
-                step.cancelled = True
-                rendezvous.abort(errors.CancelledError(None, None, "Step was interrupted"))
-            raise
+            try:
+                if len(parts) == 1:
+                    execute(parts[0], step)
+                else:
+                    self._run_partitions(parts, step)
+            except BaseException as e:
+                if not isinstance(e, Exception):  # Ctrl-C while waiting: stop the step's work
+                    step.cancelled = True
+                    rendezvous.abort(errors.CancelledError(None, None, "Step was interrupted"))
+                raise
+            finally:
+                with self._lock:
+                    self._running.discard(step)
+            out = [_fetched(rendezvous, k, n) for k, n in zip(plan.fetch_keys, sig.fetches)]
         finally:
-            with self._lock:
-                self._running.discard(step)
-        out = []
-        for key, name in zip(plan.fetch_keys, sig.fetches):
-            got = rendezvous.try_take(key)
-            if got is None:
-                raise errors.InternalError(
-                    None, None, f"Fetch '{name}' was not produced by the step"
-                )
-            value, is_dead = got
-            if is_dead:
-                raise errors.InvalidArgumentError(
-                    None,
-                    None,
-                    f"Fetch '{name}' has no value: it is dead (computed only on an untaken branch "
-                    "of a cond)",
-                )
-            out.append(value)
+            self.rendezvous_mgr.cleanup(step_id)
         if run_metadata is not None:
             if stats is not None:
                 run_metadata.step_stats.CopyFrom(stats.finish())
@@ -189,8 +182,8 @@ class DirectRuntime:
     def partial_run_setup(self, sig: Signature) -> str:
         """Starts a step that waits for its feeds in the rendezvous; returns its handle."""
         plan = self.plan(sig)
-        rendezvous = LocalRendezvous()
-        step = Step(next(self._step_ids), rendezvous)
+        step_id = next(self._step_ids)
+        step = Step(step_id, self.rendezvous_mgr.find(step_id))
         handle = f"partial_run_{step.step_id}"
         state = _PartialRun(plan, sig, step)
         with self._lock:
@@ -201,7 +194,8 @@ class DirectRuntime:
             if len(parts) == 1
             else (lambda: self._run_partitions(parts, step))
         )
-        threading.Thread(target=state.run, args=(runner,), name=handle, daemon=True).start()
+        cleanup = functools.partial(self.rendezvous_mgr.cleanup, step_id)
+        threading.Thread(target=state.run, args=(runner, cleanup), name=handle, daemon=True).start()
         return handle
 
     def partial_run(
@@ -219,6 +213,8 @@ class DirectRuntime:
         if state.finished():
             with self._lock:
                 self._partial_runs.pop(handle, None)
+            if state.done.is_set():  # else the step's thread cleans up when it ends
+                self.rendezvous_mgr.cleanup(state.step.step_id)
         return out
 
     def _run_partitions(self, parts, step):
@@ -253,10 +249,29 @@ class DirectRuntime:
             state.step.rendezvous.abort(
                 errors.CancelledError(None, None, "Session was closed during a partial run")
             )
+        self.rendezvous_mgr.cleanup_all(
+            errors.CancelledError(None, None, "Session has been closed.")
+        )
         for d in self.devices:
             d.close()
         if self._partition_pool is not None:
             self._partition_pool.shutdown(wait=False)
+
+
+def _fetched(rendezvous, key: str, name: str):
+    """The value of fetch `name`, which the step left in its rendezvous."""
+    got = rendezvous.try_take(key)
+    if got is None:
+        raise errors.InternalError(None, None, f"Fetch '{name}' was not produced by the step")
+    value, is_dead = got
+    if is_dead:
+        raise errors.InvalidArgumentError(
+            None,
+            None,
+            f"Fetch '{name}' has no value: it is dead (computed only on an untaken branch "
+            "of a cond)",
+        )
+    return value
 
 
 def _check_inputs(nodes: dict, added: list):
@@ -293,7 +308,7 @@ class _PartialRun:
         self.error = None
         self.done = threading.Event()
 
-    def run(self, runner):
+    def run(self, runner, cleanup):
         try:
             runner()
         except errors.OpError as e:
@@ -301,6 +316,8 @@ class _PartialRun:
             self.step.rendezvous.abort(e)
         finally:
             self.done.set()
+        if self.finished():  # else fetches may still take values: close() cleans it up
+            cleanup()
 
     def feed(self, names, values):
         for name, value in zip(names, values):

@@ -45,24 +45,22 @@ from flowgraph.runtime.rendezvous import DEAD
 
 
 class Step:
-    """The per-step state kernels may see: its id, rendezvous, step-local resources, stats."""
+    """The per-step state: its id, rendezvous, step-local resources, stats, deadline.
 
-    __slots__ = (
-        "step_id",
-        "rendezvous",
-        "resources",
-        "stats",
-        "frame_iter",
-        "cancelled",
-        "deadline",
-    )
+    Kernels do not see it directly: a step kernel receives a StepContext, which adds the
+    (frame, iteration) tag of the node being run. `frame_id`/`iter_id` here are the root
+    frame's, for callers that run kernels outside the executor (function.py's inline runner)."""
+
+    __slots__ = ("cancelled", "deadline", "rendezvous", "resources", "stats", "step_id")
+
+    frame_id = 0
+    iter_id = 0
 
     def __init__(self, step_id, rendezvous, stats=None, timeout_ms: int = 0):
         self.step_id = step_id
         self.rendezvous = rendezvous
         self.resources = {}  # step-local containers (stacks, tensor arrays): dropped with the step
         self.stats = stats
-        self.frame_iter = (0, 0)
         self.cancelled = False
         self.deadline = time.monotonic() + timeout_ms / 1000 if timeout_ms > 0 else None
 
@@ -78,6 +76,26 @@ class Step:
             )
             self.rendezvous.abort(error)
             raise error from None
+
+
+class StepContext:
+    """What a step kernel receives (TF's OpKernelContext, per execution): the services of its
+    step and the tag of the node being run, `frame_id`:`iter_id`. The tag is the kernel's own,
+    never a field of the shared Step, which the partitions of a step run concurrently."""
+
+    __slots__ = ("frame_id", "iter_id", "step")
+
+    def __init__(self, step: Step, frame_id: int, iter_id: int):
+        self.step = step
+        self.frame_id = frame_id
+        self.iter_id = iter_id
+
+    step_id = property(lambda self: self.step.step_id)
+    rendezvous = property(lambda self: self.step.rendezvous)
+    resources = property(lambda self: self.step.resources)
+    stats = property(lambda self: self.step.stats)
+    cancelled = property(lambda self: self.step.cancelled)
+    deadline = property(lambda self: self.step.deadline)
 
 
 def node_error(item: NodeItem, device_name: str, e: BaseException) -> BaseException:
@@ -195,8 +213,10 @@ class _Execution:
                         args = [DEAD]  # a dead _Send still runs, to pass the deadness on
                 ins = args if mem is not None else None
                 if item.step_arg:
-                    step.frame_iter = (st.frame.id, st.iter)
-                    args.insert(0, step)
+                    context = st.context
+                    if context is None:
+                        context = st.context = StepContext(step, st.frame.id, st.iter)
+                    args.insert(0, context)
                 if item.kind:
                     if item.kind == ASYNC:
                         self.inflight += 1

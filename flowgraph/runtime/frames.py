@@ -30,6 +30,7 @@ class IterationState:
     entry (0 for the root iteration, so a graph without loops queues plain node ids)."""
 
     __slots__ = (
+        "context",
         "frame",
         "iter",
         "key",
@@ -49,6 +50,7 @@ class IterationState:
         self.inputs = [None] * plan.num_inputs
         self.outstanding_ops = 0
         self.outstanding_frames = 0
+        self.context = None  # the StepContext of the step kernels run in this iteration
 
 
 class FrameState:

@@ -19,7 +19,7 @@ from flowgraph.runtime.graph import Node, make_node
 
 @dataclasses.dataclass(frozen=True)
 class PartitionOptions:
-    incarnation: dict  # device name -> incarnation number of its task (catches restarts)
+    incarnation: dict  # device name -> its incarnation (random per process start)
 
 
 def _edge_attrs(src_dev, dst_dev, tensor_name, dtype, opts):
@@ -27,7 +27,7 @@ def _edge_attrs(src_dev, dst_dev, tensor_name, dtype, opts):
         tensor_name=tensor_name,
         send_device=src_dev,
         recv_device=dst_dev,
-        send_device_incarnation=opts.incarnation.get(src_dev, 1),
+        send_device_incarnation=opts.incarnation[src_dev],
         client_terminated=False,
     ) | ({"T": dtype} if dtype is not None else {})
 

@@ -1,7 +1,9 @@
 """The rendezvous: where a Send leaves a tensor and the matching Recv picks it up (§3.2.2, §4.2).
 
 Feeds and fetches use it too: the client sends feed values before a step and receives fetched
-values after it. A value is delivered exactly once per key and step.
+values after it. A value is delivered exactly once per key and step. Keys have TensorFlow's
+format (core/rendezvous_keys.py). A worker keeps one rendezvous per step, keyed by the step id
+(RendezvousMgr), created when the step starts and torn down when it ends.
 """
 
 from __future__ import annotations
@@ -22,20 +24,6 @@ class _Dead:
 
 
 DEAD = _Dead()
-
-
-def rendezvous_key(
-    src_device: str,
-    src_incarnation: int,
-    dst_device: str,
-    tensor_name: str,
-    frame_iter: tuple[int, int] = (0, 0),
-) -> str:
-    """The one place a key is built. Matching needs only dst, tensor name and frame/iteration;
-    src helps debugging; the incarnation changes when the source task restarts, so a stale
-    producer can never satisfy a new consumer."""
-    frame, iteration = frame_iter
-    return f"{src_device};{src_incarnation:016x};{dst_device};{tensor_name};{frame}:{iteration}"
 
 
 class LocalRendezvous:
@@ -108,3 +96,36 @@ class LocalRendezvous:
             self._waiters.clear()
         for cb in waiters:
             cb(error, None, False)
+
+
+class RendezvousMgr:
+    """The rendezvous of every step running on a worker, by step id (TF's RendezvousMgr).
+    `find` creates a step's rendezvous on first use (the first partition, or a RecvTensor that
+    arrives before the step started); `cleanup` aborts what still waits and forgets it."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._table: dict[int, LocalRendezvous] = {}  # guarded by _lock
+
+    def find(self, step_id: int) -> LocalRendezvous:
+        with self._lock:
+            rendezvous = self._table.get(step_id)
+            if rendezvous is None:
+                rendezvous = self._table[step_id] = LocalRendezvous()
+            return rendezvous
+
+    def cleanup(self, step_id: int) -> None:
+        with self._lock:
+            rendezvous = self._table.pop(step_id, None)
+        if rendezvous is not None:
+            rendezvous.abort(errors.CancelledError(None, None, f"Step {step_id} has ended"))
+
+    def cleanup_all(self, error: Exception) -> None:
+        with self._lock:
+            table, self._table = self._table, {}
+        for rendezvous in table.values():
+            rendezvous.abort(error)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._table)

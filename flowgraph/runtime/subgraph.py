@@ -12,7 +12,7 @@ import dataclasses
 
 from flowgraph.core import errors
 from flowgraph.runtime.graph import Node, make_node, parse_input
-from flowgraph.runtime.rendezvous import rendezvous_key
+from flowgraph.core.rendezvous_keys import make_key
 
 
 @dataclasses.dataclass(frozen=True)
@@ -24,8 +24,10 @@ class Signature:
     targets: tuple[str, ...]
 
 
-def feed_key(client_device: str, tensor: str) -> str:
-    return rendezvous_key(client_device, 1, client_device, tensor)
+def feed_key(client_device: str, incarnation: int, tensor: str) -> str:
+    """The key under which the client sends a feed or receives a fetch (the client's device is
+    both ends, as for TF's client-terminated Send/Recv)."""
+    return make_key(client_device, incarnation, client_device, tensor)
 
 
 def _tensor_name(name: str) -> tuple[str, int]:
@@ -33,7 +35,9 @@ def _tensor_name(name: str) -> tuple[str, int]:
     return src, port
 
 
-def rewrite(graph: dict[str, Node], sig: Signature, client_device: str) -> list[Node]:
+def rewrite(
+    graph: dict[str, Node], sig: Signature, client_device: str, incarnation: int
+) -> list[Node]:
     """Returns the pruned node list (in graph order) with feed `_Recv` and fetch `_Send` nodes."""
     fed = {}
     for name in sig.feeds:
@@ -49,7 +53,7 @@ def rewrite(graph: dict[str, Node], sig: Signature, client_device: str) -> list[
                 tensor_type=node.output_types[port].base_dtype,
                 tensor_name=f"{src}:{port}",
                 send_device=client_device,
-                send_device_incarnation=1,
+                send_device_incarnation=incarnation,
                 recv_device=client_device,
                 client_terminated=True,
             ),
@@ -72,7 +76,7 @@ def rewrite(graph: dict[str, Node], sig: Signature, client_device: str) -> list[
                     T=node.output_types[port].base_dtype,
                     tensor_name=f"{src}:{port}",
                     send_device=client_device,
-                    send_device_incarnation=1,
+                    send_device_incarnation=incarnation,
                     recv_device=client_device,
                     client_terminated=True,
                 ),

@@ -1,27 +1,25 @@
 """_Send and _Recv (§3.2.2): the only kernels that cross a device or client boundary.
 
-The rendezvous key is built once per node (it depends only on attrs), with the frame and
-iteration appended per execution so that loop iterations never collide."""
+The rendezvous key's prefix is built once per node (it depends only on attrs); the frame and
+iteration come per execution from the kernel's own step context (`step.frame_id`,
+`step.iter_id`: the tag of the node being run), so that loop iterations never collide and
+partitions running the same loop concurrently never see each other's tags."""
 
 from __future__ import annotations
 
+from flowgraph.core.rendezvous_keys import key_prefix, with_frame
 from flowgraph.kernels.base import register_kernel
-from flowgraph.runtime.rendezvous import DEAD, rendezvous_key
+from flowgraph.runtime.rendezvous import DEAD
 
 
 def _key(ctx, step) -> str:
-    key = ctx.state
-    if key is None:
+    prefix = ctx.state
+    if prefix is None:
         a = ctx.attrs
-        key = ctx.state = rendezvous_key(
-            a["send_device"],
-            a["send_device_incarnation"],
-            a["recv_device"],
-            a["tensor_name"],
-            (0, 0),
-        ).rpartition(";")[0]
-    frame, it = step.frame_iter
-    return f"{key};{frame}:{it}"
+        prefix = ctx.state = key_prefix(
+            a["send_device"], a["send_device_incarnation"], a["recv_device"], a["tensor_name"]
+        )
+    return with_frame(prefix, step.frame_id, step.iter_id)
 
 
 @register_kernel("_Send", step=True)
