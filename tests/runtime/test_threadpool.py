@@ -93,10 +93,11 @@ def _run(build, *feeds, threads=2):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.complex64])
 @pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)])
-def test_sharded_matmul_matches_numpy(dtype, ta, tb):
+@pytest.mark.parametrize("m,k,n", [(300, 200, 150), (40, 300, 500)])  # blocks of rows, columns
+def test_sharded_matmul_matches_numpy(dtype, ta, tb, m, k, n):
     rng = np.random.RandomState(0)
-    a = (rng.rand(300, 200) * 4).astype(dtype)
-    b = (rng.rand(200, 150) * 4).astype(dtype)
+    a = (rng.rand(m, k) * 4).astype(dtype)
+    b = (rng.rand(k, n) * 4).astype(dtype)
     a_in, b_in = (a.T.copy() if ta else a), (b.T.copy() if tb else b)
     got = _run(lambda x, y: tf.matmul(x, y, transpose_a=ta, transpose_b=tb), a_in, b_in)
     np.testing.assert_allclose(got, a @ b, rtol=1e-5)

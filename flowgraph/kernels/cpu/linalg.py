@@ -44,19 +44,33 @@ def matmul(ctx, a, b):
     return sharded_matmul(ctx, a, b)
 
 
+# Below this many rows, a matmul is split by blocks of columns of `b` rather than rows of `a`.
+_MIN_ROWS_TO_SPLIT = 256
+
+
 def sharded_matmul(ctx, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """a @ b with the rows of `a` in blocks on the device's pool (one BLAS call per block,
-    each writing its rows of the result in place)."""
+    """a @ b in blocks on the device's pool, one BLAS call per block writing its part of the
+    result in place: blocks of rows of `a`, or, for a short `a` (a small batch through a wide
+    layer), blocks of columns of `b`. Every row block reads all of `b`, and BLAS packs it again
+    for each: LeNet's fc1 (64x3136 @ 3136x1024) in 4 row blocks costs 15 ms of one core against
+    9 ms whole, in 4 column blocks 8.5 ms."""
     m, k = a.shape
     n = b.shape[1]
     if m * k * n < 2 * 200_000:  # below the pool's inline threshold: skip the bookkeeping
         return np.matmul(a, b)
     out = np.empty((m, n), np.result_type(a, b))
+    if m >= _MIN_ROWS_TO_SPLIT or m >= n:
 
-    def rows(lo: int, hi: int) -> None:
-        np.matmul(a[lo:hi], b, out=out[lo:hi])
+        def rows(lo: int, hi: int) -> None:
+            np.matmul(a[lo:hi], b, out=out[lo:hi])
 
-    parallel_for(ctx, m, k * n, rows)
+        parallel_for(ctx, m, k * n, rows)
+    else:
+
+        def columns(lo: int, hi: int) -> None:
+            np.matmul(a, b[:, lo:hi], out=out[:, lo:hi])
+
+        parallel_for(ctx, n, m * k, columns)
     return out
 
 
