@@ -13,6 +13,8 @@ from flowgraph.ops import init_ops as _init_ops
 from flowgraph.ops import linalg as _linalg
 from flowgraph.ops import logging as _logging_ops
 from flowgraph.ops import losses as _losses
+from flowgraph.core import dtypes as _dtypes
+from flowgraph.ops import bitwise_ops as _bitwise_ops
 from flowgraph.ops import check_ops as _check_ops
 from flowgraph.ops import confusion_matrix as _confusion_matrix
 from flowgraph.ops import math as _math
@@ -57,6 +59,44 @@ graph_util = _namespace("graph_util", _importer, _graph_util)
 sparse = _namespace("sparse", **_sparse.SPARSE_NAMESPACE)
 strings = _namespace("strings", **_string_ops.STRINGS_NAMESPACE)
 sets = _namespace("sets", **_sets.SETS_NAMESPACE)
+_DTYPE_NAMES = [
+    "DType",
+    "as_dtype",
+    "bfloat16",
+    "complex128",
+    "complex64",
+    "double",
+    "float16",
+    "float32",
+    "float64",
+    "half",
+    "int16",
+    "int32",
+    "int64",
+    "int8",
+    "qint16",
+    "qint32",
+    "qint8",
+    "quint16",
+    "quint8",
+    "resource",
+    "string",
+    "uint16",
+    "uint32",
+    "uint64",
+    "uint8",
+    "variant",
+]
+bitwise = _namespace("bitwise", _bitwise_ops)
+dtypes = _namespace(
+    "dtypes",
+    **{name: getattr(_dtypes, name) for name in _DTYPE_NAMES if hasattr(_dtypes, name)},
+    bool=_dtypes.bool_,
+    cast=_math.cast,
+    complex=_math.complex,
+    saturate_cast=_math.saturate_cast,
+    as_string=_string_ops.as_string,
+)
 debugging = _namespace(
     "debugging",
     _check_ops,

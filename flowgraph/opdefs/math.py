@@ -42,6 +42,11 @@ BINARY = {
     "SquaredDifference": "{half, float, double, int32, int64, complex64, complex128}",
     "Atan2": FLOAT,
     "DivNoNan": FLOAT_COMPLEX,
+    "BitwiseAnd": INTEGER,
+    "BitwiseOr": INTEGER,
+    "BitwiseXor": INTEGER,
+    "LeftShift": INTEGER,
+    "RightShift": INTEGER,
     # The kernels TF's gradient functions call: (y, dy) where y is the forward output.
     "TanhGrad": FLOAT_COMPLEX,
     "SigmoidGrad": FLOAT_COMPLEX,
@@ -65,6 +70,7 @@ for _op, _types in BINARY.items():
 
 # Unary element-wise ops: op type -> allowed T. The output has the input's type and shape.
 UNARY = {
+    "Invert": INTEGER,
     "Neg": SIGNED,
     "Abs": SIGNED_REAL,
     "Sign": SIGNED,

@@ -80,8 +80,23 @@ def _div_no_nan(x, y):
     return np.where(np.equal(y, 0), np.zeros((), q.dtype), q)
 
 
+def _shift(shift):
+    """TF's shifts: the amount clamped to [0, bits - 1]; signed right shifts are arithmetic."""
+
+    def kernel(x, y):
+        bits = np.dtype(x.dtype).itemsize * 8
+        return shift(x, np.clip(y, 0, bits - 1).astype(x.dtype))
+
+    return kernel
+
+
 # op type -> ufunc (or {dtype tuple: function} where the formula depends on the dtype).
 BINARY = {
+    "BitwiseAnd": np.bitwise_and,
+    "BitwiseOr": np.bitwise_or,
+    "BitwiseXor": np.bitwise_xor,
+    "LeftShift": _shift(np.left_shift),
+    "RightShift": _shift(np.right_shift),
     "Add": np.add,
     "AddV2": np.add,
     "Sub": np.subtract,
@@ -141,6 +156,7 @@ def _sigmoid(x):
 
 
 UNARY = {
+    "Invert": np.invert,
     "Neg": np.negative,
     "Abs": np.abs,
     "Sign": np.sign,
