@@ -34,10 +34,10 @@ def test_every_missing_tf1_name_raises_not_implemented_naming_it():
 
 
 def test_missing_submodule_and_compat_path():
-    with pytest.raises(NotImplementedError, match=r"tf\.bitwise"):
-        tf.bitwise  # noqa: B018
-    with pytest.raises(NotImplementedError, match=r"tf\.nn\.conv3d"):
-        tf.compat.v1.nn.conv3d  # noqa: B018
+    with pytest.raises(NotImplementedError, match=r"tf\.quantization"):
+        tf.quantization  # noqa: B018
+    with pytest.raises(NotImplementedError, match=r"tf\.nn\.ctc_beam_search_decoder"):
+        tf.compat.v1.nn.ctc_beam_search_decoder  # noqa: B018
 
 
 def test_names_tensorflow_lacks_are_attribute_errors():
