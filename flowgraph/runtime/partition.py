@@ -4,7 +4,9 @@ devices becomes a `_Send` on the source device and a `_Recv` on the destination.
 One Send/Recv pair serves each (tensor, destination device), however many consumers the tensor
 has there. A control edge that crosses devices is carried by a dummy scalar sent after the
 source node finished. All cross-device communication is thus inside Send/Recv, so the runtime
-of one device needs to know nothing about the others.
+of one device needs to know nothing about the others. A loop whose nodes span devices gets a
+control loop on each device that does not lead it (control_loops.py); a _Recv inside a loop
+frame runs once per iteration, on a control edge from its device's control loop.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import dataclasses
 import numpy as np
 
 from flowgraph.core import dtypes
+from flowgraph.runtime.control_loops import ControlLoops
 from flowgraph.runtime.graph import Node, make_node
 
 
@@ -34,6 +37,10 @@ def _edge_attrs(src_dev, dst_dev, tensor_name, dtype, opts):
 
 def partition(nodes: list[Node], opts: PartitionOptions) -> dict[str, list[Node]]:
     """Returns device name -> its nodes (graph order kept), with Send/Recv pairs added."""
+    loops = None
+    if len({n.device for n in nodes}) > 1:
+        loops = ControlLoops(nodes)
+        nodes = loops.nodes
     device_of = {n.name: n.device for n in nodes}
     parts: dict[str, list[Node]] = {}
     recvs: dict[tuple, str] = {}  # (src, port, dst device) -> recv node name
@@ -75,6 +82,7 @@ def partition(nodes: list[Node], opts: PartitionOptions) -> dict[str, list[Node]
         recv = make_node(
             f"{src}/_recv_{counter[0]}",
             "_Recv",
+            control=loops.recv_control(by_name[src], dst_dev) if loops is not None else (),
             device=dst_dev,
             attrs=attrs | {"tensor_type": dtype.base_dtype},
         )
