@@ -18,14 +18,11 @@ from flowgraph.framework.apply_op import apply_op
 from flowgraph.ops import array as array_ops
 from flowgraph.ops import math as math_ops
 from flowgraph.ops import reduction
-from flowgraph.ops.array_index import slice_
 from flowgraph.ops.random import random_crop, random_uniform
 
 __all__ = [
     "ResizeMethod",
-    "central_crop",
     "convert_image_dtype",
-    "crop_to_bounding_box",
     "decode_image",
     "decode_jpeg",
     "decode_png",
@@ -33,7 +30,6 @@ __all__ = [
     "encode_png",
     "flip_left_right",
     "flip_up_down",
-    "pad_to_bounding_box",
     "per_image_standardization",
     "random_crop",
     "random_flip_left_right",
@@ -232,65 +228,6 @@ def random_flip_left_right(image, seed=None):
 
 def random_flip_up_down(image, seed=None):
     return _random_flip(image, seed, flip_up_down)
-
-
-def _hw(image):
-    shape = image.shape.as_list()
-    return shape[-3], shape[-2]
-
-
-def crop_to_bounding_box(image, offset_height, offset_width, target_height, target_width):
-    """The [target_height, target_width] window of `image` at the given offsets."""
-    image = convert.convert_to_tensor(image, name="image")
-    height, width = _hw(image)
-    for v, what in ((offset_height, "offset_height"), (offset_width, "offset_width")):
-        if isinstance(v, int) and v < 0:
-            raise ValueError(f"{what} must be >= 0.")
-    static = all(
-        isinstance(v, int) for v in (offset_height, offset_width, target_height, target_width)
-    )
-    if static and height is not None and offset_height + target_height > height:
-        raise ValueError("height must be >= target + offset.")
-    if static and width is not None and offset_width + target_width > width:
-        raise ValueError("width must be >= target + offset.")
-    lead = [0] * (image.shape.ndims - 3)
-    keep = [-1] * (image.shape.ndims - 3)
-    return slice_(
-        image, lead + [offset_height, offset_width, 0], keep + [target_height, target_width, -1]
-    )
-
-
-def pad_to_bounding_box(image, offset_height, offset_width, target_height, target_width):
-    """Zero-pads `image` to [target_height, target_width], placing it at the offsets."""
-    image = convert.convert_to_tensor(image, name="image")
-    height, width = _hw(image)
-    if height is None or width is None:
-        raise NotImplementedError("pad_to_bounding_box needs the image's height and width")
-    after_h = target_height - offset_height - height
-    after_w = target_width - offset_width - width
-    if min(offset_height, offset_width) < 0:
-        raise ValueError("offset_height and offset_width must be >= 0")
-    if after_h < 0:
-        raise ValueError("height must be <= target - offset")
-    if after_w < 0:
-        raise ValueError("width must be <= target - offset")
-    lead = [[0, 0]] * (image.shape.ndims - 3)
-    return array_ops.pad(image, lead + [[offset_height, after_h], [offset_width, after_w], [0, 0]])
-
-
-def central_crop(image, central_fraction):
-    """The central `central_fraction` of the image along height and width."""
-    image = convert.convert_to_tensor(image, name="image")
-    if central_fraction <= 0.0 or central_fraction > 1.0:
-        raise ValueError("central_fraction must be within (0, 1]")
-    if central_fraction == 1.0:
-        return image
-    height, width = _hw(image)
-    if height is None or width is None:
-        raise NotImplementedError("central_crop needs the image's height and width")
-    off_h = int((height - height * central_fraction) / 2)
-    off_w = int((width - width * central_fraction) / 2)
-    return crop_to_bounding_box(image, off_h, off_w, height - 2 * off_h, width - 2 * off_w)
 
 
 # -- dtypes and normalization -------------------------------------------------------------------
