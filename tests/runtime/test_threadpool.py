@@ -170,3 +170,18 @@ def test_sharded_relu_grad_keeps_dtype(dtype):
     got = _run(lambda a, c: apply_op("ReluGrad", [a, c]).outputs[0], dy, x)
     assert got.dtype == dtype
     np.testing.assert_array_equal(got, dy * (x > 0).astype(dtype))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, np.int32, np.complex64])
+@pytest.mark.parametrize("channels", [3, 64, 2000])
+def test_sharded_bias_add_matches_numpy(dtype, channels):
+    """BiasAdd over rows of channels in blocks: the compiled loop (float32/64) and the tiled
+    NumPy path (others), rows not a multiple of the tiling."""
+    rng = np.random.RandomState(5)
+    value = (rng.uniform(-4, 4, (7, 31, 200_000 // (31 * 7 * channels) + 1, channels))).astype(
+        dtype
+    )
+    bias = rng.uniform(-4, 4, channels).astype(dtype)
+    got = _run(tf.nn.bias_add, value, bias)
+    assert got.dtype == dtype
+    np.testing.assert_array_equal(got, value + bias)

@@ -13,6 +13,9 @@ blocks of their work in parallel (kernels/sharding.py).
   scatters: 3.6 ms for LeNet's first pooling layer); one compiled pass that keeps the running
   maximum of a window's channels in registers and writes the gradient straight into its input
   cells takes 1.3 ms.
+* `bias_add` over rows of few channels, where NumPy's broadcasting loop restarts every C
+  elements (even against a bias tiled to 1024 columns it runs at 40% of a copy's speed; LeNet's
+  conv1 output: 0.61 -> 0.26 ms, a copy takes 0.24).
 * `relu` and `relu_grad`: one pass each where NumPy's maximum (NaN-propagating) and its
   multiply by a boolean mask (a casting loop) run at a quarter and a half of a copy's speed
   (LeNet's 6.4 MB conv1 activation: 0.61 -> 0.16 ms and 0.76 -> 0.34 ms).
@@ -84,7 +87,16 @@ def _relu_grad(dy, x, out):
         out[i] = dy[i] * (x[i] > 0)
 
 
+def _bias_add(value, bias, out):
+    """out[r, c] = value[r, c] + bias[c] over rows of channels."""
+    rows, channels = value.shape
+    for r in range(rows):
+        for c in range(channels):
+            out[r, c] = value[r, c] + bias[c]
+
+
 _FUNCTIONS = {
+    "bias_add": _bias_add,
     "max_pool_backward": _max_pool_backward,
     "relu": _relu,
     "relu_grad": _relu_grad,

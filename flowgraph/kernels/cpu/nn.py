@@ -178,9 +178,10 @@ def _bias_axis(value, data_format):
 def bias_add(ctx, value, bias):
     """value + bias along the channel axis, written in blocks of rows on the device's pool.
 
-    With channels last and few channels, the rows are added `k` at a time against the bias
-    tiled `k` times: NumPy's broadcasting loop then runs over ~1024 elements instead of C
-    (0.65 -> 0.39 ms on LeNet's 64x28x28x32 conv1 output)."""
+    With channels last, float32 and float64 run a compiled loop (kernels/cpu/loops.py); other
+    types add the rows `k` at a time against the bias tiled `k` times, so that NumPy's
+    broadcasting loop runs over ~1024 elements instead of C (0.65 -> 0.39 ms on LeNet's
+    64x28x28x32 conv1 output; the loop takes 0.26)."""
     axis = _bias_axis(value, ctx.attrs.get("data_format", "NHWC"))
     if bias.ndim != 1 or bias.shape[0] != value.shape[axis]:
         raise errors.InvalidArgumentError(
@@ -197,8 +198,13 @@ def bias_add(ctx, value, bias):
         rows, rows_out = value.reshape(-1, channels), out.reshape(-1, channels)
         k = max(1, 1024 // max(channels, 1))
         tiled = np.tile(bias, k)
+        same = value.dtype == bias.dtype == out.dtype
+        loop = compiled("bias_add") if same and out.dtype in _COMPILED_TYPES else None
 
         def block(lo: int, hi: int) -> None:
+            if loop is not None:
+                loop(rows[lo:hi], bias, rows_out[lo:hi])
+                return
             full = lo + (hi - lo) // k * k
             width = k * channels
             np.add(
