@@ -38,3 +38,4 @@ from flowgraph.opdefs import dataset_ops  # noqa: F401
 from flowgraph.opdefs import special_math  # noqa: F401
 from flowgraph.opdefs import sets  # noqa: F401
 from flowgraph.opdefs import image_color  # noqa: F401
+from flowgraph.opdefs import image_boxes  # noqa: F401
