@@ -283,3 +283,26 @@ def test_random_crop():
         too_big = tf.random_crop(value, [7, 3])
         with pytest.raises(errors.InvalidArgumentError, match="value.shape >= size"):
             sess.run(too_big)
+
+
+def test_philox4x32_known_answers():
+    """Random123's known-answer vectors for Philox4x32-10 (counter words, key, outputs), the
+    compiled loop of kernels/cpu/loops.py against them, and a batch of counters at once."""
+    from flowgraph.kernels.cpu.philox import philox4x32
+
+    kat = [
+        ((0, 0, 0, 0), (0, 0), (0x6627E8D5, 0xE169C58D, 0xBC57AC4C, 0x9B00DBD8)),
+        ((0xFFFFFFFF,) * 4, (0xFFFFFFFF,) * 2, (0x408F276D, 0x41C83B0E, 0xA20BC7C6, 0x6D5451FD)),
+        (
+            (0x243F6A88, 0x85A308D3, 0x13198A2E, 0x03707344),
+            (0xA4093822, 0x299F31D0),
+            (0xD16CFE09, 0x94FDCCEB, 0x5001E420, 0x24126EA1),
+        ),
+    ]
+    for counter, key, want in kat:
+        got = philox4x32(np.array([counter], np.uint32), key)
+        np.testing.assert_array_equal(got, np.array([want], np.uint32))
+    counters = np.array([c for c, _, _ in kat[:2]] * 3, np.uint32)
+    got = philox4x32(counters, (0, 0))
+    np.testing.assert_array_equal(got[0::2], np.array([kat[0][2]] * 3, np.uint32))
+    assert got.shape == (6, 4) and got.dtype == np.uint32

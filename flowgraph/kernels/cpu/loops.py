@@ -16,6 +16,9 @@ blocks of their work in parallel (kernels/sharding.py).
 * `bias_add` over rows of few channels, where NumPy's broadcasting loop restarts every C
   elements (even against a bias tiled to 1024 columns it runs at 40% of a copy's speed; LeNet's
   conv1 output: 0.61 -> 0.26 ms, a copy takes 0.24).
+* `philox4x32`: TensorFlow's counter-based generator, ten rounds per 128-bit block in
+  registers; NumPy needs about 80 whole-array passes (the 8192 dropout draws of the digits
+  CNN's step: 0.3 ms -> 10 us).
 * `relu` and `relu_grad`: one pass each where NumPy's maximum (NaN-propagating) and its
   multiply by a boolean mask (a casting loop) run at a quarter and a half of a copy's speed
   (LeNet's 6.4 MB conv1 activation: 0.61 -> 0.16 ms and 0.76 -> 0.34 ms).
@@ -95,7 +98,32 @@ def _bias_add(value, bias, out):
             out[r, c] = value[r, c] + bias[c]
 
 
+def _philox4x32(counters, k0, k1, out):
+    """Philox4x32-10 of each row of `counters` (uint32 [n, 4]) under the key (k0, k1), as
+    kernels/cpu/philox.py writes it in whole-array NumPy operations."""
+    m0, m1 = np.uint64(0xD2511F53), np.uint64(0xCD9E8D57)
+    w0, w1 = np.uint64(0x9E3779B9), np.uint64(0xBB67AE85)
+    low, shift = np.uint64(0xFFFFFFFF), np.uint64(32)
+    for i in range(counters.shape[0]):
+        c0, c1 = np.uint64(counters[i, 0]), np.uint64(counters[i, 1])
+        c2, c3 = np.uint64(counters[i, 2]), np.uint64(counters[i, 3])
+        key0, key1 = np.uint64(k0), np.uint64(k1)
+        for _ in range(10):
+            p0 = c0 * m0
+            p1 = c2 * m1
+            c0, c1, c2, c3 = (
+                (p1 >> shift) ^ c1 ^ key0,
+                p1 & low,
+                (p0 >> shift) ^ c3 ^ key1,
+                p0 & low,
+            )
+            key0 = (key0 + w0) & low
+            key1 = (key1 + w1) & low
+        out[i, 0], out[i, 1], out[i, 2], out[i, 3] = c0, c1, c2, c3
+
+
 _FUNCTIONS = {
+    "philox4x32": _philox4x32,
     "bias_add": _bias_add,
     "max_pool_backward": _max_pool_backward,
     "relu": _relu,

@@ -4,7 +4,7 @@ Salmon et al., "Parallel random numbers: as easy as 1, 2, 3" (SC'11). One call m
 counter and a 64-bit key to four uint32s through ten rounds of two 32x32->64 multiplies; the
 key is raised by two Weyl constants between rounds. Because the output is a pure function of
 (key, counter), block i of a stream is computed directly from counter + i, so a whole tensor's
-worth of blocks is one set of NumPy array operations rather than a loop.
+worth of blocks is one call of a compiled loop over the counters.
 
 TensorFlow's conventions (core/lib/random/philox_random.h and guarded_philox_random.cc):
 
@@ -23,35 +23,27 @@ import threading
 
 import numpy as np
 
-_M0 = np.uint64(0xD2511F53)
-_M1 = np.uint64(0xCD9E8D57)
-_W0 = 0x9E3779B9
-_W1 = 0xBB67AE85
+from flowgraph.kernels.cpu.loops import compiled
+
 _MASK32 = 0xFFFFFFFF
 _MASK64 = (1 << 64) - 1
 _MASK128 = (1 << 128) - 1
 _LOW32 = np.uint64(_MASK32)
 _SHIFT32 = np.uint64(32)
-ROUNDS = 10
 
 
 def philox4x32(counters: np.ndarray, key: tuple[int, int]) -> np.ndarray:
     """Philox4x32-10 of each row of `counters` (uint32 [n, 4], word 0 least significant) under
-    `key` (two uint32s): returns uint32 [n, 4], the four outputs of each block in order."""
-    c0, c1, c2, c3 = (counters[:, i].astype(np.uint64) for i in range(4))
-    k0, k1 = int(key[0]) & _MASK32, int(key[1]) & _MASK32
-    for r in range(ROUNDS):
-        p0 = c0 * _M0
-        p1 = c2 * _M1
-        c0, c1, c2, c3 = (
-            (p1 >> _SHIFT32) ^ c1 ^ np.uint64(k0),
-            p1 & _LOW32,
-            (p0 >> _SHIFT32) ^ c3 ^ np.uint64(k1),
-            p0 & _LOW32,
-        )
-        if r + 1 < ROUNDS:
-            k0, k1 = (k0 + _W0) & _MASK32, (k1 + _W1) & _MASK32
-    return np.stack([c0, c1, c2, c3], axis=1).astype(np.uint32)
+    `key` (two uint32s): returns uint32 [n, 4], the four outputs of each block in order.
+
+    Each block is ten rounds of c0, c1, c2, c3 <- hi(c2 * M1) ^ c1 ^ k0, lo(c2 * M1),
+    hi(c0 * M0) ^ c3 ^ k1, lo(c0 * M0), the key raised by the Weyl constants between rounds;
+    a compiled loop keeps a block in registers (kernels/cpu/loops.py: the digits CNN's 8192
+    dropout draws take 28 us instead of 170 us as whole-array NumPy passes)."""
+    out = np.empty((counters.shape[0], 4), np.uint32)
+    counters = np.ascontiguousarray(counters, np.uint32)
+    compiled("philox4x32")(counters, int(key[0]) & _MASK32, int(key[1]) & _MASK32, out)
+    return out
 
 
 def counter_words(base: int, offsets: np.ndarray) -> np.ndarray:
