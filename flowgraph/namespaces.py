@@ -169,8 +169,11 @@ from flowgraph.ops import image_ops as _image_ops  # noqa: E402
 from flowgraph.ops import image_color as _image_color  # noqa: E402
 from flowgraph.ops import image_boxes as _image_boxes  # noqa: E402
 from flowgraph.ops import image_geometry as _image_geometry  # noqa: E402
+from flowgraph.ops import image_measures as _image_measures  # noqa: E402
 
-image = _namespace("image", _image_ops, _image_boxes, _image_color, _image_geometry)
+image = _namespace(
+    "image", _image_ops, _image_boxes, _image_color, _image_geometry, _image_measures
+)
 
 # tf.queue (TF 1.15's home of the queue classes) and tf.io's image codecs.
 from flowgraph.ops import queues as _queues  # noqa: E402
