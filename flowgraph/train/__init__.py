@@ -17,7 +17,11 @@ Each name comes from the module that owns it:
     checkpoint_management.py, checkpoint_utils.py   the `checkpoint` file, readers
     meta_graph.py           export_meta_graph / import_meta_graph
     session_run_hook.py     the hook interface of training loops; hooked_session.py runs hooks
-    basic_session_run_hooks.py  SecondOrStepTimer, ProfilerHook (§9.2)
+    basic_session_run_hooks.py  StopAtStepHook, LoggingTensorHook, NanTensorHook, ProfilerHook
+                            (§9.2), ...; saving_hooks.py: CheckpointSaverHook, SummarySaverHook,
+                            StepCounterHook; second_or_step_timer.py: SecondOrStepTimer
+    scaffold.py, session_manager.py  Scaffold, SessionManager (initialize or restore a model)
+    monitored_session.py    MonitoredSession, MonitoredTrainingSession, session creators
     cluster_spec.py         ClusterSpec (the tasks of a cluster, §3.3)
     device_setter.py        replica_device_setter (parameter servers, §7)
 """
@@ -38,7 +42,21 @@ from flowgraph.core.protos import (
 from flowgraph.summary import summary_iterator  # TF1 exports it here as well
 from flowgraph.train import queue_runner, slot_creator, training_ops
 from flowgraph.train.adam import AdamOptimizer
-from flowgraph.train.basic_session_run_hooks import ProfilerHook, SecondOrStepTimer
+from flowgraph.train.basic_session_run_hooks import (
+    CheckpointSaverHook,
+    CheckpointSaverListener,
+    FeedFnHook,
+    FinalOpsHook,
+    GlobalStepWaiterHook,
+    LoggingTensorHook,
+    NanLossDuringTrainingError,
+    NanTensorHook,
+    ProfilerHook,
+    SecondOrStepTimer,
+    StepCounterHook,
+    StopAtStepHook,
+    SummarySaverHook,
+)
 from flowgraph.train.checkpoint_management import (
     checkpoint_exists,
     generate_checkpoint_state_proto,
@@ -87,6 +105,14 @@ from flowgraph.train.learning_rate_decay import (
     polynomial_decay,
 )
 from flowgraph.train.meta_graph import export_meta_graph, import_meta_graph
+from flowgraph.train.monitored_session import (
+    ChiefSessionCreator,
+    MonitoredSession,
+    MonitoredTrainingSession,
+    SessionCreator,
+    SingularMonitoredSession,
+    WorkerSessionCreator,
+)
 from flowgraph.train.moving_averages import ExponentialMovingAverage, assign_moving_average
 from flowgraph.train.optimizer import Optimizer
 from flowgraph.train.optimizers import (
@@ -98,6 +124,8 @@ from flowgraph.train.optimizers import (
 )
 from flowgraph.train.queue_runner import QueueRunner, add_queue_runner, start_queue_runners
 from flowgraph.train.saver import Saver
+from flowgraph.train.scaffold import Scaffold
+from flowgraph.train.session_manager import SessionManager
 from flowgraph.train.session_run_hook import (
     SessionRunArgs,
     SessionRunContext,
@@ -202,3 +230,8 @@ from flowgraph.train.cluster_spec import ClusterSpec
 from flowgraph.train.device_setter import replica_device_setter
 
 __all__ += ["ClusterDef", "ClusterSpec", "JobDef", "ServerDef", "replica_device_setter"]
+__all__ += ["CheckpointSaverHook", "CheckpointSaverListener", "FeedFnHook", "FinalOpsHook"]
+__all__ += ["GlobalStepWaiterHook", "LoggingTensorHook", "NanLossDuringTrainingError"]
+__all__ += ["NanTensorHook", "StepCounterHook", "StopAtStepHook", "SummarySaverHook"]
+__all__ += ["ChiefSessionCreator", "MonitoredSession", "MonitoredTrainingSession", "Scaffold"]
+__all__ += ["SessionCreator", "SessionManager", "SingularMonitoredSession", "WorkerSessionCreator"]
