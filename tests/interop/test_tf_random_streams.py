@@ -18,8 +18,9 @@ from tests.interop.tf_random.cases import CASES, case, run
 _HERE = Path(__file__).resolve().parent
 _STREAMS = np.load(_HERE / "tf_random" / "streams.npz")
 _SHARED = _HERE.parents[1].parent / "shared" / "fixtures" / "tensorflow" / "random"
-# Ops whose kernels follow TF's streams so far; the others still draw from NumPy.
-_EXACT = {"uniform", "normal"}
+# Ops whose kernels follow TF's streams so far (dropout and the initializers build on them);
+# shuffle, multinomial, gamma and poisson still draw from NumPy.
+_EXACT = {"uniform", "normal", "truncated_normal", "dropout", "initializer", "normal_variable"}
 
 
 def _bits(a: np.ndarray) -> np.ndarray:
@@ -29,7 +30,7 @@ def _bits(a: np.ndarray) -> np.ndarray:
 
 @pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
 def test_stream_matches_tensorflow(case):
-    if case["op"] not in _EXACT or case["args"].get("dtype", "float32").startswith("int"):
+    if case["op"] not in _EXACT:
         pytest.skip("kernel does not follow TF's stream yet")
     got = run(tf, case)
     for i, value in enumerate(got):
@@ -45,6 +46,25 @@ _SHARED_CASES = [
     case("normal_f64", "normal", 5, shape=[9], dtype="float64", seed=12),
     case("normal_f16", "normal", 5, shape=[6], dtype="float16", seed=13),
     case("random_normal_var_default_seed", "normal_variable", 777, var=True, shape=[3, 4]),
+    case("truncated_normal_f32", "truncated_normal", 9, shape=[4, 6], stddev=0.5, seed=2),
+    case("dropout", "dropout", 777, shape=[4, 8], keep_prob=0.7),
+    case(
+        "glorot_uniform_var",
+        "initializer",
+        777,
+        var=True,
+        shape=[5, 3],
+        init="glorot_uniform_initializer",
+    ),
+    case(
+        "xavier_like_truncated",
+        "initializer",
+        123,
+        var=True,
+        shape=[6],
+        init="truncated_normal_initializer",
+        args={"stddev": 0.1},
+    ),
 ]
 
 

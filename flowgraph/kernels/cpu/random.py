@@ -84,8 +84,8 @@ def _fill(ctx, shape, convert, per_block: int) -> np.ndarray:
 
 
 def _per_block(dtype) -> int:
-    """Values per Philox block (4 uint32s): two for double, four for the narrower floats."""
-    return 2 if dtype == np.float64 else 4
+    """Values per Philox block (4 uint32s): two 64-bit values, four narrower ones."""
+    return 2 if np.dtype(dtype).itemsize == 8 else 4
 
 
 @register_kernel("RandomUniform", dtypes_=_PHILOX_FLOATS, type_attr="dtype")
@@ -112,40 +112,45 @@ def _float_draw(ctx, draw) -> np.ndarray:
     return values.astype(out, copy=False)
 
 
-def _truncated(rng, shape, dt):
-    """Standard normal with every value beyond 2 standard deviations redrawn (vectorised rounds)."""
-    values = rng.standard_normal(shape, dtype=dt)
-    bad = np.flatnonzero(np.abs(values) > 2)
-    flat = values.reshape(-1)
-    while bad.size:
-        flat[bad] = rng.standard_normal(bad.size, dtype=dt)
-        bad = bad[np.abs(flat[bad]) > 2]
-    return values
-
-
-@register_kernel("TruncatedNormal", dtypes_=_FLOATS, type_attr="dtype")
+@register_kernel("TruncatedNormal", dtypes_=_PHILOX_FLOATS, type_attr="dtype")
 def truncated_normal(ctx, shape):
-    return _float_draw(ctx, lambda rng, dt: _truncated(rng, _shape(shape), dt))
+    """Standard normals below 2 in magnitude, TF's stream: output groups of four (two for
+    double), group g drawing from blocks counter + g * 256 on (TF's FillPhiloxRandomTask for
+    variable-sample distributions); half and bfloat16 are drawn in float32 and rounded."""
+    dt = np.dtype(ctx.attrs["dtype"].as_numpy_dtype)
+    size = _shape(shape)
+    n = int(np.prod(size))
+    stream = philox(ctx).reserve_outputs(n, RESERVED_BLOCKS_PER_OUTPUT)
+    per_group = 2 if dt == np.float64 else 4
+    skip = per_group * RESERVED_BLOCKS_PER_OUTPUT // 4  # blocks between group starts
+    groups = -(-n // per_group)
+
+    def block_words(group_ids, j):
+        return stream.blocks(group_ids.astype(np.int64) * skip + j)
+
+    values = dist.truncated_normal_groups(block_words, groups, per_group, dt)
+    return values.reshape(-1)[:n].astype(dt).reshape(size)
 
 
 @register_kernel("RandomUniformInt", dtypes_=[dtypes.int32, dtypes.int64], type_attr="Tout")
 def random_uniform_int(ctx, shape, minval, maxval):
-    """Integers uniform in [minval, maxval)."""
+    """Integers uniform in [minval, maxval): TF's stream, the raw bits modulo the range."""
     if np.ndim(minval) or np.ndim(maxval):
         raise errors.InvalidArgumentError(
             None,
             None,
-            f"minval and maxval must be scalars, got shapes {list(np.shape(minval))} and {list(np.shape(maxval))}",
+            "minval and maxval must be scalars, got shapes "
+            f"{list(np.shape(minval))} and {list(np.shape(maxval))}",
         )
     size = _shape(shape)
-    if minval >= maxval and int(np.prod(size)) > 0:
-        raise errors.InvalidArgumentError(None, None, f"Need minval < maxval: {minval} >= {maxval}")
-    g = generator(ctx)
-    out = ctx.attrs["Tout"].as_numpy_dtype
-    if int(np.prod(size)) == 0:
+    out = np.dtype(ctx.attrs["Tout"].as_numpy_dtype)
+    n = int(np.prod(size))
+    if n == 0:
         return np.zeros(size, out)
-    with g.lock:
-        return g.rng.integers(minval, maxval, size=size, dtype=out)
+    if minval >= maxval:
+        raise errors.InvalidArgumentError(None, None, f"Need minval < maxval: {minval} >= {maxval}")
+    lo, hi = int(minval), int(maxval)
+    return _fill(ctx, shape, lambda w: dist.uniform_int(w, lo, hi, out), _per_block(out))
 
 
 @register_kernel("RandomShuffle")

@@ -96,3 +96,49 @@ def normal(words: np.ndarray, dtype: np.dtype) -> np.ndarray:
         w = words.reshape(-1, 2)
         pair = box_muller_float(w[:, 0], w[:, 1])
     return np.stack(pair, axis=1).reshape(-1).astype(dtype)
+
+
+def uniform_int(words: np.ndarray, lo: int, hi: int, dtype: np.dtype) -> np.ndarray:
+    """Integers in [lo, hi): lo + (bits mod (hi - lo)), one uint32 per int32 value, a uint64
+    of two words (the first low) per int64 value, as TF's UniformDistribution computes it."""
+    dtype = np.dtype(dtype)
+    if dtype == np.int64:
+        bits = words[0::2].astype(_U64) | (words[1::2].astype(_U64) << _U64(32))
+        span = _U64((int(hi) - int(lo)) & 0xFFFFFFFFFFFFFFFF)
+    else:
+        bits = words
+        span = _U32((int(hi) - int(lo)) & 0xFFFFFFFF)
+    offsets = (bits % span).astype(dtype)  # wraps like TF's static_cast for wide ranges
+    with np.errstate(over="ignore"):
+        return (offsets + dtype.type(lo)).astype(dtype)
+
+
+def truncated_normal_groups(block_words, groups: int, per_group: int, dtype: np.dtype):
+    """TF's TruncatedNormalDistribution over independent output groups: group g reads the
+    uint32s of blocks block_words(g, j) for j = 0, 1, ... in order, turns them into normals by
+    Box-Muller (two words per float32 normal pair, four per double pair) and keeps the first
+    `per_group` with |x| < 2. Vectorized over groups, a few blocks at a time."""
+    wide = np.float64 if dtype == np.float64 else np.float32
+    out = np.empty((groups, per_group), wide)
+    filled = np.zeros(groups, np.int64)
+    pending = np.arange(groups)
+    block = 0
+    while pending.size:
+        words = block_words(pending, block)  # uint32 [len(pending), 4]
+        if wide == np.float64:
+            pair = box_muller_double(words[:, 0], words[:, 1], words[:, 2], words[:, 3])
+        else:
+            pair = box_muller_float(
+                np.concatenate([words[:, 0:1], words[:, 2:3]], 1).reshape(-1),
+                np.concatenate([words[:, 1:2], words[:, 3:4]], 1).reshape(-1),
+            )
+        values = np.stack(pair, axis=-1).reshape(pending.size, -1)  # stream order
+        keep = np.abs(values) < 2.0
+        slot = filled[pending, None] + np.cumsum(keep, axis=1) - 1
+        take = keep & (slot < per_group)
+        rows = np.broadcast_to(pending[:, None], take.shape)[take]
+        out[rows, slot[take]] = values[take]
+        filled[pending] = np.minimum(filled[pending] + keep.sum(1), per_group)
+        pending = pending[filled[pending] < per_group]
+        block += 1
+    return out
