@@ -78,6 +78,12 @@ def softmax_cross_entropy_with_logits_v2(labels, logits, axis=-1, name=None, dim
         low_precision = logits.dtype.base_dtype in _LOW_PRECISION
         precise = math_ops.cast(logits, dtypes.float32) if low_precision else logits
         labels = math_ops.cast(labels, precise.dtype)
+        if static_shape.ndims == 2 and labels.shape.ndims == 2 and _is_last(axis, 2):
+            # matrices already: the op alone (TF's Grappler folds the flattening away)
+            cost = apply_op(
+                "SoftmaxCrossEntropyWithLogits", [precise, labels], name=scope_name
+            ).outputs[0]
+            return math_ops.cast(cost, logits.dtype) if low_precision else cost
         rank = array_ops.rank(precise)
         if not (isinstance(axis, int) and (axis == -1 or axis == (static_shape.ndims or 0) - 1)):
             if isinstance(axis, int) and static_shape.ndims is not None:
@@ -101,6 +107,10 @@ def softmax_cross_entropy_with_logits_v2(labels, logits, axis=-1, name=None, dim
             else:
                 cost.set_shape([None] * (len(dims) - 1))
         return math_ops.cast(cost, logits.dtype) if low_precision else cost
+
+
+def _is_last(axis, ndims):
+    return isinstance(axis, int) and axis in (-1, ndims - 1)
 
 
 def _check_axis(axis, ndims):
