@@ -115,6 +115,23 @@ def registered_kernels() -> dict:
     return {k: list(v) for k, v in _KERNELS.items()}
 
 
+# The function-call protocol between runtime/function.py and the _Arg/_Retval kernels: a call's
+# step-local `resources` hold its argument values and the list its results are written to.
+ARGS = "__function_args"
+RETS = "__function_rets"
+
+
+def library_of(device):
+    """The function library of `device` (a FunctionLibrary, runtime/function.py): kernels that
+    apply functions (datasets, PartitionedCall) reach it through their context's device."""
+    lib = getattr(device, "functions", None)
+    if lib is None:
+        raise errors.FailedPreconditionError(
+            None, None, f"Device {device.name} has no function library"
+        )
+    return lib
+
+
 class KernelContext:
     """What a kernel knows about its node, fixed when the execution plan is built: the name, op
     type, decoded attrs, device (with its resource containers) and the types of its inputs and

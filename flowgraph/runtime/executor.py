@@ -27,6 +27,7 @@ import time
 import numpy as np
 
 from flowgraph.core import errors
+from flowgraph.core.dead_value import DEAD
 from flowgraph.runtime.frames import FrameState, IterationState
 from flowgraph.runtime.plan import (
     ASYNC,
@@ -41,7 +42,6 @@ from flowgraph.runtime.plan import (
     ExecutorPlan,
     NodeItem,
 )
-from flowgraph.runtime.rendezvous import DEAD
 
 
 class Step:

@@ -19,12 +19,11 @@ import threading
 from flowgraph.core import attr_value, dtypes, errors
 from flowgraph.core.op_def import get_op_def
 from flowgraph.core.protos import FunctionDefLibrary, NodeDef
+from flowgraph.kernels.base import ARGS, RETS, library_of  # noqa: F401  (re-exported)
 from flowgraph.runtime import graph as rt_graph
 from flowgraph.runtime.executor import ASYNC, ExecutorPlan, Step, execute, node_error
 from flowgraph.runtime.rendezvous import LocalRendezvous
 
-ARGS = "__function_args"  # step.resources key: the call's argument values (a list)
-RETS = "__function_rets"  # step.resources key: the call's results (a list filled by _Retval)
 _call_ids = itertools.count(1 << 40)  # step ids of function calls, apart from Session steps
 
 
@@ -74,15 +73,6 @@ class FunctionLibrary:
         body = FunctionBody(self.definition(name), device)
         with self._lock:
             return self._bodies.setdefault(key, body)
-
-
-def library_of(device) -> FunctionLibrary:
-    lib = getattr(device, "functions", None)
-    if lib is None:
-        raise errors.FailedPreconditionError(
-            None, None, f"Device {device.name} has no function library"
-        )
-    return lib
 
 
 class FunctionBody:

@@ -11,9 +11,9 @@ from __future__ import annotations
 import functools
 
 from flowgraph.core import errors
+from flowgraph.core.dead_value import DEAD
 from flowgraph.kernels.base import KernelContext, bind, find_kernel
 from flowgraph.runtime.graph import Node
-from flowgraph.runtime.rendezvous import DEAD
 
 INLINE, EXPENSIVE, ASYNC = 0, 1, 2
 CONTROL_FLOW_OPS = frozenset(

@@ -11,19 +11,7 @@ from __future__ import annotations
 import threading
 
 from flowgraph.core import errors
-
-
-class _Dead:
-    """The value of a dead tensor: the untaken output of a Switch, and all that depends on it
-    (whitepaper §4.4). Dead values travel through Send/Recv so deadness crosses devices."""
-
-    __slots__ = ()
-
-    def __repr__(self):
-        return "DEAD"
-
-
-DEAD = _Dead()
+from flowgraph.core.dead_value import DEAD  # noqa: F401  (the runtime names it here too)
 
 
 class LocalRendezvous:

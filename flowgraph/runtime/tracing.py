@@ -31,7 +31,7 @@ import numpy as np
 
 from flowgraph.core import dtypes
 from flowgraph.core.protos import StepStats
-from flowgraph.runtime.resources import VariableState
+from flowgraph.kernels.variable_state import VariableState
 
 ALLOCATOR_NAME = "cpu"  # TensorFlow's name for its CPU allocator
 # Ops whose outputs are state that outlives the step: counted as persistent memory.

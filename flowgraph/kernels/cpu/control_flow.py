@@ -11,8 +11,8 @@ import threading
 import numpy as np
 
 from flowgraph.core import errors
+from flowgraph.core.dead_value import DEAD
 from flowgraph.kernels.base import register_kernel
-from flowgraph.runtime.rendezvous import DEAD
 
 
 @register_kernel("Switch")

@@ -25,7 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from flowgraph.core import dtypes, errors
-from flowgraph.runtime.function import library_of
+from flowgraph.kernels.base import library_of
 
 AUTOTUNE = -1
 _pool = None

@@ -18,10 +18,9 @@ import numpy as np
 from flowgraph.core import errors
 from flowgraph.core.protos import ResourceHandleProto
 from flowgraph.core.shapes import TensorShape
-from flowgraph.kernels.base import register_kernel
+from flowgraph.kernels.base import library_of, register_kernel
 from flowgraph.kernels.cpu.blocking import CancelHook
 from flowgraph.kernels.cpu.dataset_base import Env, check_dataset, drive
-from flowgraph.runtime.function import library_of
 
 _END_MESSAGE = "End of sequence"
 

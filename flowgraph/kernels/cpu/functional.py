@@ -3,8 +3,7 @@ call ops (PartitionedCall) that run a function of the library (runtime/function.
 
 from __future__ import annotations
 
-from flowgraph.kernels.base import register_kernel
-from flowgraph.runtime.function import ARGS, RETS, library_of
+from flowgraph.kernels.base import ARGS, RETS, library_of, register_kernel
 
 
 @register_kernel("_Arg", step=True)

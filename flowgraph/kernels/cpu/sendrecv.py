@@ -7,9 +7,9 @@ partitions running the same loop concurrently never see each other's tags."""
 
 from __future__ import annotations
 
+from flowgraph.core.dead_value import DEAD
 from flowgraph.core.rendezvous_keys import key_prefix, with_frame
 from flowgraph.kernels.base import register_kernel
-from flowgraph.runtime.rendezvous import DEAD
 
 
 def _key(ctx, step) -> str:

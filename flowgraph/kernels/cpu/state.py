@@ -14,9 +14,9 @@ from flowgraph.core import errors
 from flowgraph.kernels.base import register_kernel
 from flowgraph.kernels.cpu.array import checked
 from flowgraph.kernels.cpu.array_index import gather
+from flowgraph.kernels.variable_state import VariableState
 from flowgraph.opdefs import strided_slice as ss
 from flowgraph.opdefs.array_index import check_batch_dims
-from flowgraph.runtime.resources import VariableState
 
 
 def _in_place(ctx) -> bool:
