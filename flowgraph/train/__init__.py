@@ -22,6 +22,7 @@ Each name comes from the module that owns it:
                             StepCounterHook; second_or_step_timer.py: SecondOrStepTimer
     scaffold.py, session_manager.py  Scaffold, SessionManager (initialize or restore a model)
     monitored_session.py    MonitoredSession, MonitoredTrainingSession, session creators
+    supervisor.py           Supervisor (the older training-loop manager)
     cluster_spec.py         ClusterSpec (the tasks of a cluster, §3.3)
     device_setter.py        replica_device_setter (parameter servers, §7)
 """
@@ -132,6 +133,7 @@ from flowgraph.train.session_run_hook import (
     SessionRunHook,
     SessionRunValues,
 )
+from flowgraph.train.supervisor import Supervisor
 from flowgraph.train.training_util import (
     assert_global_step,
     create_global_step,
@@ -235,3 +237,4 @@ __all__ += ["GlobalStepWaiterHook", "LoggingTensorHook", "NanLossDuringTrainingE
 __all__ += ["NanTensorHook", "StepCounterHook", "StopAtStepHook", "SummarySaverHook"]
 __all__ += ["ChiefSessionCreator", "MonitoredSession", "MonitoredTrainingSession", "Scaffold"]
 __all__ += ["SessionCreator", "SessionManager", "SingularMonitoredSession", "WorkerSessionCreator"]
+__all__ += ["Supervisor"]
