@@ -19,8 +19,16 @@ _HERE = Path(__file__).resolve().parent
 _STREAMS = np.load(_HERE / "tf_random" / "streams.npz")
 _SHARED = _HERE.parents[1].parent / "shared" / "fixtures" / "tensorflow" / "random"
 # Ops whose kernels follow TF's streams so far (dropout and the initializers build on them);
-# shuffle, multinomial, gamma and poisson still draw from NumPy.
-_EXACT = {"uniform", "normal", "truncated_normal", "dropout", "initializer", "normal_variable"}
+# multinomial, gamma and poisson still draw from NumPy.
+_EXACT = {
+    "uniform",
+    "normal",
+    "truncated_normal",
+    "dropout",
+    "initializer",
+    "normal_variable",
+    "shuffle",
+}
 
 
 def _bits(a: np.ndarray) -> np.ndarray:
@@ -48,6 +56,7 @@ _SHARED_CASES = [
     case("random_normal_var_default_seed", "normal_variable", 777, var=True, shape=[3, 4]),
     case("truncated_normal_f32", "truncated_normal", 9, shape=[4, 6], stddev=0.5, seed=2),
     case("dropout", "dropout", 777, shape=[4, 8], keep_prob=0.7),
+    case("shuffle", "shuffle", 3, shape=[12], seed=4),
     case(
         "glorot_uniform_var",
         "initializer",

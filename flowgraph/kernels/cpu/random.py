@@ -16,6 +16,7 @@ import numpy as np
 
 from flowgraph.core import dtypes, errors
 from flowgraph.kernels.base import register_kernel
+from flowgraph.kernels.cpu import loops
 from flowgraph.kernels.cpu import random_distributions as dist
 from flowgraph.kernels.cpu.philox import GuardedPhilox
 
@@ -155,13 +156,15 @@ def random_uniform_int(ctx, shape, minval, maxval):
 
 @register_kernel("RandomShuffle")
 def random_shuffle(ctx, value):
-    """A random permutation of `value` along its first dimension."""
+    """A random permutation of `value` along its first dimension: TF's Fisher-Yates over
+    n - 1 uint32s of the node's Philox stream (reserved 32 bits at a time)."""
     value = np.asarray(value)
     if value.ndim == 0 or value.shape[0] <= 1:
         return value
-    g = generator(ctx)
-    with g.lock:
-        perm = g.rng.permutation(value.shape[0])
+    n = value.shape[0]
+    words = philox(ctx).reserve32(n - 1).uint32s(n - 1)
+    perm = np.arange(n, dtype=np.int64)
+    loops.compiled("fisher_yates")(words, perm)
     return value[perm]
 
 
