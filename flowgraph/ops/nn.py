@@ -20,6 +20,7 @@ from flowgraph.framework.operation import Tensor
 from flowgraph.ops import array as array_ops
 from flowgraph.ops import candidate_sampling, embedding, nn_conv
 from flowgraph.ops import linalg as linalg_ops
+from flowgraph.ops import logging as logging_ops
 from flowgraph.ops import math as math_ops
 from flowgraph.ops import random as random_ops
 from flowgraph.ops import reduction as reduction_ops
@@ -143,7 +144,16 @@ def _on_last_axis(op_type, logits, axis, name):
         if not isinstance(axis, Tensor) and axis == -1:
             return apply_op(op_type, [logits], name=name).outputs[0]
         dynamic_rank = array_ops.rank(logits)
-        axis = math_ops.floormod(axis, dynamic_rank)
+        axis = convert_to_tensor(axis, dtype=dtypes.int32, name="axis")
+        # floormod would wrap an out-of-range axis silently: check it first, as TF's shape
+        # function does for a constant one.
+        in_range = math_ops.logical_and(
+            math_ops.greater_equal(axis, -dynamic_rank), math_ops.less(axis, dynamic_rank)
+        )
+        message = "Dimension must be in the range [-rank, rank); dimension, rank:"
+        check = logging_ops.Assert(in_range, [message, axis, dynamic_rank])
+        with graph_of([logits]).control_dependencies([check]):
+            axis = math_ops.floormod(axis, dynamic_rank)
         positions = array_ops.range_(dynamic_rank)
         last = dynamic_rank - 1
 
