@@ -11,8 +11,9 @@ A kernel returns its one output, a tuple of outputs, or None when the op has no 
 Flags say how the executor treats it: `expensive` kernels may run on the device's thread
 pool beside other work (NumPy releases the GIL in large kernels); `intra_op` kernels are
 expensive kernels that also split large inputs into shards on that same pool
-(`kernels/sharding.py`; BLAS itself is single-threaded, runtime/blas.py); `step` kernels also receive the per-step state (rendezvous, step-local containers) as their
-second argument; `async_` kernels receive a `done(outputs)` continuation and must not block
+(`kernels/sharding.py`; BLAS itself is single-threaded, runtime/blas.py); `step` kernels also receive their step context (rendezvous, step-local containers,
+cancellation manager, and the frame and iteration of the node being run) as their second
+argument; `async_` kernels receive a `done(outputs)` continuation and must not block
 (§5.3).
 """
 

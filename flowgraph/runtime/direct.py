@@ -161,8 +161,7 @@ class DirectRuntime:
                     self._run_partitions(parts, step)
             except BaseException as e:
                 if not isinstance(e, Exception):  # Ctrl-C while waiting: stop the step's work
-                    step.cancelled = True
-                    rendezvous.abort(errors.CancelledError(None, None, "Step was interrupted"))
+                    step.cancel(errors.CancelledError(None, None, "Step was interrupted"))
                 raise
             finally:
                 with self._lock:
@@ -244,9 +243,9 @@ class DirectRuntime:
             pending, self._partial_runs = list(self._partial_runs.values()), {}
             running = list(self._running)
         for step in running:  # a step blocked in a kernel (a queue, a Recv) fails, not hangs
-            step.rendezvous.abort(errors.CancelledError(None, None, "Session has been closed."))
+            step.cancel(errors.CancelledError(None, None, "Session has been closed."))
         for state in pending:
-            state.step.rendezvous.abort(
+            state.step.cancel(
                 errors.CancelledError(None, None, "Session was closed during a partial run")
             )
         self.rendezvous_mgr.cleanup_all(
@@ -313,7 +312,7 @@ class _PartialRun:
             runner()
         except errors.OpError as e:
             self.error = e
-            self.step.rendezvous.abort(e)
+            self.step.cancel(e)
         finally:
             self.done.set()
         if self.finished():  # else fetches may still take values: close() cleans it up

@@ -27,6 +27,7 @@ import time
 import numpy as np
 
 from flowgraph.core import errors
+from flowgraph.core.cancellation import CancellationManager
 from flowgraph.core.dead_value import DEAD
 from flowgraph.runtime.frames import FrameState, IterationState
 from flowgraph.runtime.plan import (
@@ -51,7 +52,7 @@ class Step:
     (frame, iteration) tag of the node being run. `frame_id`/`iter_id` here are the root
     frame's, for callers that run kernels outside the executor (function.py's inline runner)."""
 
-    __slots__ = ("cancelled", "deadline", "rendezvous", "resources", "stats", "step_id")
+    __slots__ = ("cancellation", "deadline", "rendezvous", "resources", "stats", "step_id")
 
     frame_id = 0
     iter_id = 0
@@ -61,8 +62,18 @@ class Step:
         self.rendezvous = rendezvous
         self.resources = {}  # step-local containers (stacks, tensor arrays): dropped with the step
         self.stats = stats
-        self.cancelled = False
+        self.cancellation = CancellationManager()  # Session.close, the deadline, a failure
         self.deadline = time.monotonic() + timeout_ms / 1000 if timeout_ms > 0 else None
+
+    @property
+    def cancelled(self) -> bool:
+        return self.cancellation.is_cancelled
+
+    def cancel(self, error: errors.OpError) -> None:
+        """Ends the step: every pending async kernel (a Recv, a blocked dequeue) fails with
+        `error` now, and so does every later Recv of the step."""
+        self.cancellation.start_cancel(error)
+        self.rendezvous.abort(error)
 
     def wait(self, completions):
         """The next completion; DeadlineExceededError once the step's deadline has passed."""
@@ -74,7 +85,7 @@ class Step:
             error = errors.DeadlineExceededError(
                 None, None, "Timed out waiting for the step to finish"
             )
-            self.rendezvous.abort(error)
+            self.cancel(error)
             raise error from None
 
 
@@ -95,6 +106,7 @@ class StepContext:
     resources = property(lambda self: self.step.resources)
     stats = property(lambda self: self.step.stats)
     cancelled = property(lambda self: self.step.cancelled)
+    cancellation = property(lambda self: self.step.cancellation)
     deadline = property(lambda self: self.step.deadline)
 
 
@@ -272,7 +284,7 @@ class _Execution:
                     tid = tid or threading.get_ident()
                     stats.record(device, item, t0 or t1, t1 or perf(), out, tid)
         if self.error is not None:
-            step.rendezvous.abort(_cancelled_by_error())
+            step.cancel(_cancelled_by_error())
             raise self.error
 
     def _route(self, st, nid, item, kind, args) -> bool:
@@ -304,8 +316,8 @@ class _Execution:
     def _fail(self, item, e):
         if self.error is None:
             self.error = node_error(item, self.plan.device.name, e)
-            self.step.cancelled = True  # now: an async kernel in flight (a dequeue) must not
-            self.step.rendezvous.abort(_cancelled_by_error())  # keep the step waiting for it
+            # now: an async kernel in flight (a dequeue) must not keep the step waiting for it
+            self.step.cancel(_cancelled_by_error())
 
     def _pooled(self, st, nid, args, ins):
         t0 = time.perf_counter()

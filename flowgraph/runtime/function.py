@@ -117,7 +117,17 @@ class FunctionBody:
         rets = [None] * len(self.output_types)
         step.resources[ARGS] = args
         step.resources[RETS] = rets
-        execute(self.plan, step)
+        manager = getattr(parent, "cancellation", None)  # the caller's cancellation ends the call
+        if manager is None:
+            execute(self.plan, step)
+            return rets
+        token = manager.get_cancellation_token()
+        if not manager.register_callback(token, step.cancel):
+            raise errors.CancelledError(None, None, "The calling step was cancelled")
+        try:
+            execute(self.plan, step)
+        finally:
+            manager.deregister_callback(token)
         return rets
 
     def _run_inline(self, args, parent) -> list:

@@ -6,44 +6,34 @@ returns. If its step ends first (RunOptions.timeout_in_ms, Session.close, anothe
 failure), the continuation must be withdrawn from the resource and called with the step's
 error, or a later producer would hand a value to a step that no longer exists.
 
-`CancelHook` is the one place that knows how a step announces its cancellation. Today the step
-aborts its rendezvous on every such end (runtime/executor.py, runtime/direct.py), so the hook
-waits on a private rendezvous key: an abort calls it with the error, and `disarm` satisfies the
-key once the wait ended normally. When the per-step cancellation manager arrives (issue 8), only
-this class changes.
+`CancelHook` is the one place that knows how a step announces its cancellation: it registers
+with the step's cancellation manager (core/cancellation.py), which `Session.close()`, the step's
+deadline and a failing kernel trigger.
 """
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable
 
 from flowgraph.core import errors
-
-_ids = itertools.count()
 
 
 class CancelHook:
     """Calls `on_cancel(error)` at most once, if the step is cancelled before `disarm()`."""
 
-    __slots__ = ("_key", "_on_cancel", "_rendezvous")
+    __slots__ = ("_manager", "_on_cancel", "_token")
 
     def __init__(self, step, on_cancel: Callable[[errors.OpError], None]):
-        self._rendezvous = step.rendezvous
-        self._key = f"__blocked_kernel;{next(_ids)}"
+        self._manager = step.cancellation
+        self._token = self._manager.get_cancellation_token()
         self._on_cancel = on_cancel
 
     def arm(self) -> None:
         """Starts watching; fires at once if the step is already cancelled."""
-        self._rendezvous.recv_async(self._key, self._fire)
+        if not self._manager.register_callback(self._token, self._on_cancel):
+            self._on_cancel(self._manager.error)
 
     def disarm(self) -> None:
-        """The wait ended normally: the hook will not fire (safe before or after `arm`)."""
-        try:
-            self._rendezvous.send(self._key, None)
-        except errors.OpError:  # the step was aborted meanwhile; the hook fired or will not
-            pass
-
-    def _fire(self, error, value, is_dead) -> None:
-        if error is not None:
-            self._on_cancel(error)
+        """The wait ended normally: the hook will not fire (safe before or after `arm`); if
+        the step was cancelled meanwhile, the hook fired or is firing."""
+        self._manager.deregister_callback(self._token)

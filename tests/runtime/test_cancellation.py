@@ -1,0 +1,132 @@
+"""A cancellation manager per step (issue 8): Session.close(), RunOptions.timeout_in_ms and a
+failing kernel end every pending asynchronous kernel of the step (a blocked Recv, a dequeue
+from an empty queue) within 100 ms, with CancelledError or DeadlineExceededError."""
+
+import threading
+import time
+
+import pytest
+
+import flowgraph as tf
+from flowgraph.core import errors
+from flowgraph.core.cancellation import CancellationManager
+from flowgraph.runtime.direct import DirectRuntime
+from flowgraph.runtime.subgraph import Signature
+
+LATENCY = 0.1  # seconds from the cancelling event to the step's error
+
+
+def test_manager_calls_each_callback_once_and_refuses_late_ones():
+    cm = CancellationManager()
+    got = []
+    t1, t2 = cm.get_cancellation_token(), cm.get_cancellation_token()
+    assert cm.register_callback(t1, got.append) and cm.register_callback(t2, got.append)
+    assert cm.deregister_callback(t2)
+    error = errors.CancelledError(None, None, "stop")
+    assert cm.start_cancel(error) and not cm.start_cancel(error)
+    assert got == [error] and cm.is_cancelled and cm.error is error
+    assert not cm.register_callback(cm.get_cancellation_token(), got.append)
+    assert not cm.deregister_callback(t1)  # cancellation took it
+
+
+def _blocked_step(runtime, run):
+    """Starts `run` in a thread; returns (thread, box) once the step waits in a kernel: its
+    cancellation manager then holds the blocked kernel's callback."""
+    box = {}
+
+    def target():
+        try:
+            box["value"] = run()
+        except Exception as e:  # noqa: BLE001  (handed to the test)
+            box["error"], box["at"] = e, time.monotonic()
+
+    t = threading.Thread(target=target, daemon=True)
+    t.start()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        with runtime._lock:
+            steps = list(runtime._running)
+        if steps and len(steps[0].cancellation):
+            return t, box
+        threading.Event().wait(0.001)  # polls a condition; no timing is assumed
+    pytest.fail("the step never blocked")
+
+
+def test_close_cancels_a_step_blocked_in_a_dequeue():
+    q = tf.FIFOQueue(1, tf.float32)
+    s = tf.Session()
+    t, box = _blocked_step(s._runtime, lambda: s.run(q.dequeue()))
+    start = time.monotonic()
+    s.close()
+    t.join(5)
+    assert isinstance(box.get("error"), tf.errors.CancelledError)
+    assert box["at"] - start < LATENCY
+
+
+def _orphan_recv_runtime():
+    rt = DirectRuntime()
+    cpu = rt.client_device.name
+    g = tf.Graph()
+    with g.as_default():
+        tf.constant(1.0, name="c")
+    gd = g.as_graph_def()
+    nd = gd.node.add(name="r", op="_Recv", device=cpu)
+    nd.attr["tensor_type"].type = tf.float32.as_datatype_enum
+    nd.attr["tensor_name"].s = b"nobody"
+    nd.attr["send_device"].s = cpu.encode()
+    nd.attr["recv_device"].s = cpu.encode()
+    nd.attr["send_device_incarnation"].i = 1
+    nd.attr["client_terminated"].b = False
+    rt.extend(gd)
+    return rt
+
+
+def test_close_cancels_a_step_blocked_in_a_recv():
+    rt = _orphan_recv_runtime()
+    # A _Recv parks its continuation in the rendezvous, not with the manager: wait for the
+    # step to be running, then for its rendezvous to hold the waiter.
+    box = {}
+
+    def target():
+        try:
+            rt.run(Signature((), ("r:0",), ()), [])
+        except Exception as e:  # noqa: BLE001
+            box["error"], box["at"] = e, time.monotonic()
+
+    t = threading.Thread(target=target, daemon=True)
+    t.start()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        with rt._lock:
+            steps = list(rt._running)
+        if steps and steps[0].rendezvous._waiters:
+            break
+        threading.Event().wait(0.001)
+    start = time.monotonic()
+    rt.close()
+    t.join(5)
+    assert isinstance(box.get("error"), tf.errors.CancelledError)
+    assert "closed" in str(box["error"]) and box["at"] - start < LATENCY
+
+
+def test_timeout_cancels_a_blocked_dequeue():
+    q = tf.FIFOQueue(1, tf.float32)
+    with tf.Session() as s:
+        start = time.monotonic()
+        with pytest.raises(tf.errors.DeadlineExceededError):
+            s.run(q.dequeue(), options=tf.RunOptions(timeout_in_ms=50))
+        assert time.monotonic() - start < 0.05 + LATENCY
+        # The cancelled dequeue left nothing behind: the queue still serves the next step.
+        s.run(q.enqueue(3.0))
+        assert s.run(q.dequeue()) == 3.0
+
+
+def test_failing_kernel_cancels_a_blocked_dequeue_of_its_step():
+    q = tf.FIFOQueue(1, tf.float32)
+    x = tf.placeholder(tf.float32, [])
+    bad = tf.debugging.check_numerics(x / 0.0 * 0.0, "nan here")
+    with tf.Session() as s:
+        start = time.monotonic()
+        with pytest.raises(tf.errors.InvalidArgumentError, match="nan here"):
+            s.run([q.dequeue(), bad], {x: 1.0})
+        assert time.monotonic() - start < 1.0
