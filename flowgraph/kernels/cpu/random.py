@@ -10,6 +10,8 @@ the same sequence. Each call reserves as many Philox blocks as TF's kernel does,
 
 from __future__ import annotations
 
+import math
+import os
 import threading
 
 import numpy as np
@@ -168,11 +170,49 @@ def random_shuffle(ctx, value):
     return value[perm]
 
 
+def _intra_op_threads(ctx) -> int:
+    """The kernel's device's intra-op thread count (the machine's cores by default)."""
+    threads = getattr(getattr(ctx, "device", None), "intra_op_threads", 0)
+    return int(threads or os.cpu_count() or 1)
+
+
+def _multinomial_shards(batch: int, samples: int, classes: int, threads: int) -> list:
+    """The first rows of the shards TF's Multinomial kernel splits its batch into (Eigen's
+    parallelFor cost model over `threads` intra-op threads): each shard draws its rows in order
+    from its own place in the stream, so the split decides the numbers."""
+    cost = int(50 * (samples * math.log(classes) / math.log(2) + classes)) if classes else 0
+    if batch <= 1 or threads <= 1:
+        return [0]
+    wanted = int((batch * cost - 100000) / 100000 + 0.9)
+    if min(threads, max(1, wanted)) == 1:
+        return [0]
+    block_size_f = 40000 / cost if cost else float(batch)
+    block = min(batch, max(-(-batch // (4 * threads)), int(block_size_f)))
+    largest = min(batch, 2 * block)
+    count = -(-batch // block)
+
+    def efficiency(blocks):
+        return blocks / (-(-blocks // threads) * threads)
+
+    best = efficiency(count)
+    previous = count
+    while best < 1.0 and previous > 1:
+        coarser = -(-batch // (previous - 1))
+        if coarser > largest:
+            break
+        coarser_count = -(-batch // coarser)
+        previous = coarser_count
+        if efficiency(coarser_count) + 0.01 >= best:
+            block, count = coarser, coarser_count
+            best = max(best, efficiency(coarser_count))
+    return list(range(0, batch, block))
+
+
 @register_kernel("Multinomial", constraints={"T": tuple(dtypes.REAL_NUMBERS)})
 def multinomial(ctx, logits, num_samples):
     """For each row of `logits` [batch, classes], `num_samples` class indices drawn from
-    softmax(row): one uniform draw per sample, located in the row's CDF by a single searchsorted
-    over all rows (each row's CDF is shifted by 2 * row so the rows do not overlap)."""
+    softmax(row), TF's stream: a uniform double per sample times the row's unnormalized CDF,
+    located by binary search (upper bound); non-finite logits are never drawn."""
     if logits.ndim != 2:
         raise errors.InvalidArgumentError(
             None, None, f"logits should be a matrix, got shape {list(logits.shape)}"
@@ -186,19 +226,30 @@ def multinomial(ctx, logits, num_samples):
     out = ctx.attrs["output_dtype"].as_numpy_dtype
     if batch * n == 0:
         return np.zeros((batch, n), out)
+    # TF reserves 256 blocks per output of each row's samples rounded up to 4, doubled on CPU
+    # (a double takes two uint32s), then draws one double per sample, row after row (one
+    # shard: TF's cost model keeps small batches on one thread; a batch TF splits across
+    # threads draws differently there).
+    rounded = (n + 3) // 4 * 4 * 2
+    stream = philox(ctx).reserve_outputs(batch * rounded, RESERVED_BLOCKS_PER_OUTPUT)
+    u = np.empty((batch, n))
+    per_row = 2 * n  # uint32s
+    starts = _multinomial_shards(batch, n, classes, _intra_op_threads(ctx))
+    for first, last in zip(starts, starts[1:] + [batch]):
+        skip = first * (n + 3) // 4  # TF skips this many blocks for a shard's first row
+        count = (last - first) * per_row
+        words = stream.blocks(skip + np.arange(-(-count // 4))).reshape(-1)[:count]
+        u[first:last] = dist.uint64_to_double(words[0::2], words[1::2]).reshape(-1, n)
     z = logits.astype(np.float64)
-    top = z.max(axis=1, keepdims=True)
-    if not np.all(np.isfinite(top)):
-        raise errors.InvalidArgumentError(None, None, "every row of logits needs a finite maximum")
-    cdf = np.cumsum(np.exp(z - top), axis=1)
-    cdf /= cdf[:, -1:]
-    g = generator(ctx)
-    with g.lock:
-        u = g.rng.random((batch, n))
-    offset = 2.0 * np.arange(batch)[:, None]
-    flat = np.searchsorted((cdf + offset).reshape(-1), (u + offset).reshape(-1), side="right")
-    samples = flat.reshape(batch, n) - classes * np.arange(batch)[:, None]
-    return np.minimum(samples, classes - 1).astype(out)
+    finite = np.isfinite(z)
+    top = np.where(finite, z, -np.inf).max(axis=1, keepdims=True)
+    weights = np.where(finite, np.exp(z - top), 0.0)
+    cdf = np.cumsum(weights, axis=1)  # unnormalized, as TF's
+    to_find = u * cdf[:, -1:]
+    samples = np.empty((batch, n), np.int64)
+    for row in range(batch):  # one searchsorted per row of samples
+        samples[row] = np.searchsorted(cdf[row], to_find[row], side="right")
+    return samples.astype(out)
 
 
 @register_kernel("RandomGamma", dtypes_=_FLOATS)
