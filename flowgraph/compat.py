@@ -82,6 +82,9 @@ TENSORFLOW_MODULES: dict[str, str] = {
         "flowgraph.train.basic_session_run_hooks"
     ),
     "tensorflow.python.training.checkpoint_utils": "flowgraph.train.checkpoint_utils",
+    "tensorflow.python.training.monitored_session": "flowgraph.train.monitored_session",
+    "tensorflow.python.training.session_manager": "flowgraph.train.session_manager",
+    "tensorflow.python.training.supervisor": "flowgraph.train.supervisor",
     "tensorflow.python.training.checkpoint_management": "flowgraph.train.checkpoint_management",
     "tensorflow.python.saved_model.builder": "flowgraph.saved_model.builder",
     "tensorflow.python.saved_model.loader": "flowgraph.saved_model.loader",
