@@ -16,6 +16,7 @@ from flowgraph.ops import losses as _losses
 from flowgraph.core import dtypes as _dtypes
 from flowgraph.ops import bitwise_ops as _bitwise_ops
 from flowgraph.ops import check_ops as _check_ops
+from flowgraph.ops import check_shapes as _check_shapes
 from flowgraph.ops import confusion_matrix as _confusion_matrix
 from flowgraph.ops import math as _math
 from flowgraph.ops import sets as _sets
@@ -102,6 +103,7 @@ debugging = _namespace(
     _check_ops,
     Assert=_logging_ops.Assert,
     assert_all_finite=_logging_ops.verify_tensor_all_finite,
+    assert_shapes=_check_shapes.assert_shapes,
     check_numerics=_logging_ops.check_numerics,
     is_finite=_math.is_finite,
     is_inf=_math.is_inf,

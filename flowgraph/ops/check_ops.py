@@ -82,6 +82,8 @@ def _binary_assert(symbol, default_name, compare, x, y, data, summarize, message
                 f"y ({y.name}) = ",
                 y,
             ]
+        # The comparison op first: incompatible shapes fail in its shape function, as in TF.
+        condition = reduction.reduce_all(compare(x, y))
         if check is not None:
             x_static, y_static = constant_value(x), constant_value(y)
             if (
@@ -90,7 +92,6 @@ def _binary_assert(symbol, default_name, compare, x, y, data, summarize, message
                 and not np.all(check(x_static, y_static))
             ):
                 raise _static_failure(data)
-        condition = reduction.reduce_all(compare(x, y))
         return logging.Assert(condition, data, summarize=summarize)
 
 
