@@ -246,3 +246,38 @@ def test_non_local_master_is_a_clear_error_and_leaves_graph_editable():
     with pytest.raises(errors.OpError, match="not-a-master"):
         tf.train.MonitoredTrainingSession(master="not-a-master")
     assert not tf.get_default_graph().finalized
+
+
+def test_unavailable_error_from_a_step_recreates_session_and_restores(tmp_path):
+    """A step's op fails with UnavailableError (a lost parameter server): the step is retried
+    in a new session restored from model.ckpt-2; SingularMonitoredSession would raise."""
+    tf.reset_default_graph()
+    calls = {"n": 0}
+
+    def flaky(step_value):
+        calls["n"] += 1
+        if calls["n"] == 4:  # the fourth step: the global step is 3
+            raise errors.UnavailableError(None, None, "/job:ps/task:0 is unreachable")
+        return step_value
+
+    step = tf.train.get_or_create_global_step()
+    v = tf.Variable(0.0, name="v")
+    checked = tf.py_func(flaky, [step], tf.int64)
+    with tf.control_dependencies([checked]):
+        train_op = tf.group(tf.assign_add(step, 1), tf.assign_add(v, 1.0))
+    created = _AbortOnce(at_step=-1)  # never aborts; counts sessions
+    with tf.train.MonitoredTrainingSession(
+        checkpoint_dir=str(tmp_path),
+        hooks=[tf.train.StopAtStepHook(last_step=5), created],
+        save_checkpoint_steps=2,
+        save_summaries_steps=None,
+        log_step_count_steps=None,
+    ) as sess:
+        while not sess.should_stop():
+            sess.run(train_op)
+    assert created.created == 2
+    # Runs: steps 0->1, 1->2 (saved), 2->3, the failed one at 3; the new session restored
+    # model.ckpt-2 (step 3 is lost), then 2->3, 3->4, 4->5.
+    assert calls["n"] == 7
+    assert tf.train.load_variable(str(tmp_path), "global_step") == 5
+    assert tf.train.load_variable(str(tmp_path), "v") == 5.0
