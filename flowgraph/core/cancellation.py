@@ -17,15 +17,18 @@ from collections.abc import Callable
 
 from flowgraph.core import errors
 
+_tokens = itertools.count()
+
 
 class CancellationManager:
     """Registered callbacks and the cancelled flag of one step. Guarded by `_lock`; callbacks
     run outside it, in the thread that cancels."""
 
+    __slots__ = ("_callbacks", "_error", "_lock")
+
     def __init__(self):
         self._lock = threading.Lock()
         self._callbacks: dict[int, Callable] = {}  # guarded by _lock
-        self._tokens = itertools.count()
         self._error: errors.OpError | None = None  # guarded by _lock; set once
 
     @property
@@ -38,7 +41,7 @@ class CancellationManager:
         return self._error
 
     def get_cancellation_token(self) -> int:
-        return next(self._tokens)
+        return next(_tokens)  # unique in the process: atomic under the GIL
 
     def register_callback(self, token: int, callback: Callable[[errors.OpError], None]) -> bool:
         """Calls `callback(error)` when the step is cancelled; False (and no call) when it

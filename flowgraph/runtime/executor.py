@@ -48,9 +48,10 @@ from flowgraph.runtime.plan import (
 class Step:
     """The per-step state: its id, rendezvous, step-local resources, stats, deadline.
 
-    Kernels do not see it directly: a step kernel receives a StepContext, which adds the
-    (frame, iteration) tag of the node being run. `frame_id`/`iter_id` here are the root
-    frame's, for callers that run kernels outside the executor (function.py's inline runner)."""
+    A step kernel inside a loop receives a StepContext, which adds the (frame, iteration) tag
+    of the node being run. `frame_id`/`iter_id` here are constants,
+    the root frame's: kernels of the root iteration receive the Step itself as their context
+    (one object less per step), as do callers that run kernels outside the executor."""
 
     __slots__ = ("cancellation", "deadline", "rendezvous", "resources", "stats", "step_id")
 
@@ -188,7 +189,8 @@ class _Execution:
         self.next_key = 1
         self.ready = plan.frame_roots[:]  # sorted, hence a valid heap
         self.root_state.outstanding_ops = len(self.ready)
-        self.completions = queue.SimpleQueue()
+        self.root_state.context = step  # the root frame's tag, 0:0, is the Step's constant
+        self.completions = None  # made by the first pooled or async kernel
         self.inflight = 0
         self.error = None
         stats = step.stats
@@ -197,9 +199,7 @@ class _Execution:
     # -- the loop --------------------------------------------------------------------------
     def run(self):
         plan, step = self.plan, self.step
-        items, kinds, simple, out_edges = plan.items, plan.kind, plan.simple, plan.out_edges
-        in_base, in_end, clear = plan.in_base, plan.in_end, plan.clear
-        shift, mask = plan.shift, plan.mask
+        items, kinds, simple, out_edges, in_base, in_end, clear, shift, mask = plan.tables
         root, states, ready = self.root_state, self.states, self.ready
         pop, push, perf = heapq.heappop, heapq.heappush, time.perf_counter
         pool = plan.device.thread_pool
@@ -230,6 +230,8 @@ class _Execution:
                         context = st.context = StepContext(step, st.frame.id, st.iter)
                     args.insert(0, context)
                 if item.kind:
+                    if self.completions is None:
+                        self.completions = queue.SimpleQueue()
                     if item.kind == ASYNC:
                         self.inflight += 1
                         args.insert(1, self._continuation(st, nid, ins))
@@ -260,9 +262,10 @@ class _Execution:
                         if not c:
                             push(ready, key | dst)
                             pushed += 1
-                    st.outstanding_ops += pushed
-                    if not st.outstanding_ops and key:
-                        self._cleanup(st.frame, st.iter)
+                    if key:  # the root iteration is never retired: no count to keep
+                        st.outstanding_ops += pushed
+                        if not st.outstanding_ops:
+                            self._cleanup(st.frame, st.iter)
                 else:
                     self._done(st, nid, _as_list(item, out), False)
                 if stats is not None:

@@ -165,6 +165,18 @@ class ExecutorPlan:
         ]
         self.shift = max(n, 1).bit_length()  # ready entries: iteration key << shift | node id
         self.mask = (1 << self.shift) - 1
+        # What the executor's loop reads, in one tuple (one attribute load per step).
+        self.tables = (
+            self.items,
+            self.kind,
+            self.simple,
+            self.out_edges,
+            self.in_base,
+            self.in_end,
+            self.clear,
+            self.shift,
+            self.mask,
+        )
 
     def _bind(self, item: NodeItem, deref: list[int]):
         node = item.node

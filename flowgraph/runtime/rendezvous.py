@@ -89,31 +89,28 @@ class LocalRendezvous:
 class RendezvousMgr:
     """The rendezvous of every step running on a worker, by step id (TF's RendezvousMgr).
     `find` creates a step's rendezvous on first use (the first partition, or a RecvTensor that
-    arrives before the step started); `cleanup` aborts what still waits and forgets it."""
+    arrives before the step started); `cleanup` forgets it and fails what still waits there.
+    The table needs no lock: dict get/setdefault/pop are atomic under the GIL, and a step's
+    rendezvous is made once (setdefault keeps the first)."""
 
     def __init__(self):
-        self._lock = threading.Lock()
-        self._table: dict[int, LocalRendezvous] = {}  # guarded by _lock
+        self._table: dict[int, LocalRendezvous] = {}
 
     def find(self, step_id: int) -> LocalRendezvous:
-        with self._lock:
-            rendezvous = self._table.get(step_id)
-            if rendezvous is None:
-                rendezvous = self._table[step_id] = LocalRendezvous()
-            return rendezvous
+        rendezvous = self._table.get(step_id)
+        if rendezvous is None:
+            rendezvous = self._table.setdefault(step_id, LocalRendezvous())
+        return rendezvous
 
     def cleanup(self, step_id: int) -> None:
-        with self._lock:
-            rendezvous = self._table.pop(step_id, None)
-        if rendezvous is not None:
+        rendezvous = self._table.pop(step_id, None)
+        if rendezvous is not None and rendezvous._waiters:  # a receiver left waiting fails
             rendezvous.abort(errors.CancelledError(None, None, f"Step {step_id} has ended"))
 
     def cleanup_all(self, error: Exception) -> None:
-        with self._lock:
-            table, self._table = self._table, {}
+        table, self._table = self._table, {}
         for rendezvous in table.values():
             rendezvous.abort(error)
 
     def __len__(self) -> int:
-        with self._lock:
-            return len(self._table)
+        return len(self._table)
