@@ -599,6 +599,8 @@ def _getitem(self, slice_spec):
         masks = {k: op.get_attr(k) for k in _SLICE_MASKS}
 
         def assign(value, name=None):
+            # TF names the write after the slice: 'strided_slice/_assign'.
+            name = name if name is not None else f"{op.name}/_assign"
             return self._strided_slice_assign(begin, end, strides, value, name, masks)
 
         result.assign = assign

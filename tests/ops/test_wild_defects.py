@@ -217,21 +217,27 @@ def test_gradients_through_dynamic_rnn_when_only_the_final_state_is_used():
 @pytest.mark.parametrize("use_resource", [False, True])
 def test_assigning_a_slice_of_a_variable(use_resource):
     """`v[:, 0].assign(x)` (StridedSliceAssign / ResourceStridedSliceAssign), masks and
-    shrinking included; a value of another shape is TF's InvalidArgumentError."""
+    shrinking included; the value broadcasts to the slice (TF 2's kernel; 1.15 refused), a
+    value that cannot is TF's InvalidArgumentError."""
     v = tf.get_variable("v", initializer=np.arange(6.0).reshape(2, 3), use_resource=use_resource)
     column = v[:, 0].assign([9.0, 8.0])
     row = v[1:, ::2].assign([[7.0, 7.0]])
     item = v[0, -1].assign(5.0)
     wrong = v[:, 0].assign([1.0, 2.0, 3.0])
+    broadcast = v[1:].assign(3.0)
     with tf.Session() as s:
         s.run(v.initializer)
         np.testing.assert_array_equal(s.run(column), [[9, 1, 2], [8, 4, 5]])
         np.testing.assert_array_equal(s.run(row), [[9, 1, 2], [7, 4, 7]])
         np.testing.assert_array_equal(s.run(item), [[9, 1, 5], [7, 4, 7]])
-        with pytest.raises(errors.InvalidArgumentError, match="does not match r-value shape"):
+        with pytest.raises(
+            errors.InvalidArgumentError, match=r"Cannot broadcast input shape \[3\]"
+        ):
             s.run(wrong)
         np.testing.assert_array_equal(s.run(v.read_value()), [[9, 1, 5], [7, 4, 7]])
+        np.testing.assert_array_equal(s.run(broadcast), [[9, 1, 5], [3, 3, 3]])
     expected = "ResourceStridedSliceAssign" if use_resource else "StridedSliceAssign"
+    assert tf.get_default_graph().get_operation_by_name("strided_slice/_assign").type == expected
     assert expected in {op.type for op in tf.get_default_graph().get_operations()}
 
 

@@ -340,8 +340,9 @@ def _as_ints(x) -> list:
 @register_kernel("StridedSliceAssign")
 @register_kernel("ResourceStridedSliceAssign")
 def strided_slice_assign(ctx, var: VariableState, begin, end, strides, value):
-    """var[begin:end:strides] = value (the slice spec and masks of StridedSlice); the value's
-    shape must equal the slice's. The ref form returns the variable, the resource form nothing."""
+    """var[begin:end:strides] = value (the slice spec and masks of StridedSlice); the value
+    broadcasts to the slice's shape. The ref form returns the variable, the resource form
+    nothing."""
     with var.lock:
         old = var.read()
         index = checked(
@@ -352,13 +353,14 @@ def strided_slice_assign(ctx, var: VariableState, begin, end, strides, value):
         target = ss.numpy_index(entries)
         value = np.asarray(value)
         want = old[target].shape
-        if value.shape != want:
+        try:  # the r-value broadcasts to the slice, as in TF 2's kernel (TF 1.15 refused)
+            value = np.broadcast_to(value, want)
+        except ValueError:
             raise errors.InvalidArgumentError(
                 None,
                 None,
-                f"sliced l-value shape {list(want)} does not match r-value shape "
-                f"{list(value.shape)}. Automatic broadcasting not yet implemented.",
-            )
+                f"Cannot broadcast input shape {list(value.shape)} into final shape {list(want)}",
+            ) from None
         new = old.copy()
         new[target] = value
         var.write(new, _in_place(ctx), owned=True)
