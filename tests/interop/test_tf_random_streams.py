@@ -19,7 +19,7 @@ _HERE = Path(__file__).resolve().parent
 _STREAMS = np.load(_HERE / "tf_random" / "streams.npz")
 _SHARED = _HERE.parents[1].parent / "shared" / "fixtures" / "tensorflow" / "random"
 # Ops whose kernels follow TF's streams so far (dropout and the initializers build on them);
-# gamma and poisson still draw from NumPy.
+# poisson still draws from NumPy.
 _EXACT = {
     "uniform",
     "normal",
@@ -29,6 +29,7 @@ _EXACT = {
     "normal_variable",
     "shuffle",
     "multinomial",
+    "gamma",
 }
 
 

@@ -19,6 +19,7 @@ blocks of their work in parallel (kernels/sharding.py).
 * `philox4x32`: TensorFlow's counter-based generator, ten rounds per 128-bit block in
   registers; NumPy needs about 80 whole-array passes (the 8192 dropout draws of the digits
   CNN's step: 0.3 ms -> 10 us).
+* `gamma`: RandomGamma's rejection sampling, whose every draw depends on the previous ones.
 * `fisher_yates`: RandomShuffle's sequential swaps (each depends on the ones before).
 * `relu` and `relu_grad`: one pass each where NumPy's maximum (NaN-propagating) and its
   multiply by a boolean mask (a casting loop) run at a quarter and a half of a copy's speed
@@ -133,7 +134,68 @@ def _fisher_yates(words, perm):
         perm[i], perm[j] = perm[j], perm[i]
 
 
+def _gamma(alphas, normals, uniforms, out):
+    """TF's RandomGamma per output o (Marsaglia-Tsang; an exponential for alpha 1): draws come
+    from o's own blocks in order, each block read as two normals or as two uniforms (taken
+    second first, as TF pops its result buffers) by whichever draw needs a new block. Returns
+    the first output that ran out of precomputed blocks, or -1."""
+    blocks = normals.shape[1]
+    for o in range(alphas.shape[0]):
+        alpha = alphas[o]
+        b = 0
+        n_left = 0
+        u_left = 0
+        n_block = 0
+        u_block = 0
+        if alpha == 1.0:
+            if b >= blocks:
+                return o
+            out[o] = -np.log1p(-uniforms[o, b, 1])
+            continue
+        small = alpha < 1.0
+        d = alpha + (2.0 / 3.0 if small else -1.0 / 3.0)
+        c = 1.0 / 3.0 / np.sqrt(d)
+        while True:
+            if n_left == 0:
+                if b >= blocks:
+                    return o
+                n_block = b
+                b += 1
+                n_left = 2
+            n_left -= 1
+            x = normals[o, n_block, n_left]
+            v = 1.0 + c * x
+            if v <= 0.0:
+                continue
+            v = v * v * v
+            if u_left == 0:
+                if b >= blocks:
+                    return o
+                u_block = b
+                b += 1
+                u_left = 2
+            u_left -= 1
+            u = uniforms[o, u_block, u_left]
+            if (u < 1.0 - 0.0331 * (x * x) * (x * x)) or (
+                np.log(u) < 0.5 * x * x + d * (1.0 - v + np.log(v))
+            ):
+                res = d * v
+                if small:
+                    if u_left == 0:
+                        if b >= blocks:
+                            return o
+                        u_block = b
+                        b += 1
+                        u_left = 2
+                    u_left -= 1
+                    res *= uniforms[o, u_block, u_left] ** (1.0 / alpha)
+                out[o] = res
+                break
+    return -1
+
+
 _FUNCTIONS = {
+    "gamma": _gamma,
     "fisher_yates": _fisher_yates,
     "philox4x32": _philox4x32,
     "bias_add": _bias_add,

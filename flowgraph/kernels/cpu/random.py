@@ -254,14 +254,43 @@ def multinomial(ctx, logits, num_samples):
 
 @register_kernel("RandomGamma", dtypes_=_FLOATS)
 def random_gamma(ctx, shape, alpha):
-    """Gamma(alpha, 1) samples of shape `shape + alpha.shape`."""
+    """Gamma(alpha, 1) samples of shape `shape + alpha.shape`, TF's stream: output o (alpha
+    by alpha) runs Marsaglia-Tsang (an exponential where alpha is 1) on the blocks from
+    counter + 256 * o, each block read as two normals or two uniforms (double) as needed."""
     size = _shape(shape) + alpha.shape
     dt = alpha.dtype
-    work = np.float64 if dt == np.float64 else np.float32
-    g = generator(ctx)
-    with g.lock:
-        values = g.rng.standard_gamma(np.broadcast_to(alpha.astype(work), size), dtype=work)
-    return values.astype(dt, copy=False)
+    samples, alphas_n = int(np.prod(_shape(shape))), int(alpha.size)
+    n = samples * alphas_n
+    stream = philox(ctx).reserve_outputs(n, RESERVED_BLOCKS_PER_OUTPUT)
+    if n == 0:
+        return np.zeros(size, dt)
+    per_output = np.repeat(alpha.reshape(-1).astype(np.float64), samples)  # alpha-major
+    values = np.empty(n)
+    pending = np.arange(n)
+    blocks = 4
+    gamma = loops.compiled("gamma")
+    while pending.size:
+        offsets = pending[:, None] * RESERVED_BLOCKS_PER_OUTPUT + np.arange(blocks)
+        words = stream.blocks(offsets.reshape(-1)).reshape(pending.size, blocks, 4)
+        normals = np.stack(dist.box_muller_double(*(words[..., i] for i in range(4))), axis=-1)
+        uniforms = np.stack(
+            [
+                dist.uint64_to_double(words[..., 0], words[..., 1]),
+                dist.uint64_to_double(words[..., 2], words[..., 3]),
+            ],
+            axis=-1,
+        )
+        done = np.empty(pending.size)
+        short = gamma(per_output[pending], normals, uniforms, done)
+        if short < 0:
+            values[pending] = done
+            break
+        values[pending[:short]] = done[:short]
+        pending = pending[short:]
+        blocks *= 4
+    # output o = a * samples + s goes to flat position s * len(alpha) + a
+    out = values.reshape(alphas_n, samples).T.reshape(size)
+    return out.astype(dt)
 
 
 @register_kernel("RandomPoissonV2")
