@@ -15,7 +15,13 @@ _FLOW = np.float32(0.0)
 
 class TensorArrayState:
     """Elements by index. Guarded by `lock` (iterations may write concurrently). A gradient
-    array sums repeated writes to one index instead of refusing them."""
+    array sums repeated writes to one index instead of refusing them.
+
+    `shapes[i]` is the shape of the value written at i, kept after a clearing read. A gradient
+    array starts with the shapes of its forward array (TF's CopyShapesFrom), so reading an
+    index no gradient was written to gives zeros of that element's shape: the gradient of
+    outputs nothing used (dynamic_rnn's outputs when only its final state is used).
+    """
 
     def __init__(
         self, name, dtype, size, dynamic_size, clear_after_read, element_shape, accumulate=False
@@ -23,6 +29,7 @@ class TensorArrayState:
         self.name = name
         self.dtype = dtype
         self.items = [None] * size
+        self.shapes = [None] * size
         self.read_once = [False] * size
         self.dynamic_size = dynamic_size
         self.clear_after_read = clear_after_read
@@ -49,6 +56,7 @@ class TensorArrayState:
                         f"is: {len(self.items)}"
                     )
                 self.items.extend([None] * (index + 1 - len(self.items)))
+                self.shapes.extend([None] * (index + 1 - len(self.shapes)))
                 self.read_once.extend([False] * (index + 1 - len(self.read_once)))
             if value.dtype != self.dtype.as_numpy_dtype and self.dtype.as_numpy_dtype is not object:
                 raise self._err(
@@ -66,6 +74,12 @@ class TensorArrayState:
                     f"{list(value.shape)} which is incompatible with the TensorArray's inferred "
                     f"element shape: {shape}"
                 )
+            known = self.shapes[index]
+            if self.accumulate and known is not None and known != value.shape:
+                raise self._err(
+                    f"Could not aggregate to TensorArray index {index}: shapes "
+                    f"{list(known)} vs {list(value.shape)}"
+                )
             old = self.items[index]
             if old is not None:
                 if not self.accumulate:
@@ -80,6 +94,7 @@ class TensorArrayState:
                     )
                 value = old + value
             self.items[index] = value
+            self.shapes[index] = value.shape
 
     def read(self, index):
         with self.lock:
@@ -95,6 +110,8 @@ class TensorArrayState:
                         "previous read (perhaps try setting clear_after_read = false?)"
                     )
                 shape = self.element_shape
+                if self.accumulate and self.shapes[index] is not None:
+                    return np.zeros(self.shapes[index], self.dtype.as_numpy_dtype)
                 if self.accumulate and shape is not None and shape.is_fully_defined():
                     return np.zeros(shape.as_list(), self.dtype.as_numpy_dtype)
                 raise self._err(
@@ -213,5 +230,6 @@ def ta_grad(ctx, ta, flow):
                 ta.element_shape,
                 accumulate=True,
             )
+            grad.shapes = list(ta.shapes)
             ta.grads[source] = grad
     return grad, _FLOW
