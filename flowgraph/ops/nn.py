@@ -53,6 +53,7 @@ __all__ = (
         "sparse_softmax_cross_entropy_with_logits",
         "sigmoid_cross_entropy_with_logits",
         "weighted_cross_entropy_with_logits",
+        "log_poisson_loss",
         "top_k",
         "in_top_k",
         "dropout",
@@ -437,6 +438,7 @@ from flowgraph.ops.nn_conv import (  # noqa: F401
     separable_conv2d,
 )
 from flowgraph.ops.nn_xent import (
+    log_poisson_loss,
     sigmoid_cross_entropy_with_logits,
     softmax_cross_entropy_with_logits,
     softmax_cross_entropy_with_logits_v2,

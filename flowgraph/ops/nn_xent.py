@@ -248,3 +248,35 @@ def weighted_cross_entropy_with_logits(
             math_ops.multiply(log_weight, softplus_neg),
             name=scope_name,
         )
+
+
+def log_poisson_loss(targets, log_input, compute_full_loss=False, name=None):
+    """Element-wise negative log-likelihood of `targets` under Poisson(exp(log_input)):
+    exp(log_input) - log_input * targets, plus Stirling's approximation of log(targets!) (for
+    targets > 1) when `compute_full_loss` (TF 1.15's nn_impl.log_poisson_loss)."""
+    graph, scope = _scope(name, "log_poisson_loss", [log_input, targets])
+    with graph.as_default(), scope as scope_name:
+        log_input = convert_to_tensor(log_input, name="log_input")
+        targets = convert_to_tensor(targets, name="targets")
+        if not targets.shape.is_compatible_with(log_input.shape):
+            raise ValueError(
+                f"log_input and targets must have the same shape ({log_input.shape} vs "
+                f"{targets.shape})"
+            )
+        result = math_ops.subtract(
+            math_ops.exp(log_input),
+            math_ops.multiply(log_input, targets),
+            name=None if compute_full_loss else scope_name,
+        )
+        if not compute_full_loss:
+            return result
+        point_five = convert_to_tensor(0.5, dtype=targets.dtype)
+        two_pi = convert_to_tensor(2 * np.pi, dtype=targets.dtype)
+        stirling = (targets * math_ops.log(targets)) - targets
+        stirling = stirling + point_five * math_ops.log(two_pi * targets)
+        zeros = array_ops.zeros_like(targets, dtype=targets.dtype)
+        ones = array_ops.ones_like(targets, dtype=targets.dtype)
+        small = math_ops.logical_and(
+            math_ops.greater_equal(targets, zeros), math_ops.less_equal(targets, ones)
+        )
+        return math_ops.add(result, math_ops.where(small, zeros, stirling), name=scope_name)
