@@ -30,6 +30,7 @@ _EXACT = {
     "shuffle",
     "multinomial",
     "gamma",
+    "poisson",
 }
 
 
@@ -85,3 +86,54 @@ def test_shared_fixture_streams(case):
     want = np.load(_SHARED / "streams.npz")
     for i, value in enumerate(run(tf, case)):
         np.testing.assert_array_equal(value, want[f"{case['name']}_run{i + 1}"])
+
+
+def _two_runs(make, graph_seed=4):
+    with tf.Graph().as_default():
+        tf.set_random_seed(graph_seed)
+        t = make()
+        with tf.Session() as sess:
+            return [sess.run(t).tolist() for _ in range(2)]
+
+
+def _f64(values):
+    return tf.constant(values, tf.float64)
+
+
+def test_poisson_rates_and_dtypes_match_tensorflow():
+    """Values printed by TF 2.x (tf.compat.v1) for the same programs: negative and zero rates,
+    both algorithms (Knuth below 10, Hormann's rejection above), half/int64 rates, odd sizes."""
+    rate = [-1.0, 0.0, 3.5, 12.0, 250.0]
+    got = _two_runs(lambda: tf.random_poisson(_f64(rate), [3], dtype=tf.int32, seed=31))
+    assert got == [
+        [[0, 0, 4, 18, 222], [0, 0, 3, 8, 243], [0, 0, 4, 8, 265]],
+        [[0, 0, 2, 13, 241], [0, 0, 4, 6, 242], [0, 0, 3, 10, 244]],
+    ]
+    rate = [[2.0], [30.0]]
+    got = _two_runs(
+        lambda: tf.random_poisson(tf.constant(rate, tf.float16), [1, 3], dtype=tf.float16, seed=32)
+    )
+    assert got == [
+        [[[[0.0], [37.0]], [[3.0], [24.0]], [[2.0], [27.0]]]],
+        [[[[3.0], [37.0]], [[1.0], [34.0]], [[0.0], [24.0]]]],
+    ]
+    got = _two_runs(
+        lambda: tf.random_poisson(tf.constant([4, 17], tf.int64), [5], dtype=tf.float32, seed=33)
+    )
+    assert got[0] == [[3.0, 20.0], [4.0, 19.0], [4.0, 21.0], [2.0, 21.0], [1.0, 16.0]]
+    assert got[1] == [[3.0, 18.0], [2.0, 13.0], [4.0, 19.0], [2.0, 11.0], [1.0, 17.0]]
+
+
+def test_poisson_infinite_and_nan_rates():
+    """TF: +inf gives the output type's infinity (0 for integers), -inf gives 0; a NaN rate
+    would loop forever in TF's kernel, so it is an error here."""
+    got = _two_runs(lambda: tf.random_poisson([np.inf, 1.0], [2], seed=34))
+    assert [row[0] for row in got[0]] == [np.inf, np.inf]
+    with tf.Graph().as_default():
+        t = tf.random_poisson([np.inf, -np.inf, 2.0], [2], dtype=tf.int64, seed=34)
+        with tf.Session() as sess:
+            assert sess.run(t)[:, :2].tolist() == [[0, 0], [0, 0]]
+    with tf.Graph().as_default():
+        t = tf.random_poisson([np.nan], [2], seed=1)
+        with tf.Session() as sess, pytest.raises(tf.errors.InvalidArgumentError, match="NaN"):
+            sess.run(t)

@@ -13,12 +13,18 @@ differ from glibc's in the last bit of rare values.
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import math
 import threading
 
 import numpy as np
 
 _lock = threading.Lock()
+# glibc's lgamma itself (numba's math.lgamma is CPython's own algorithm, not the C library's)
+_c_lgamma = ctypes.CDLL(ctypes.util.find_library("m")).lgamma
+_c_lgamma.restype = ctypes.c_double
+_c_lgamma.argtypes = [ctypes.c_double]
 _ufuncs: dict | None = None
 
 
@@ -32,6 +38,10 @@ def _log1p(x):
 
 def _exp(x):
     return math.exp(x)
+
+
+def _lgamma(x):
+    return _c_lgamma(x)
 
 
 def _sin(x):
@@ -93,6 +103,26 @@ def log1p(x: np.ndarray) -> np.ndarray:
 
 def exp(x: np.ndarray) -> np.ndarray:
     return ufuncs()["exp"](x)
+
+
+_lgamma_ufunc = None
+
+
+def lgamma(x: np.ndarray) -> np.ndarray:
+    """The C library's lgamma on float64 arrays (TF's Poisson kernel calls std::lgamma),
+    compiled on first use (not cached on disk: it calls through a ctypes pointer)."""
+    global _lgamma_ufunc
+    if _lgamma_ufunc is None:
+        with _lock:
+            if _lgamma_ufunc is None:
+                try:
+                    import numba
+                except ImportError:  # pragma: no cover - numba is a dependency
+                    from scipy.special import gammaln as ufunc
+                else:
+                    ufunc = numba.vectorize(["float64(float64)"], nopython=True)(_lgamma)
+                _lgamma_ufunc = ufunc
+    return _lgamma_ufunc(np.asarray(x, np.float64))
 
 
 def sincos(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -293,13 +293,44 @@ def random_gamma(ctx, shape, alpha):
     return out.astype(dt)
 
 
+_POISSON_OUT = {
+    np.dtype(np.float16): 65504.0,
+    np.dtype(np.float32): float(np.finfo(np.float32).max),
+    np.dtype(np.float64): float(np.finfo(np.float64).max),
+    np.dtype(np.int32): float(2**31 - 1),
+    np.dtype(np.int64): float(2**63 - 1),
+}
+
+
+def _poisson(ctx, shape, rate, out_dtype):
+    """TF's RandomPoisson stream: output o (rate by rate: o = r * samples + s) draws from its
+    own blocks at counter + 256 * o, computed in double (random_distributions.poisson)."""
+    size = _shape(shape) + rate.shape
+    samples, rates_n = int(np.prod(_shape(shape))), int(rate.size)
+    out_dtype = np.dtype(out_dtype)
+    if samples == 0:
+        return np.zeros(size, out_dtype)
+    rates = rate.reshape(-1).astype(np.float64)
+    if np.any(np.isnan(rates)):
+        raise errors.InvalidArgumentError(
+            None, None, "random_poisson: a rate is NaN (TF's rejection loop would never end)"
+        )
+    stream = philox(ctx).reserve_outputs(samples * rates_n, RESERVED_BLOCKS_PER_OUTPUT)
+
+    def blocks(ids, j):
+        return stream.blocks(ids * RESERVED_BLOCKS_PER_OUTPUT + j)
+
+    per_output = np.repeat(rates, samples)
+    infinite = per_output == np.inf  # TF writes the type's infinity: inf, or 0 for integers
+    per_output[infinite] = 0.0
+    values = dist.poisson(blocks, per_output, _POISSON_OUT[out_dtype])
+    values[infinite] = np.inf if out_dtype.kind == "f" else 0.0
+    out = values.reshape(rates_n, samples).T.reshape(size)
+    return out.astype(out_dtype)
+
+
 @register_kernel("RandomPoissonV2")
 def random_poisson(ctx, shape, rate):
-    """Poisson(rate) samples of shape `shape + rate.shape`, in the output dtype."""
-    size = _shape(shape) + rate.shape
-    if np.any(rate < 0):
-        raise errors.InvalidArgumentError(None, None, "rate must be non-negative")
-    g = generator(ctx)
-    with g.lock:
-        values = g.rng.poisson(np.broadcast_to(rate.astype(np.float64), size))
-    return values.astype(ctx.attrs["dtype"].as_numpy_dtype)
+    """Poisson(rate) samples of shape `shape + rate.shape`, in the output dtype; a negative
+    rate gives 0, as in TF (Knuth's product is below exp(-rate) at once)."""
+    return _poisson(ctx, shape, rate, ctx.attrs["dtype"].as_numpy_dtype)

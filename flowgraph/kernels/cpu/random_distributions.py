@@ -142,3 +142,77 @@ def truncated_normal_groups(block_words, groups: int, per_group: int, dtype: np.
         pending = pending[filled[pending] < per_group]
         block += 1
     return out
+
+
+def _uniform_pair(words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A block's two doubles in the order TF's Poisson kernel takes them: its UNIFORM macro
+    counts down, so the second double (words 2, 3) comes first."""
+    return uint64_to_double(words[:, 2], words[:, 3]), uint64_to_double(words[:, 0], words[:, 1])
+
+
+def poisson(blocks, rates: np.ndarray, highest: float) -> np.ndarray:
+    """TF's RandomPoisson samples, in double, for outputs whose rates are `rates`;
+    `blocks(ids, j)` gives block j (uint32 [len(ids), 4]) of each output's own stream.
+
+    Rates below 10: Knuth, multiplying uniforms until the product reaches exp(-rate) (two
+    uniforms per block). Otherwise Hormann's transformed rejection, one block (u, v) per try.
+    Each round is one vectorized step over the outputs still running."""
+    rates = rates.astype(np.float64)
+    out = np.empty(rates.size)
+    knuth = np.flatnonzero(rates < 10)
+    if knuth.size:
+        _knuth(blocks, knuth, libm.exp(-rates[knuth]), highest, out)
+    hormann = np.flatnonzero(~(rates < 10))
+    if hormann.size:
+        _hormann(blocks, hormann, rates[hormann], highest, out)
+    return out
+
+
+def _knuth(blocks, ids, limit, highest, out):
+    prod = np.ones(ids.size)
+    x = np.zeros(ids.size)
+    live = np.arange(ids.size)  # positions into ids still multiplying
+    j = 0
+    while live.size:
+        pair = _uniform_pair(blocks(ids[live], j))
+        rows = np.arange(live.size)  # rows of this block still wanted
+        for u in pair:
+            prod[live] *= u[rows]
+            stop = (prod[live] <= limit[live]) & (x[live] <= highest)
+            out[ids[live[stop]]] = x[live[stop]]
+            x[live[~stop]] += 1
+            live, rows = live[~stop], rows[~stop]
+        j += 1
+
+
+def _hormann(blocks, ids, rate, highest, out):
+    """Hormann's PTRD constants per rate, then rounds of (u, v) tries; a try is rejected when
+    k is beyond the output type, k < 0, or the squeeze and the exact test both fail."""
+    log_rate = libm.log(rate)
+    b = 0.931 + 2.53 * np.sqrt(rate)
+    a = -0.059 + 0.02483 * b
+    inv_alpha = 1.1239 + 1.1328 / (b - 3.4)
+    v_r = 0.9277 - 3.6224 / (b - 2.0)
+    live = np.arange(ids.size)
+    j = 0
+    while live.size:
+        u, v = _uniform_pair(blocks(ids[live], j))
+        u = u - 0.5
+        rl, al, bl = rate[live], a[live], b[live]
+        us = 0.5 - np.abs(u)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            k = np.floor((2.0 * al / us + bl) * u + rl + 0.43)
+            ok = ~(k > highest)
+            quick = ok & (us >= 0.07) & (v <= v_r[live])
+            slow = ok & ~quick & ~((k < 0) | ((us < 0.013) & (v > us)))
+            take = quick.copy()
+            if np.any(slow):
+                idx = np.flatnonzero(slow)
+                s = libm.log(
+                    v[idx] * inv_alpha[live[idx]] / (al[idx] / (us[idx] * us[idx]) + bl[idx])
+                )
+                t = -rl[idx] + k[idx] * log_rate[live[idx]] - libm.lgamma(k[idx] + 1.0)
+                take[idx[s <= t]] = True
+        out[ids[live[take]]] = k[take]
+        live = live[~take]
+        j += 1
