@@ -45,8 +45,8 @@ def _poisson(tf, shape, lam, lam_dtype="float32", dtype="float32", seed=None):
     return tf.random_poisson(lam, shape, dtype=getattr(tf, dtype), seed=seed)
 
 
-def _dropout(tf, shape, keep_prob, seed=None):
-    return tf.nn.dropout(tf.ones(shape), keep_prob=keep_prob, seed=seed)
+def _dropout(tf, shape, keep_prob, noise_shape=None, seed=None):
+    return tf.nn.dropout(tf.ones(shape), keep_prob=keep_prob, noise_shape=noise_shape, seed=seed)
 
 
 def _initializer(tf, shape, init, args=None, seed=None):
@@ -176,6 +176,15 @@ CASES = [
     # dropout's mask: a uniform draw compared against the rate.
     case("dropout", "dropout", 777, shape=[4, 8], keep_prob=0.7, seed=1),
     case("dropout_default_seed", "dropout", 777, shape=[5, 7], keep_prob=0.5),
+    case(
+        "dropout_noise_shape",
+        "dropout",
+        7,
+        shape=[3, 7],
+        keep_prob=0.6,
+        noise_shape=[3, 1],
+        seed=10,
+    ),
     # Initializers through get_variable (op seed from the graph's default rule when None).
     case(
         "glorot_uniform",
@@ -232,6 +241,36 @@ CASES = [
         init="variance_scaling_initializer",
         args={"scale": 2.0},
         seed=10,
+    ),
+    case(
+        "variance_scaling_fan_avg_uniform",
+        "initializer",
+        7,
+        var=True,
+        shape=[7, 3],
+        init="variance_scaling_initializer",
+        args={"scale": 1.3, "mode": "fan_avg", "distribution": "uniform"},
+        seed=1,
+    ),
+    case(
+        "variance_scaling_untruncated",
+        "initializer",
+        7,
+        var=True,
+        shape=[5, 3],
+        init="variance_scaling_initializer",
+        args={"distribution": "untruncated_normal"},
+        seed=2,
+    ),
+    case(
+        "variance_scaling_conv_fan_out",
+        "initializer",
+        7,
+        var=True,
+        shape=[2, 2, 3, 5],
+        init="variance_scaling_initializer",
+        args={"mode": "fan_out", "distribution": "normal"},
+        seed=2,
     ),
     case(
         "uniform_unit_scaling_init",
