@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 import os
-import threading
 
 import numpy as np
 
@@ -22,7 +21,6 @@ from flowgraph.kernels.cpu import loops
 from flowgraph.kernels.cpu import random_distributions as dist
 from flowgraph.kernels.cpu.philox import GuardedPhilox
 
-_CONTAINER = "_random_generators"
 _PHILOX = "_philox_generators"
 _FLOATS = [dtypes.float16, dtypes.float32, dtypes.float64]
 _PHILOX_FLOATS = [dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64]
@@ -30,27 +28,6 @@ _MASK64 = (1 << 64) - 1
 # TF's kernels reserve this many Philox blocks per output value (random_op.cc), an upper bound
 # on what rejection sampling may use, so the stream of a call never overlaps the next call's.
 RESERVED_BLOCKS_PER_OUTPUT = 256
-
-
-class NodeGenerator:
-    """A node's generator and the lock that serialises draws from it (steps may overlap)."""
-
-    def __init__(self, seed: int, seed2: int):
-        if seed == 0 and seed2 == 0:
-            bits = np.random.PCG64()
-        else:
-            bits = np.random.PCG64(np.random.SeedSequence([seed & _MASK64, seed2 & _MASK64]))
-        self.rng = np.random.Generator(bits)
-        self.lock = threading.Lock()
-
-
-def generator(ctx) -> NodeGenerator:
-    if ctx.state is None:
-        seed, seed2 = ctx.attrs.get("seed", 0), ctx.attrs.get("seed2", 0)
-        ctx.state = ctx.resources.lookup_or_create(
-            _CONTAINER, ctx.name, lambda: NodeGenerator(seed, seed2)
-        )
-    return ctx.state
 
 
 def philox(ctx) -> GuardedPhilox:
@@ -103,16 +80,6 @@ def random_standard_normal(ctx, shape):
     """Box-Muller normals; half and bfloat16 are computed in float32 and rounded, as in TF."""
     dt = np.dtype(ctx.attrs["dtype"].as_numpy_dtype)
     return _fill(ctx, shape, lambda w: dist.normal(w, dt), _per_block(dt))
-
-
-def _float_draw(ctx, draw) -> np.ndarray:
-    """Draws in float32 or float64 (NumPy's native widths); half is drawn in float32 and cast."""
-    out = ctx.attrs["dtype"].as_numpy_dtype
-    work = np.float64 if out == np.float64 else np.float32
-    g = generator(ctx)
-    with g.lock:
-        values = draw(g.rng, work)
-    return values.astype(out, copy=False)
 
 
 @register_kernel("TruncatedNormal", dtypes_=_PHILOX_FLOATS, type_attr="dtype")
