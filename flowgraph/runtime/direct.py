@@ -16,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from flowgraph.core import errors
 from flowgraph.core.protos import ConfigProto, GraphDef, RunMetadata, RunOptions
+from flowgraph.optimizers.pipeline import optimize
 from flowgraph.runtime import blas
 from flowgraph.runtime import device as device_lib
 from flowgraph.runtime import graph as rt_graph
@@ -38,6 +39,8 @@ class RunPlan:
         client = runtime.client_device.name
         incarnation = runtime.client_device.incarnation
         nodes = rewrite(runtime.placed, sig, client, incarnation)
+        keep = frozenset(rt_graph.parse_input(t)[0] for t in sig.targets)
+        nodes = optimize(nodes, runtime.config, keep)
         nodes = place(
             nodes, PlacementOptions(tuple(runtime.devices), runtime.config.allow_soft_placement)
         )
