@@ -16,13 +16,13 @@ from concurrent.futures import ThreadPoolExecutor
 
 from flowgraph.core import errors
 from flowgraph.core.protos import ConfigProto, GraphDef, RunMetadata, RunOptions
-from flowgraph.optimizers.pipeline import optimize
 from flowgraph.runtime import blas
 from flowgraph.runtime import device as device_lib
 from flowgraph.runtime import graph as rt_graph
 from flowgraph.runtime.executor import ExecutorPlan, Step, execute
 from flowgraph.runtime.function import FunctionLibrary
 from flowgraph.runtime.partition import PartitionOptions, partition
+from flowgraph.runtime.passes.pipeline import optimize
 from flowgraph.runtime.placement import PlacementOptions, place
 from flowgraph.runtime.rendezvous import RendezvousMgr
 from flowgraph.runtime.subgraph import Signature, feed_key, rewrite

@@ -9,8 +9,8 @@ subexpression elimination whatever the flag says; L0 (-1) leaves it to
 from __future__ import annotations
 
 from flowgraph.core.protos import ConfigProto
-from flowgraph.optimizers.cse import eliminate_common_subexpressions
 from flowgraph.runtime.graph import Node
+from flowgraph.runtime.passes.cse import eliminate_common_subexpressions
 
 _L0 = -1
 
