@@ -14,6 +14,8 @@ import itertools
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
+import flowgraph.kernels.cpu
+import flowgraph.opdefs  # noqa: F401  (registers the op library)
 from flowgraph.core import errors
 from flowgraph.core.protos import ConfigProto, GraphDef, RunMetadata, RunOptions
 from flowgraph.runtime import blas
@@ -27,9 +29,6 @@ from flowgraph.runtime.placement import PlacementOptions, place
 from flowgraph.runtime.rendezvous import RendezvousMgr
 from flowgraph.runtime.subgraph import Signature, feed_key, rewrite
 from flowgraph.runtime.tracing import StepStatsCollector
-
-import flowgraph.kernels.cpu  # noqa: F401  (registers the CPU kernels)
-import flowgraph.opdefs  # noqa: F401  (registers the op library)
 
 
 class RunPlan:
@@ -45,7 +44,8 @@ class RunPlan:
             nodes, PlacementOptions(tuple(runtime.devices), runtime.config.allow_soft_placement)
         )
         incarnations = {d.name: d.incarnation for d in runtime.devices}
-        parts = partition(nodes, PartitionOptions(incarnation=incarnations))
+        compress = runtime.config.graph_options.enable_bfloat16_sendrecv
+        parts = partition(nodes, PartitionOptions(incarnations, compress_float32=compress))
         self.partitions = {
             name: ExecutorPlan(part, runtime.device_by_name[name]) for name, part in parts.items()
         }

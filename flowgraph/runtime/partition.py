@@ -23,16 +23,29 @@ from flowgraph.runtime.graph import Node, make_node
 @dataclasses.dataclass(frozen=True)
 class PartitionOptions:
     incarnation: dict  # device name -> its incarnation (random per process start)
+    # Send float32 tensors as truncated bfloat16 and widen them on receipt (§5.5); lossy.
+    compress_float32: bool = False
 
 
 def _edge_attrs(src_dev, dst_dev, tensor_name, dtype, opts):
-    return dict(
-        tensor_name=tensor_name,
-        send_device=src_dev,
-        recv_device=dst_dev,
-        send_device_incarnation=opts.incarnation[src_dev],
-        client_terminated=False,
-    ) | ({"T": dtype} if dtype is not None else {})
+    return {
+        "tensor_name": tensor_name,
+        "send_device": src_dev,
+        "recv_device": dst_dev,
+        "send_device_incarnation": opts.incarnation[src_dev],
+        "client_terminated": False,
+    } | ({"T": dtype} if dtype is not None else {})
+
+
+def _cast(name: str, value: tuple, src_type, dst_type, device: str) -> Node:
+    """A Cast added by the partitioner; `Truncate` drops mantissa bits instead of rounding."""
+    attrs = {"SrcT": src_type, "DstT": dst_type, "Truncate": True}
+    return make_node(name, "Cast", inputs=[value], device=device, attrs=attrs)
+
+
+def _client_terminated(n: Node) -> bool:
+    """A feed's or fetch's node: values the client gives or gets cross exactly, uncompressed."""
+    return n.op in ("_Send", "_Recv") and bool(n.attrs.get("client_terminated"))
 
 
 def partition(nodes: list[Node], opts: PartitionOptions) -> dict[str, list[Node]]:
@@ -43,14 +56,16 @@ def partition(nodes: list[Node], opts: PartitionOptions) -> dict[str, list[Node]
         nodes = loops.nodes
     device_of = {n.name: n.device for n in nodes}
     parts: dict[str, list[Node]] = {}
-    recvs: dict[tuple, str] = {}  # (src, port, dst device) -> recv node name
+    recvs: dict[tuple, str] = {}  # (src, port, dst device, compressed) -> received name
     counter = [0]
 
     def add(dev, node):
         parts.setdefault(dev, []).append(node)
 
-    def cross(src, port, dtype, dst_dev, control=False) -> str:
-        key = (src, port if not control else "ctrl", dst_dev)
+    def cross(src, port, dtype, dst_dev, control=False, exact=False) -> str:
+        compress = not (control or exact) and opts.compress_float32
+        compress = compress and dtype.base_dtype == dtypes.float32
+        key = (src, port if not control else "ctrl", dst_dev, compress)
         if key in recvs:
             return recvs[key]
         counter[0] += 1
@@ -62,12 +77,18 @@ def partition(nodes: list[Node], opts: PartitionOptions) -> dict[str, list[Node]
                 "Const",
                 control=[src],
                 device=src_dev,
-                attrs=dict(value=np.zeros((), np.float32), dtype=dtypes.float32),
+                attrs={"value": np.zeros((), np.float32), "dtype": dtypes.float32},
             )
             add(src_dev, dummy)
             sent, dtype = (dummy.name, 0), dtypes.float32
         else:
             sent = (src, port)
+        wire = dtype.base_dtype
+        if compress:
+            wire = dtypes.bfloat16
+            narrow = _cast(f"{src}/_compress_{counter[0]}", sent, dtypes.float32, wire, src_dev)
+            add(src_dev, narrow)
+            sent = (narrow.name, 0)
         attrs = _edge_attrs(src_dev, dst_dev, tensor_name, None, opts)
         add(
             src_dev,
@@ -76,7 +97,7 @@ def partition(nodes: list[Node], opts: PartitionOptions) -> dict[str, list[Node]
                 "_Send",
                 inputs=[sent],
                 device=src_dev,
-                attrs=attrs | {"T": dtype.base_dtype},
+                attrs=attrs | {"T": wire},
             ),
         )
         recv = make_node(
@@ -84,11 +105,18 @@ def partition(nodes: list[Node], opts: PartitionOptions) -> dict[str, list[Node]
             "_Recv",
             control=loops.recv_control(by_name[src], dst_dev) if loops is not None else (),
             device=dst_dev,
-            attrs=attrs | {"tensor_type": dtype.base_dtype},
+            attrs=attrs | {"tensor_type": wire},
         )
         add(dst_dev, recv)
-        recvs[key] = recv.name
-        return recv.name
+        received = recv.name
+        if compress:
+            widen = _cast(
+                f"{src}/_decompress_{counter[0]}", (received, 0), wire, dtype.base_dtype, dst_dev
+            )
+            add(dst_dev, widen)
+            received = widen.name
+        recvs[key] = received
+        return received
 
     by_name = {n.name: n for n in nodes}
     for n in nodes:
@@ -96,7 +124,19 @@ def partition(nodes: list[Node], opts: PartitionOptions) -> dict[str, list[Node]
         inputs, control, changed = [], [], False
         for src, port in n.inputs:
             if device_of[src] != dev:
-                inputs.append((cross(src, port, by_name[src].output_types[port], dev), 0))
+                dtype = by_name[src].output_types[port]
+                inputs.append(
+                    (
+                        cross(
+                            src,
+                            port,
+                            dtype,
+                            dev,
+                            exact=_client_terminated(n) or _client_terminated(by_name[src]),
+                        ),
+                        0,
+                    )
+                )
                 changed = True
             else:
                 inputs.append((src, port))
