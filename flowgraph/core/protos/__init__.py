@@ -8,12 +8,17 @@ The `*_pb2.py` modules are generated and committed; after editing a `.proto` fil
 `python tools/gen_protos.py` (a test fails while they are stale). Import messages from here:
 
     from flowgraph.core.protos import GraphDef, NodeDef, AttrValue, TensorProto
+
+The distributed runtime's requests and responses (§3.3) stay in their modules, named as in
+TensorFlow: `master_pb2`, `worker_pb2`; their services, in package `flowgraph.grpc`, are
+`master_service_pb2.MasterService` and `worker_service_pb2.WorkerService`, which the gRPC
+adapters serve under TensorFlow's paths (`/tensorflow.grpc.MasterService/RunStep`, ...).
 """
 
 from flowgraph.core.protos.attr_value_pb2 import AttrValue, NameAttrList
 from flowgraph.core.protos.cluster_pb2 import ClusterDef, JobDef
-from flowgraph.core.protos.tensorflow_server_pb2 import ServerDef
 from flowgraph.core.protos.config_pb2 import (
+    CallableOptions,
     ConfigProto,
     DebugOptions,
     DebugTensorWatch,
@@ -24,9 +29,11 @@ from flowgraph.core.protos.config_pb2 import (
     RunMetadata,
     RunOptions,
     SessionMetadata,
+    TensorConnection,
     ThreadPoolOptionProto,
 )
 from flowgraph.core.protos.cost_graph_pb2 import CostGraphDef
+from flowgraph.core.protos.device_attributes_pb2 import DeviceAttributes, DeviceLocality
 from flowgraph.core.protos.event_pb2 import (
     Event,
     LogMessage,
@@ -56,6 +63,7 @@ from flowgraph.core.protos.meta_graph_pb2 import (
     SignatureDef,
     TensorInfo,
 )
+from flowgraph.core.protos.named_tensor_pb2 import NamedTensorProto
 from flowgraph.core.protos.node_def_pb2 import NodeDef
 from flowgraph.core.protos.op_def_pb2 import OpDef, OpDeprecation, OpList
 from flowgraph.core.protos.queue_runner_pb2 import QueueRunnerDef
@@ -95,6 +103,7 @@ from flowgraph.core.protos.tensor_bundle_pb2 import (
 from flowgraph.core.protos.tensor_description_pb2 import AllocationDescription, TensorDescription
 from flowgraph.core.protos.tensor_pb2 import TensorProto, VariantTensorDataProto
 from flowgraph.core.protos.tensor_shape_pb2 import TensorShapeProto
+from flowgraph.core.protos.tensorflow_server_pb2 import ServerDef
 from flowgraph.core.protos.trackable_object_graph_pb2 import TrackableObjectGraph
 from flowgraph.core.protos.types_pb2 import DataType
 from flowgraph.core.protos.variable_pb2 import SaveSliceInfoDef, VariableDef
@@ -109,9 +118,9 @@ __all__ = [
     "BundleEntryProto",
     "BundleHeaderProto",
     "BytesList",
+    "CallableOptions",
     "CheckpointState",
     "ClusterDef",
-    "ServerDef",
     "CollectionDef",
     "ConfigProto",
     "CostGraphDef",
@@ -119,6 +128,8 @@ __all__ = [
     "DataType",
     "DebugOptions",
     "DebugTensorWatch",
+    "DeviceAttributes",
+    "DeviceLocality",
     "DeviceStepStats",
     "Event",
     "Example",
@@ -143,6 +154,7 @@ __all__ = [
     "MemoryStats",
     "MetaGraphDef",
     "NameAttrList",
+    "NamedTensorProto",
     "NodeDef",
     "NodeExecStats",
     "NodeOutput",
@@ -166,6 +178,7 @@ __all__ = [
     "SavedTensorSlices",
     "SaverDef",
     "SequenceExample",
+    "ServerDef",
     "SessionLog",
     "SessionMetadata",
     "SignatureDef",
@@ -175,6 +188,7 @@ __all__ = [
     "Summary",
     "SummaryMetadata",
     "TaggedRunMetadata",
+    "TensorConnection",
     "TensorDescription",
     "TensorInfo",
     "TensorProto",

@@ -427,3 +427,45 @@ class RunMetadata(_message.Message):
     function_graphs: _containers.RepeatedCompositeFieldContainer[RunMetadata.FunctionGraphs]
     session_metadata: SessionMetadata
     def __init__(self, step_stats: _Optional[_Union[_step_stats_pb2.StepStats, _Mapping]] = ..., cost_graph: _Optional[_Union[_cost_graph_pb2.CostGraphDef, _Mapping]] = ..., partition_graphs: _Optional[_Iterable[_Union[_graph_pb2.GraphDef, _Mapping]]] = ..., function_graphs: _Optional[_Iterable[_Union[RunMetadata.FunctionGraphs, _Mapping]]] = ..., session_metadata: _Optional[_Union[SessionMetadata, _Mapping]] = ...) -> None: ...
+
+class CallableOptions(_message.Message):
+    __slots__ = ("feed", "fetch", "target", "run_options", "tensor_connection", "feed_devices", "fetch_devices", "fetch_skip_sync")
+    class FeedDevicesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    class FetchDevicesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    FEED_FIELD_NUMBER: _ClassVar[int]
+    FETCH_FIELD_NUMBER: _ClassVar[int]
+    TARGET_FIELD_NUMBER: _ClassVar[int]
+    RUN_OPTIONS_FIELD_NUMBER: _ClassVar[int]
+    TENSOR_CONNECTION_FIELD_NUMBER: _ClassVar[int]
+    FEED_DEVICES_FIELD_NUMBER: _ClassVar[int]
+    FETCH_DEVICES_FIELD_NUMBER: _ClassVar[int]
+    FETCH_SKIP_SYNC_FIELD_NUMBER: _ClassVar[int]
+    feed: _containers.RepeatedScalarFieldContainer[str]
+    fetch: _containers.RepeatedScalarFieldContainer[str]
+    target: _containers.RepeatedScalarFieldContainer[str]
+    run_options: RunOptions
+    tensor_connection: _containers.RepeatedCompositeFieldContainer[TensorConnection]
+    feed_devices: _containers.ScalarMap[str, str]
+    fetch_devices: _containers.ScalarMap[str, str]
+    fetch_skip_sync: bool
+    def __init__(self, feed: _Optional[_Iterable[str]] = ..., fetch: _Optional[_Iterable[str]] = ..., target: _Optional[_Iterable[str]] = ..., run_options: _Optional[_Union[RunOptions, _Mapping]] = ..., tensor_connection: _Optional[_Iterable[_Union[TensorConnection, _Mapping]]] = ..., feed_devices: _Optional[_Mapping[str, str]] = ..., fetch_devices: _Optional[_Mapping[str, str]] = ..., fetch_skip_sync: _Optional[bool] = ...) -> None: ...
+
+class TensorConnection(_message.Message):
+    __slots__ = ("from_tensor", "to_tensor")
+    FROM_TENSOR_FIELD_NUMBER: _ClassVar[int]
+    TO_TENSOR_FIELD_NUMBER: _ClassVar[int]
+    from_tensor: str
+    to_tensor: str
+    def __init__(self, from_tensor: _Optional[str] = ..., to_tensor: _Optional[str] = ...) -> None: ...
