@@ -6,6 +6,9 @@ The script runs as `__main__` with `sys.argv == [SCRIPT, *ARGS]` and its directo
 `sys.path`, exactly as `python SCRIPT.py ARGS...` would run it. `flowgraph run -m MODULE
 [ARGS...]` runs a module the way `python -m MODULE` does (the current directory first on
 `sys.path`): `flowgraph run -m pytest tests/` runs a user's TF1 test suite unchanged.
+
+`flowgraph describe OP...` prints where each op's definition, kernels and gradient are
+registered (core/registry.py).
 """
 
 from __future__ import annotations
@@ -32,7 +35,29 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "args", nargs=argparse.REMAINDER, metavar="ARGS", help="arguments for the script"
     )
+    describe = commands.add_parser(
+        "describe",
+        help="where an op's definition, kernels and gradient are registered",
+        description="Prints the file:line where OP's OpDef, each of its kernels (device and "
+        "dtypes) and its gradient are registered (flowgraph/core/registry.py).",
+    )
+    describe.add_argument("op", metavar="OP", nargs="+", help="op type, e.g. MatMul")
     return parser
+
+
+def describe_ops(op_types: list[str]) -> int:
+    """Prints where each op of `op_types` is registered; 1 if one of them is unknown."""
+    import flowgraph  # noqa: F401  (registers every op, kernel and gradient)
+    from flowgraph.core import errors, registry
+
+    status = 0
+    for op_type in op_types:
+        try:
+            print(registry.format_description(op_type))
+        except errors.NotFoundError as e:
+            print(f"flowgraph describe: {e.message}", file=sys.stderr)
+            status = 1
+    return status
 
 
 def run_script(script: str, args: list[str]) -> None:
@@ -85,6 +110,8 @@ def main(argv: list[str] | None = None) -> int:
             parser.exit(2, f"flowgraph run: no such script: {opts.script}\n")
         run_script(opts.script, opts.args)
         return 0
+    if opts.command == "describe":
+        return describe_ops(opts.op)
     parser.print_help(sys.stderr)
     return 2
 

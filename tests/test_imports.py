@@ -1,9 +1,8 @@
-"""Import structure: the one-way layering of DESIGN.md, and the `tensorflow` / `tf.compat`
-aliases that let TF1 programs import their usual paths."""
+"""The `tensorflow` / `tf.compat` aliases that let TF1 programs import their usual paths (the
+layering of DESIGN.md is kept by tests/test_architecture.py)."""
 
 from __future__ import annotations
 
-import ast
 import importlib
 import sys
 from pathlib import Path
@@ -12,49 +11,6 @@ import pytest
 
 import flowgraph as tf
 from flowgraph import compat
-
-PKG = Path(tf.__file__).resolve().parent
-
-# package -> flowgraph packages it must never import (a GraphDef is all that crosses, §2).
-FORBIDDEN = {
-    "core": ["framework", "ops", "opdefs", "gradients", "kernels", "runtime", "session", "train"],
-    "opdefs": ["framework", "ops", "gradients", "kernels", "runtime", "session", "train"],
-    "kernels": ["framework", "ops", "gradients", "session", "train"],
-    "runtime": ["framework", "ops", "gradients", "session", "train"],
-    "distributed": ["framework", "ops", "gradients", "train"],
-}
-
-
-def _imports(path: Path) -> set[str]:
-    names = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import):
-            names.update(a.name for a in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module)
-            names.update(f"{node.module}.{a.name}" for a in node.names)
-    return names
-
-
-@pytest.mark.parametrize("package", sorted(FORBIDDEN))
-def test_layering(package):
-    root = PKG / package
-    if not root.is_dir():
-        pytest.skip(f"flowgraph/{package} does not exist yet")
-    bad = []
-    for path in sorted(root.rglob("*.py")):
-        for name in _imports(path):
-            parts = name.split(".")
-            # `import flowgraph` would pull in everything, so it is as bad as a forbidden package.
-            if parts[0] == "flowgraph" and (len(parts) == 1 or parts[1] in FORBIDDEN[package]):
-                bad.append(f"{path.relative_to(PKG.parent)} imports {name}")
-    assert not bad, "\n".join(bad)
-
-
-def test_layering_check_catches_a_violation(tmp_path):
-    bad = tmp_path / "m.py"
-    bad.write_text("from flowgraph.framework import graph\nimport flowgraph.ops.math\n")
-    assert {"flowgraph.framework", "flowgraph.ops.math"} <= _imports(bad)
 
 
 def test_compat_v1_is_flowgraph():

@@ -19,11 +19,10 @@ from __future__ import annotations
 import ast
 import dataclasses
 import re
-import traceback
 from collections.abc import Callable
 from typing import Any
 
-from flowgraph.core import dtypes, errors
+from flowgraph.core import dtypes, errors, registry
 
 _TYPE_SETS = {
     "numbertypes": dtypes.NUMERIC,
@@ -206,34 +205,26 @@ class OpDef:
         return f"OpDef({self.name!r})"
 
 
-_REGISTRY: dict[str, OpDef] = {}
-_SITES: dict[str, str] = {}
+_OPS = registry.Registry("op", op_type_of=lambda op_type: op_type)
+registry.machinery(__file__)
 
 
 def register_op(op_def: OpDef) -> OpDef:
-    """Adds `op_def` to the registry; a duplicate names both registration sites."""
-    site = "".join(traceback.format_stack(limit=3)[:1]).strip().splitlines()[0]
-    if op_def.name in _REGISTRY:
-        raise errors.AlreadyExistsError(
-            None,
-            None,
-            f"op {op_def.name!r} already registered at {_SITES[op_def.name]} (again at {site})",
-        )
-    _REGISTRY[op_def.name] = op_def
-    _SITES[op_def.name] = site
+    """Adds `op_def` to the op registry; a duplicate names both registration sites."""
+    _OPS.register(op_def.name, op_def)
     return op_def
 
 
 def get_op_def(op_type: str) -> OpDef:
-    op_def = _REGISTRY.get(op_type)
+    op_def = _OPS.get(op_type)
     if op_def is None:
         raise errors.NotFoundError(
             None,
             None,
-            f"Op type not registered '{op_type}' in binary. Registered: {len(_REGISTRY)} op types",
+            f"Op type not registered '{op_type}' in binary. Registered: {len(_OPS)} op types",
         )
     return op_def
 
 
 def registered_ops() -> dict[str, OpDef]:
-    return dict(_REGISTRY)
+    return dict(_OPS.items())

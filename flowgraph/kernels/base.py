@@ -1,7 +1,8 @@
 """Kernels: how an op runs on a kind of device (whitepaper §2 "Operations and Kernels", §5.4).
 
 The kernel registry is the second of the three tables keyed by op type (OpDefs, kernels,
-gradients). A kernel is registered for (op type, device type, allowed dtypes) as a function
+gradients; core/registry.py). A kernel is registered for (op type, device type, allowed dtypes)
+as a function
 
     @register_kernel("Add", device="CPU")
     def add(ctx, x, y):            # ctx: the node's KernelContext; returns the output(s)
@@ -11,20 +12,20 @@ A kernel returns its one output, a tuple of outputs, or None when the op has no 
 Flags say how the executor treats it: `expensive` kernels may run on the device's thread
 pool beside other work (NumPy releases the GIL in large kernels); `intra_op` kernels are
 expensive kernels that also split large inputs into shards on that same pool
-(`kernels/sharding.py`; BLAS itself is single-threaded, runtime/blas.py); `step` kernels also receive their step context (rendezvous, step-local containers,
-cancellation manager, and the frame and iteration of the node being run) as their second
-argument; `async_` kernels receive a `done(outputs)` continuation and must not block
-(§5.3).
+(`kernels/sharding.py`; BLAS itself is single-threaded, runtime/blas.py); `step` kernels also
+receive their step context (rendezvous, step-local containers, cancellation manager, and the
+frame and iteration of the node being run) as their second argument; `async_` kernels receive
+a `done(outputs)` continuation and must not block (§5.3).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-import traceback
-from typing import Callable
+import itertools
+from collections.abc import Callable
 
-from flowgraph.core import dtypes, errors, op_def
+from flowgraph.core import dtypes, errors, op_def, registry
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,15 +40,31 @@ class KernelDef:
     site: str = ""
     intra_op: bool = False
 
-    def matches(self, attrs: dict) -> bool:
-        for attr, allowed in self.type_constraints.items():
-            value = attrs.get(attr)
-            if value is not None and dtypes.as_dtype(value).base_dtype not in allowed:
-                return False
-        return True
+    def summary(self) -> str:
+        """Its device and dtypes, e.g. 'CPU T in {float32, float64}', for `describe`."""
+        cons = "; ".join(
+            f"{attr} in {{{', '.join(d.name for d in allowed)}}}"
+            for attr, allowed in sorted(self.type_constraints.items())
+        )
+        return f"{self.device_type} {cons}".rstrip()
 
 
-_KERNELS: dict[tuple[str, str], list[KernelDef]] = {}
+# (op type, device type, ((attr, DType), ...)) -> KernelDef. A kernel for T in {float32,
+# float64} holds the keys (op, dev, (("T", float32),)) and (op, dev, (("T", float64),)); an
+# unconstrained kernel holds (op, dev, ()). Two kernels never share a key.
+_KERNELS = registry.Registry(
+    "kernel",
+    op_type_of=lambda key: key[0],
+    summary=lambda key, kdef: kdef.summary(),
+    key_text=lambda key: (
+        f"for {key[0]!r} on {key[1]}" + "".join(f" {attr}={dtype.name}" for attr, dtype in key[2])
+    ),
+)
+registry.machinery(__file__)
+# A view of _KERNELS for find_kernel: (op type, device type) -> [(constraint attr names,
+# {dtypes: KernelDef})], most specific first (more attrs, then registration order). The dtypes
+# key is the DType itself for one attr (no tuple to build per lookup), a tuple for several.
+_INDEX: dict[tuple[str, str], list[tuple[tuple[str, ...], dict]]] = {}
 
 
 def register_kernel(
@@ -61,42 +78,79 @@ def register_kernel(
     step: bool = False,
     async_: bool = False,
     intra_op: bool = False,
-    first: bool = False,
 ):
     """Decorator registering a kernel; `dtypes_` restricts attr `type_attr` (default 'T').
-    `first` puts it before the op's earlier kernels (a dtype-specific one ahead of a generic)."""
+    A kernel with dtype constraints is chosen over an unconstrained one for the dtypes it
+    names; AlreadyExistsError if another kernel claims one of its (op, device, dtypes) keys."""
     cons = dict(constraints or {})
     if dtypes_ is not None:
         cons[type_attr] = tuple(dtypes.as_dtype(d) for d in dtypes_)
 
     def decorate(fn):
-        site = traceback.format_stack(limit=2)[0].strip().splitlines()[0]
+        site = registry.caller_site()
         # An intra-op kernel may also overlap other kernels on the pool: its shards and the
         # other kernels share the pool's threads.
         expensive_ = expensive or intra_op
         kdef = KernelDef(op_type, device, fn, cons, expensive_, step, async_, site, intra_op)
-        kernels = _KERNELS.setdefault((op_type, device), [])
-        kernels.insert(0, kdef) if first else kernels.append(kdef)
+        names = tuple(sorted(cons))
+        keys = [
+            (op_type, device, tuple(zip(names, types)))
+            for types in itertools.product(*(cons[n] for n in names))
+        ]
+        for key in keys:
+            if key in _KERNELS:
+                _KERNELS.register(key, kdef, site)  # raises, naming both sites
+        for key in keys:
+            _KERNELS.register(key, kdef, site)
+        _index(op_type, device, names, keys, kdef)
         return fn
 
     return decorate
 
 
-def _constrained_types(kernels) -> str:
-    """The dtype names the kernels' type constraints allow, for a "no kernel" message."""
-    names = {d.name for k in kernels for c in k.type_constraints.values() for d in c}
-    return ",".join(sorted(names))
+def _index(op_type: str, device: str, names: tuple, keys: list, kdef: KernelDef) -> None:
+    tables = _INDEX.setdefault((op_type, device), [])
+    table = next((t for n, t in tables if n == names), None)
+    if table is None:
+        table = {}
+        tables.append((names, table))
+        tables.sort(key=lambda entry: len(entry[0]), reverse=True)  # stable among equals
+    for _, _, cons in keys:
+        types = tuple(dtype for _, dtype in cons)
+        table[types[0] if len(types) == 1 else types] = kdef
+
+
+def _lookup(op_type: str, device_type: str, attrs: dict) -> KernelDef | None:
+    """The most specific kernel whose key the node's `attrs` form. A constraint attr that the
+    node lacks rules out the kernels constrained on it."""
+    for names, table in _INDEX.get((op_type, device_type), ()):
+        types = []
+        for name in names:
+            value = attrs.get(name)
+            if value is None:
+                break
+            if value.__class__ is not dtypes.DType:
+                value = dtypes.as_dtype(value)
+            types.append(value.base_dtype)
+        else:
+            kdef = table.get(types[0] if len(types) == 1 else tuple(types))
+            if kdef is not None:
+                return kdef
+    return None
 
 
 def find_kernel(op_type: str, device_type: str, attrs: dict) -> KernelDef:
-    """The first kernel for this op on this device whose dtype constraints admit `attrs`."""
-    for kdef in _KERNELS.get((op_type, device_type), ()):
-        if kdef.matches(attrs):
-            return kdef
-    have = ", ".join(
-        f"{dev}[{_constrained_types(ks) or 'all'}]"
-        for (op, dev), ks in sorted(_KERNELS.items())
-        if op == op_type
+    """The kernel for this op on this device whose dtype constraints admit `attrs` (the most
+    specific one); NotFoundError listing what is registered."""
+    kdef = _lookup(op_type, device_type, attrs)
+    if kdef is not None:
+        return kdef
+    have = {}
+    for op, dev, cons in _KERNELS:
+        if op == op_type:
+            have.setdefault(dev, set()).update(d.name for _, d in cons)
+    registered = ", ".join(
+        f"{dev}[{','.join(sorted(names)) or 'all'}]" for dev, names in sorted(have.items())
     )
     types = ", ".join(f"{k}={v.name}" for k, v in attrs.items() if isinstance(v, dtypes.DType))
     raise errors.NotFoundError(
@@ -104,16 +158,24 @@ def find_kernel(op_type: str, device_type: str, attrs: dict) -> KernelDef:
         None,
         f"No registered kernel for '{op_type}' on {device_type}"
         + (f" with {types}" if types else "")
-        + f"; registered: {have or 'none'}",
+        + f"; registered: {registered or 'none'}",
     )
 
 
 def has_kernel(op_type: str, device_type: str, attrs: dict) -> bool:
-    return any(k.matches(attrs) for k in _KERNELS.get((op_type, device_type), ()))
+    return _lookup(op_type, device_type, attrs) is not None
 
 
-def registered_kernels() -> dict:
-    return {k: list(v) for k, v in _KERNELS.items()}
+def registered_kernels() -> dict[tuple[str, str], list[KernelDef]]:
+    """(op type, device type) -> its kernels, most specific first."""
+    out: dict[tuple[str, str], list[KernelDef]] = {}
+    for (op, dev, _), kdef in _KERNELS.items():
+        kernels = out.setdefault((op, dev), [])
+        if kdef not in kernels:
+            kernels.append(kdef)
+    for kernels in out.values():
+        kernels.sort(key=lambda k: len(k.type_constraints), reverse=True)
+    return out
 
 
 # The function-call protocol between runtime/function.py and the _Arg/_Retval kernels: a call's
@@ -139,14 +201,14 @@ class KernelContext:
     outputs. Stateful kernels keep their state here (e.g. a random generator)."""
 
     __slots__ = (
-        "name",
-        "op_type",
         "attrs",
         "device",
         "input_types",
+        "name",
+        "node_def",
+        "op_type",
         "output_types",
         "state",
-        "node_def",
     )
 
     def __init__(self, name, op_type, attrs, device, input_types, output_types, node_def=None):

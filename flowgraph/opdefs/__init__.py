@@ -6,8 +6,10 @@ in `flowgraph/ops/`: the runtime must not import client code (DESIGN.md, one-way
 Importing this package registers every op.
 """
 
-from flowgraph.opdefs import (  # noqa: F401  # noqa: F401
+from flowgraph.opdefs import (  # noqa: F401
     array,
+    array_index,
+    array_join,
     beam_search,
     control_flow,
     data_flow,

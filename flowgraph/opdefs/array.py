@@ -482,6 +482,3 @@ register_op(
         is_stateful=True,
     )
 )
-
-
-from flowgraph.opdefs import array_index, array_join  # noqa: F401  (register the rest of the row)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import threading
 
+from flowgraph.core import registry
 from flowgraph.core.device_spec import DeviceSpec, parse
 from flowgraph.runtime.resources import ResourceMgr
 from flowgraph.runtime.threadpool import DevicePool
@@ -66,15 +67,21 @@ class CPUDevice(Device):
     device_type = "CPU"
 
 
-_FACTORIES: dict[str, type] = {"CPU": CPUDevice}
+# device type -> Device subclass; a class may define `available()` (e.g. a GPU is present).
+_DEVICE_TYPES = registry.Registry("device type")
+registry.machinery(__file__)
 
 
 def register_device_type(device_type: str, cls: type):
-    _FACTORIES[device_type] = cls
+    """Adds a device type; AlreadyExistsError naming both sites if it exists."""
+    _DEVICE_TYPES.register(device_type, cls)
+
+
+register_device_type("CPU", CPUDevice)
 
 
 def available_device_types() -> list[str]:
-    return [t for t, cls in _FACTORIES.items() if getattr(cls, "available", lambda: True)()]
+    return [t for t, cls in _DEVICE_TYPES.items() if getattr(cls, "available", lambda: True)()]
 
 
 def make_devices(
@@ -91,7 +98,7 @@ def make_devices(
     for dtype in available_device_types():
         for i in range(counts.get(dtype, 1 if dtype != "CPU" else counts["CPU"])):
             spec = DeviceSpec(job, 0, task, dtype, i)
-            devices.append(_FACTORIES[dtype](spec, threads, intra))
+            devices.append(_DEVICE_TYPES.get(dtype)(spec, threads, intra))
     return devices
 
 

@@ -424,9 +424,6 @@ def reverse_sequence(ctx, x, seq_lengths):
     return np.take_along_axis(x, source, axis=seq)
 
 
-from flowgraph.kernels.cpu import array_index  # noqa: F401  (registers the indexing kernels)
-
-
 @register_kernel("Bitcast")
 def bitcast(ctx, x):
     """The same bytes read as `type`: a view, as TF's Bitcast shares the buffer."""

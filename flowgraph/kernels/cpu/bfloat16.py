@@ -7,8 +7,8 @@ The values are NumPy arrays of ml_dtypes.bfloat16, TensorFlow's and JAX's bfloat
 
 Ops whose OpDef admits any type (data movement: Identity, Reshape, Concat, ...) are not
 wrapped: they move bfloat16 values as they are. Cast converts natively (ml_dtypes rounds).
-Importing this module after the other kernel modules registers the wrappers, each ahead of
-the op's generic kernels.
+Importing this module after the other kernel modules registers the wrappers: a kernel constrained
+to bfloat16 is chosen over the op's generic kernel (kernels/base.py).
 """
 
 from __future__ import annotations
@@ -82,7 +82,6 @@ def register_all():
                 op_type,
                 dtypes_=[dtypes.bfloat16],
                 type_attr=attr,
-                first=True,
                 expensive=kdef.expensive,
                 intra_op=kdef.intra_op,
             )(_wrap(kdef))

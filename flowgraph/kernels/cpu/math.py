@@ -15,7 +15,8 @@ from flowgraph.core import dtypes, errors
 from flowgraph.kernels.base import register_kernel
 
 _INTS = dtypes.INTEGER
-_NOT_INTS = dtypes.FLOATING + dtypes.COMPLEX
+# bfloat16 is not here: kernels/cpu/bfloat16.py computes it in float32 and rounds, as TF does.
+_NOT_INTS = (dtypes.float16, dtypes.float32, dtypes.float64) + dtypes.COMPLEX
 
 
 def _shape_str(shape) -> str:
