@@ -226,6 +226,31 @@ def table_rows(keys, fg, tf_res, np_res, tf_missing: str) -> list[list[str]]:
     return rows
 
 
+def same_peer_ratios(keys, quiet) -> list[str]:
+    """`workloads.SAME_PEER_RATIOS` for each peer that measured both workloads, and W2j (fused)
+    against TF's plain W2, the target of compiled fusion."""
+    fg, _, tf_res = quiet
+    lines = []
+    pairs = [(a, b, bound, what) for a, b, bound, what in workloads.SAME_PEER_RATIOS]
+    for a, b, bound, what in pairs:
+        if a not in keys or b not in keys:
+            continue
+        for peer, res in (("flowgraph", fg), ("TF", tf_res)):
+            x, y = (per_unit(workloads.BY_KEY[k], res.get(k)) for k in (a, b))
+            if x is not None and y:
+                met = "yes" if x / y <= bound else "no"
+                lines.append(f"  {peer:9} {a}/{b} = {x / y:.3f}  (<= {bound:g}: {met})  {what}")
+    if "W2j" in keys and "W2" in keys:
+        x, y = (
+            per_unit(workloads.BY_KEY["W2j"], fg.get("W2j")),
+            per_unit(workloads.BY_KEY["W2"], tf_res.get("W2")),
+        )
+        if x is not None and y:
+            met = "yes" if x / y <= 1.0 else "no"
+            lines.append(f"  fg W2j / TF W2 = {x / y:.3f}  (<= 1: {met})  fused vs TF's plain W2")
+    return lines
+
+
 TABLE_HEADER = ["id", "workload", "unit", "flowgraph", "TF", "NumPy", "fg/TF", "fg/NumPy"]
 BUSY_HEADER = ["id", "workload", "quiet fg/TF", "busy fg/TF", "busy/quiet", "busy target", "met"]
 
@@ -347,6 +372,10 @@ def main(argv=None) -> int:
         if mode == "busy":
             print("\nbusy: the same workloads while a CPU-bound process holds one core\n")
         print(format_table(table_rows(keys, fg, tf_res, np_res, "n/a")))
+    ratio_lines = same_peer_ratios(keys, results["quiet"])
+    if ratio_lines:
+        print("\nratios of two workloads on one peer (quiet):")
+        print("\n".join(ratio_lines))
     if "busy" in results:
         print()
         print(format_table(busy_rows(keys, results["quiet"], results["busy"]), BUSY_HEADER))

@@ -67,11 +67,14 @@ class Workload:
     warmup: int = 1
 
 
-def session(tf, graph):
-    """A Session with the shared thread settings (the same ConfigProto fields on both peers)."""
+def session(tf, graph, jit: bool = False):
+    """A Session with the shared thread settings (the same ConfigProto fields on both peers);
+    `jit` also sets global_jit_level=ON_1."""
     config = tf.ConfigProto(
         inter_op_parallelism_threads=THREADS, intra_op_parallelism_threads=THREADS
     )
+    if jit:
+        config.graph_options.optimizer_options.global_jit_level = tf.OptimizerOptions.ON_1
     return tf.Session(graph=graph, config=config)
 
 
@@ -112,8 +115,9 @@ def build_w1(tf) -> Case:
 W2_CHAIN = 1000
 
 
-def build_w2(tf) -> Case:
-    """x = a; then W2_CHAIN times x = x + b, with scalars a and b fed on every run."""
+def build_w2(tf, jit: bool = False) -> Case:
+    """x = a; then W2_CHAIN times x = x + b, with scalars a and b fed on every run; `jit` sets
+    global_jit_level=ON_1 (compiled fusion, W2j)."""
     g = tf.Graph()
     with g.as_default():
         a = tf.placeholder(tf.float32, [], name="a")
@@ -121,7 +125,8 @@ def build_w2(tf) -> Case:
         x = a
         for _ in range(W2_CHAIN):
             x = tf.add(x, b)
-    return timed_runs(session(tf, g), x, feed={a: 1.0, b: 0.5})
+    sess = session(tf, g, jit)
+    return timed_runs(sess, x, feed={a: 1.0, b: 0.5})
 
 
 # -- W3, W7: BLAS-bound graphs ----------------------------------------------------------------
@@ -387,8 +392,16 @@ WORKLOADS = [
 ]
 # issue 11's input workloads (I1, I2) and issue 9's whole programs (P1, P2); those modules
 # import this one, so they come last.
+from fusion_workloads import FUSION_WORKLOADS
 from input_workloads import INPUT_WORKLOADS
 from program_workloads import PROGRAM_WORKLOADS
 
-WORKLOADS += PROGRAM_WORKLOADS + INPUT_WORKLOADS
+WORKLOADS += FUSION_WORKLOADS + PROGRAM_WORKLOADS + INPUT_WORKLOADS
+# Ratios of two workloads on one peer, printed below the table: (workload, reference, bound on
+# workload/reference, what the ratio says). W2j is flowgraph's fused W2 against TF's plain W2.
+SAME_PEER_RATIOS = [
+    ("F1", "F1u", 0.5, "Adam update: fused / unfused"),
+    ("I2", "I2f", 1.05, "CNN step: queue input / feed_dict"),
+    ("I2d", "I2f", 1.05, "CNN step: tf.data input / feed_dict"),
+]
 BY_KEY = {w.key: w for w in WORKLOADS}

@@ -115,6 +115,7 @@ from flowgraph.namespaces import strings  # noqa: E402
 from flowgraph.namespaces import lookup  # noqa: E402
 from flowgraph.namespaces import sets  # noqa: E402
 from flowgraph.namespaces import bitwise, debugging, dtypes  # noqa: E402
+from flowgraph.namespaces import xla  # noqa: E402
 from flowgraph.platform.version import COMPILER_VERSION, GIT_VERSION, VERSION, __version__  # noqa: E402
 from flowgraph import compat  # noqa: E402
 from flowgraph.compat import *  # noqa: F403,E402

@@ -137,6 +137,9 @@ nest = _namespace(
     map_structure=_nest.map_structure,
 )
 from flowgraph import contrib  # noqa: E402
+from flowgraph.framework import jit as _jit  # noqa: E402
+
+xla = _namespace("xla", experimental=_namespace("xla.experimental", jit_scope=_jit.jit_scope))
 
 # tf.app, tf.flags, tf.logging, tf.gfile, tf.io.gfile, tf.version (flowgraph/platform).
 from flowgraph.platform import app as _app  # noqa: E402

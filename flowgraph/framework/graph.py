@@ -10,8 +10,8 @@ from __future__ import annotations
 import contextlib
 import re
 
-from flowgraph.core import device_spec
-from flowgraph.core.protos import GraphDef, VersionDef
+from flowgraph.core import attr_value, device_spec
+from flowgraph.core.protos import AttrValue, GraphDef, VersionDef
 from flowgraph.framework import default_graph
 from flowgraph.framework.operation import Operation, Tensor
 
@@ -271,6 +271,27 @@ class Graph:
         finally:
             self._gradient_override_map = saved
 
+    @contextlib.contextmanager
+    def _attr_scope(self, attr_map: dict):
+        """Sets these attrs on every op created inside (TF's private hook behind jit_scope). A
+        value is an AttrValue, a plain attr value, or a callable of the new op's NodeDef that
+        returns one; None clears an outer scope's attr."""
+        saved = dict(self._attr_scope_map)
+        self._attr_scope_map.update(attr_map)
+        try:
+            yield
+        finally:
+            self._attr_scope_map = saved
+
+    def _apply_attr_scope(self, op: Operation):
+        for key, value in self._attr_scope_map.items():
+            if callable(value):
+                value = value(op.node_def)
+            if isinstance(value, AttrValue):
+                value = attr_value.from_attr_value(value)
+            if value is not None:
+                op._set_attr(key, value)
+
     # -- creating ops -------------------------------------------------------------------------
     def create_op(
         self,
@@ -321,6 +342,8 @@ class Graph:
             op._attrs["container"] = self._container
         if op_type in self._gradient_override_map:  # TF1 applies the map active at creation
             op._attrs["_gradient_op_type"] = self._gradient_override_map[op_type]
+        if self._attr_scope_map:
+            self._apply_attr_scope(op)
         if self._colocation_stack:
             groups = sorted({g for c in self._colocation_stack for g in c._colocation_names()})
             op._attrs["_class"] = groups

@@ -11,6 +11,7 @@ from __future__ import annotations
 from flowgraph.core.protos import ConfigProto
 from flowgraph.runtime.graph import Node
 from flowgraph.runtime.passes.cse import eliminate_common_subexpressions
+from flowgraph.runtime.passes.fusion import fuse, global_jit
 
 _L0 = -1
 
@@ -25,4 +26,6 @@ def optimize(nodes: list[Node], config: ConfigProto, keep: frozenset) -> list[No
     fetches _Send nodes, so fed and fetched tensors are kept by construction)."""
     if cse_enabled(config):
         nodes = eliminate_common_subexpressions(nodes, keep)
+    # last: compiled fusion (§10) sees the graph the other passes left
+    nodes = fuse(nodes, global_jit(config), keep)
     return nodes

@@ -1,0 +1,23 @@
+"""OpDef of a fused cluster (whitepaper §10; TensorFlow's `_XlaLaunch`): the compiled-fusion
+pass (runtime/passes/fusion.py) replaces a cluster of element-wise nodes by one node of this op.
+
+`body` is the cluster as a serialized GraphDef in TensorFlow's function-body convention:
+`_Arg` nodes (attr `index`) stand for the node's inputs, the member nodes keep their names, ops
+and attrs, and `_Retval` nodes (attr `index`) name the node's outputs. The body travels with the
+node (to a worker, in `output_partition_graphs`), so a fused node needs nothing but itself.
+"""
+
+from __future__ import annotations
+
+from flowgraph.core.op_def import OpDef, register_op
+from flowgraph.opdefs.shape_fns import unknown
+
+register_op(
+    OpDef(
+        "_FusedElementwise",
+        inputs=["args: Tin"],
+        outputs=["outputs: Tout"],
+        attrs=["Tin: list(type) >= 1", "Tout: list(type) >= 1", "body: string"],
+        shape_fn=unknown,
+    )
+)
