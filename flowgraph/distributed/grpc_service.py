@@ -1,0 +1,236 @@
+"""Generic gRPC adapters built from a service descriptor: a server-side handler that parses each
+request, calls a plain Python function and serializes its answer, and a client that does the
+reverse with a deadline on every call (STYLE.md 10: transports contain no logic).
+
+Names stay TensorFlow's: our protos are in package `flowgraph` (so a real TensorFlow can share
+the process), but the services are served under `/tensorflow.grpc.<Service>/<Method>`, the paths
+real TensorFlow processes call. Handlers take and return `bytes` (identity (de)serializers), so
+a malformed request is answered with INVALID_ARGUMENT instead of failing inside grpcio, and any
+exception becomes a status: a bad request never crashes a server.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import grpc
+from google.protobuf import message as pb_message
+from google.protobuf import message_factory
+from google.protobuf.descriptor import ServiceDescriptor
+
+from flowgraph.core import errors
+from flowgraph.distributed import rpc_errors
+
+logger = logging.getLogger(__name__)
+
+# Messages of any size: a RunStep may fetch a large tensor (protobuf's own 2 GiB limit stays).
+_UNLIMITED = (("grpc.max_send_message_length", -1), ("grpc.max_receive_message_length", -1))
+# Clients ping an idle connection every 10 s and give up on a peer silent for 5 s more, so a
+# task that hangs (not only one that dies, which closes its sockets) fails the calls to it.
+CHANNEL_OPTIONS = (
+    *_UNLIMITED,
+    ("grpc.keepalive_time_ms", 10_000),
+    ("grpc.keepalive_timeout_ms", 5_000),
+    ("grpc.keepalive_permit_without_calls", 1),
+    ("grpc.http2.max_pings_without_data", 0),
+    # A restarted task is reachable again within a second, not after a minute of backoff.
+    ("grpc.initial_reconnect_backoff_ms", 200),
+    ("grpc.min_reconnect_backoff_ms", 200),
+    ("grpc.max_reconnect_backoff_ms", 1_000),
+)
+SERVER_OPTIONS = (
+    *_UNLIMITED,
+    ("grpc.keepalive_permit_without_calls", 1),
+    ("grpc.http2.min_recv_ping_interval_without_data_ms", 5_000),
+    ("grpc.http2.max_ping_strikes", 0),
+)
+# Deadlines: control RPCs answer at once; a step may legitimately wait long (on a queue), so
+# its RPCs get RunOptions.timeout_in_ms or ConfigProto.operation_timeout_in_ms when set.
+CONTROL_TIMEOUT_S = 60.0
+STEP_TIMEOUT_S = 24 * 3600.0
+# A call that found no connection waits this long for one (a task restarting) and is retried
+# once; a task down for longer fails the call with UnavailableError.
+RECONNECT_TIMEOUT_S = 2.0
+
+Message = pb_message.Message
+UnaryImpl = Callable[[Message, grpc.ServicerContext], Message]
+StreamImpl = Callable[[Message, grpc.ServicerContext], Iterator[bytes]]
+
+
+@dataclass(frozen=True)
+class Method:
+    """One RPC of a service: its name and the message classes it takes and returns."""
+
+    name: str
+    request: type[Message]
+    response: type[Message]
+
+
+def methods_of(service: ServiceDescriptor) -> dict[str, Method]:
+    """{"RunStep": Method(...)} for every method the descriptor declares."""
+    return {
+        m.name: Method(
+            m.name,
+            message_factory.GetMessageClass(m.input_type),
+            message_factory.GetMessageClass(m.output_type),
+        )
+        for m in service.methods
+    }
+
+
+def wire_name(service: ServiceDescriptor) -> str:
+    """The name the service is served under: TF's `tensorflow.grpc.X` for our
+    `flowgraph.grpc.X`, so that real TensorFlow processes find it; other names stay."""
+    name = service.full_name
+    return "tensorflow." + name[len("flowgraph.") :] if name.startswith("flowgraph.grpc.") else name
+
+
+def snake_case(name: str) -> str:
+    """ "RunStep" -> "run_step": the in-process method that implements an RPC."""
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+def handler(
+    service_name: str,
+    methods: dict[str, Method],
+    unary: dict[str, UnaryImpl],
+    streaming: dict[str, tuple[type[Message], StreamImpl]] | None = None,
+) -> grpc.GenericRpcHandler:
+    """A grpcio handler serving `unary[name](request, context) -> response` for each RPC named
+    there (others get UNIMPLEMENTED from grpcio) and `streaming[name] = (request class, impl)`,
+    where impl(request, context) yields the serialized messages of a server stream."""
+    table = {}
+    for name, impl in unary.items():
+        method = methods[name]
+        table[name] = grpc.unary_unary_rpc_method_handler(
+            _unary_behavior(f"{service_name}/{name}", method.request, impl)
+        )
+    for name, (request_class, impl) in (streaming or {}).items():
+        table[name] = grpc.unary_stream_rpc_method_handler(
+            _stream_behavior(f"{service_name}/{name}", request_class, impl)
+        )
+    return grpc.method_handlers_generic_handler(service_name, table)
+
+
+def _parse(request_class: type[Message], data: bytes, rpc: str) -> Message:
+    try:
+        return request_class.FromString(data)
+    except pb_message.DecodeError as e:
+        raise errors.InvalidArgumentError(
+            None, None, f"{rpc}: malformed {request_class.DESCRIPTOR.name}: {e}"
+        ) from None
+
+
+def _unary_behavior(rpc: str, request_class: type[Message], impl: UnaryImpl):
+    def behavior(data: bytes, context: grpc.ServicerContext) -> bytes:
+        try:
+            return impl(_parse(request_class, data, rpc), context).SerializeToString()
+        except Exception as e:  # every failure becomes a status; the server keeps serving
+            if not isinstance(e, errors.OpError):
+                logger.exception("%s raised", rpc)
+            rpc_errors.abort_with(context, e, rpc)
+
+    return behavior
+
+
+def _stream_behavior(rpc: str, request_class: type[Message], impl: StreamImpl):
+    def behavior(data: bytes, context: grpc.ServicerContext) -> Iterator[bytes]:
+        try:
+            yield from impl(_parse(request_class, data, rpc), context)
+        except Exception as e:
+            if not isinstance(e, errors.OpError):
+                logger.exception("%s raised", rpc)
+            rpc_errors.abort_with(context, e, rpc)
+
+    return behavior
+
+
+class Client:
+    """Calls the RPCs of one service on one peer; every call has a deadline, and a failed
+    call raises the OpError of its status, naming `peer` when the peer could not be reached."""
+
+    def __init__(self, channel: grpc.Channel, service_name: str, methods: dict[str, Method], peer):
+        self._channel = channel
+        self._service = service_name
+        self._methods = methods
+        self.peer = peer
+        self._unary = {
+            name: channel.unary_unary(f"/{service_name}/{name}", _serialize, None)
+            for name in methods
+        }
+
+    def call(
+        self,
+        name: str,
+        request: Message,
+        timeout: float = CONTROL_TIMEOUT_S,
+        wait_for_ready: bool = False,
+    ) -> Message:
+        """Sends `request` to RPC `name`; returns its response, or raises its OpError. A call
+        that never reached the peer is retried once if a connection opens within
+        RECONNECT_TIMEOUT_S (the request was not delivered, so retrying is safe)."""
+        call = self._unary[name]
+        try:
+            try:
+                data = call(request, timeout=timeout, wait_for_ready=wait_for_ready)
+            except grpc.RpcError as e:
+                if not (_never_connected(e) and self._reconnected()):
+                    raise
+                data = call(request, timeout=timeout, wait_for_ready=wait_for_ready)
+        except grpc.RpcError as e:
+            raise self.error(name, e) from None
+        return self._methods[name].response.FromString(data)
+
+    def _reconnected(self) -> bool:
+        try:
+            grpc.channel_ready_future(self._channel).result(timeout=RECONNECT_TIMEOUT_S)
+        except grpc.FutureTimeoutError:
+            return False
+        return True
+
+    def call_future(self, name: str, request: Message, timeout: float) -> grpc.Future:
+        """Starts RPC `name`; `result(name, future)` waits for it (cancel() cancels it)."""
+        return self._unary[name].future(request, timeout=timeout)
+
+    def retryable(self, future: grpc.Future) -> bool:
+        """Waits for `future`; True if it failed before reaching the peer and a connection
+        has opened since (call() retries such calls itself; futures are the caller's)."""
+        try:
+            e = future.exception()
+        except grpc.FutureCancelledError:
+            return False
+        return isinstance(e, grpc.RpcError) and _never_connected(e) and self._reconnected()
+
+    def result(self, name: str, future: grpc.Future) -> Message:
+        try:
+            data = future.result()
+        except grpc.FutureCancelledError:
+            raise errors.CancelledError(
+                None, None, f"{self._service}/{name} to {self.peer} was cancelled"
+            ) from None
+        except grpc.RpcError as e:
+            raise self.error(name, e) from None
+        return self._methods[name].response.FromString(data)
+
+    def stream(self, path: str, request: Message, timeout: float) -> Iterator[bytes]:
+        """The raw messages of the server-streaming RPC at `path` ("/Service/Method")."""
+        call = self._channel.unary_stream(path, _serialize, None)
+        try:
+            yield from call(request, timeout=timeout)
+        except grpc.RpcError as e:
+            raise rpc_errors.from_rpc_error(e, path.lstrip("/"), self.peer) from None
+
+    def error(self, name: str, e: grpc.RpcError) -> errors.OpError:
+        return rpc_errors.from_rpc_error(e, f"{self._service}/{name}", self.peer)
+
+
+def _never_connected(e: grpc.RpcError) -> bool:
+    """True for a call gRPC failed before any connection (so the peer never saw it)."""
+    return e.code() == grpc.StatusCode.UNAVAILABLE and "failed to connect" in (e.details() or "")
+
+
+def _serialize(message: Message) -> bytes:
+    return message.SerializeToString()

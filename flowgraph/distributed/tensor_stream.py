@@ -1,0 +1,87 @@
+"""RecvTensor as a server stream of ~1 MiB chunks, the bulk path between flowgraph workers
+(DESIGN.md decision 6; FORMATS.md "gRPC for tensors").
+
+One large protobuf message is 5-15x slower than the loopback limit in Python (each copy of a
+64 MiB `bytes` costs ~30 ms, and protobuf makes several); a stream of raw 1 MiB chunks written
+into a preallocated array runs within ~2x of a raw socket. So a stream is:
+
+    message 0   a serialized RecvTensorResponse whose `tensor` holds dtype and shape only (and
+                is_dead, send_start_micros); for a string or empty tensor it holds the whole
+                value, for a dead one none, and nothing follows
+    message 1.. the tensor's raw little-endian row-major bytes, CHUNK_BYTES each (the last one
+                shorter), which the receiver copies into `np.empty(shape, dtype)`
+
+TF's unary RecvTensor (one RecvTensorResponse with `tensor_content`) stays served for interop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+import numpy as np
+
+from flowgraph.core import dtypes, errors, tensor_util
+from flowgraph.core.protos.worker_pb2 import RecvTensorResponse
+
+CHUNK_BYTES = 1 << 20  # measured best on loopback: 1349 MB/s, against 1222 MB/s for 4 MiB
+
+
+def _raw(array) -> bool:
+    """True if the value travels as raw chunks (fixed-size elements), not inside message 0."""
+    return array is not None and np.asarray(array).dtype != object and np.size(array) > 0
+
+
+def encode(array: np.ndarray | None, is_dead: bool, send_start_micros: int = 0) -> Iterator[bytes]:
+    """The messages of one streamed RecvTensor (see the module docstring); `array` is None for
+    a dead tensor. Costs one copy of the tensor, chunk by chunk (gRPC needs `bytes`)."""
+    header = RecvTensorResponse(is_dead=is_dead, send_start_micros=send_start_micros)
+    if not _raw(array):
+        if array is not None:
+            header.tensor.CopyFrom(tensor_util.make_tensor_proto(array))
+        yield header.SerializeToString()
+        return
+    contiguous = np.asarray(array, order="C")  # (ascontiguousarray makes 0-d arrays 1-d)
+    if contiguous.dtype.byteorder == ">":
+        contiguous = contiguous.astype(contiguous.dtype.newbyteorder("<"))
+    header.tensor.dtype = dtypes.as_dtype(contiguous.dtype).as_datatype_enum
+    for size in contiguous.shape:
+        header.tensor.tensor_shape.dim.add(size=size)
+    yield header.SerializeToString()
+    flat = memoryview(contiguous.reshape(-1).view(np.uint8))
+    for start in range(0, len(flat), CHUNK_BYTES):
+        yield bytes(flat[start : start + CHUNK_BYTES])
+
+
+def decode(messages: Iterable[bytes]) -> tuple[np.ndarray | None, RecvTensorResponse]:
+    """The tensor (None if dead) and the header of a streamed RecvTensor. Raises DataLossError
+    when the chunks do not add up to the tensor the header announced."""
+    stream = iter(messages)
+    first = next(stream, None)
+    if first is None:
+        raise errors.DataLossError(None, None, "RecvTensor stream ended before its header")
+    header = RecvTensorResponse.FromString(first)
+    if header.is_dead:
+        return None, header
+    tensor = header.tensor
+    shape = tuple(d.size for d in tensor.tensor_shape.dim)
+    if tensor.dtype == dtypes.string.as_datatype_enum or 0 in shape:
+        return tensor_util.make_ndarray(tensor), header  # carried whole by message 0
+    array = np.empty(shape, dtype=dtypes.as_dtype(tensor.dtype).as_numpy_dtype)
+    _fill(array.reshape(-1).view(np.uint8), stream)
+    return array, header
+
+
+def _fill(buffer: np.ndarray, stream: Iterator[bytes]) -> None:
+    offset = 0
+    for chunk in stream:
+        end = offset + len(chunk)
+        if end > buffer.size:
+            raise errors.DataLossError(
+                None, None, f"RecvTensor stream sent more than the {buffer.size} bytes announced"
+            )
+        buffer[offset:end] = np.frombuffer(chunk, dtype=np.uint8)
+        offset = end
+    if offset != buffer.size:
+        raise errors.DataLossError(
+            None, None, f"RecvTensor stream ended after {offset} of {buffer.size} bytes"
+        )
