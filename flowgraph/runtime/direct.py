@@ -21,11 +21,12 @@ from flowgraph.core.protos import ConfigProto, GraphDef, RunMetadata, RunOptions
 from flowgraph.runtime import blas
 from flowgraph.runtime import device as device_lib
 from flowgraph.runtime import graph as rt_graph
+from flowgraph.runtime.cost_model import CostModel
 from flowgraph.runtime.executor import ExecutorPlan, Step, execute
 from flowgraph.runtime.function import FunctionLibrary
 from flowgraph.runtime.partition import PartitionOptions, partition
 from flowgraph.runtime.passes.pipeline import optimize
-from flowgraph.runtime.placement import PlacementOptions, place
+from flowgraph.runtime.placement import PlacementOptions, movable, place
 from flowgraph.runtime.rendezvous import RendezvousMgr
 from flowgraph.runtime.subgraph import Signature, feed_key, rewrite
 from flowgraph.runtime.tracing import StepStatsCollector
@@ -87,6 +88,13 @@ class DirectRuntime:
         self._partition_pool = None
         self._partial_runs: dict[str, _PartialRun] = {}  # guarded by _lock
         self._running: set[Step] = set()  # steps in progress, cancelled by close(); _lock
+        experimental = self.config.experimental
+        self.cost_model = (  # §3.2.1: placement by simulated execution, when asked for
+            CostModel(dict(experimental.device_speeds))
+            if experimental.cost_model_placement
+            else None
+        )
+        self._steps_run = 0  # for graph_options.build_cost_model(_after); guarded by _lock
 
     # -- Session.Extend ---------------------------------------------------------------------
     def extend(self, graph_def: GraphDef, replace: GraphDef | None = None):
@@ -118,9 +126,38 @@ class DirectRuntime:
         ]
         config = self.config
         opts = PlacementOptions(
-            tuple(self.devices), config.allow_soft_placement, config.log_device_placement
+            tuple(self.devices),
+            config.allow_soft_placement,
+            config.log_device_placement,
+            self.cost_model,
         )
         return {n.name: n for n in place(pinned, opts, lenient=True)}
+
+    def _measures(self) -> bool:
+        """Whether this step's costs go to the cost model untraced by the caller: the steps
+        `build_cost_model_after` to `build_cost_model_after + build_cost_model` (TF's options)."""
+        if self.cost_model is None:
+            return False
+        opts = self.config.graph_options
+        with self._lock:
+            k = self._steps_run
+            self._steps_run += 1
+        return (
+            opts.build_cost_model > 0
+            and 0 <= k - opts.build_cost_model_after < opts.build_cost_model
+        )
+
+    def _learn(self, step_stats):
+        """Folds a traced step's measured costs into the cost model, then places again the
+        nodes that may move (no state in their colocation group: a variable never moves); the
+        signatures are planned again if any node moved."""
+        with self._lock:
+            if not self.cost_model.record(step_stats):
+                return
+            placed = self._place_all(self.nodes, movable(list(self.nodes.values())))
+            if any(n.device != self.placed[name].device for name, n in placed.items()):
+                self.placed = placed
+                self._plans.clear()
 
     # -- Session.Run ------------------------------------------------------------------------
     def plan(self, sig: Signature) -> RunPlan:
@@ -148,7 +185,8 @@ class DirectRuntime:
         for key, value in zip(plan.feed_keys, feed_values):
             rendezvous.send(key, value)
         trace = options is not None and options.trace_level > 0
-        stats = StepStatsCollector(self.devices) if trace else None
+        learn = self._measures()
+        stats = StepStatsCollector(self.devices) if trace or learn else None
         timeout = (
             options.timeout_in_ms if options is not None else 0
         ) or self.config.operation_timeout_in_ms
@@ -172,8 +210,10 @@ class DirectRuntime:
             out = [_fetched(rendezvous, k, n) for k, n in zip(plan.fetch_keys, sig.fetches)]
         finally:
             self.rendezvous_mgr.cleanup(step_id)
+        if stats is not None and self.cost_model is not None:
+            self._learn(stats.finish())
         if run_metadata is not None:
-            if stats is not None:
+            if stats is not None and trace:
                 run_metadata.step_stats.CopyFrom(stats.finish())
             if options is not None and options.output_partition_graphs:
                 for nodes in plan.graphs.values():

@@ -2,20 +2,30 @@
 
 Constraints come from the user's partial device specs (`tf.device`), colocation groups
 (`_class: loc:@x`), and the rule that an op taking a reference or resource input runs where the
-referenced variable (or other resource) lives. Colocated nodes are merged with union-find; each
-group then gets the first
-device that satisfies every member's spec and has a kernel for every member. Among the devices
-that qualify, a GPU is preferred to a CPU, as in TensorFlow.
+referenced variable (or other resource) lives. Colocated nodes are merged with union-find; the
+devices that satisfy every member's spec and have a kernel for every member are the group's
+feasible devices, a GPU before a CPU, as in TensorFlow.
+
+By default each group gets its first feasible device (TensorFlow's placer). With a cost model
+(cost_model.py) the paper's simulated execution chooses instead: "For nodes with multiple
+feasible devices, the placement algorithm uses a greedy heuristic that examines the effects on
+the completion time of the node of placing the node on each possible device ... The device where
+the node's operation would finish the soonest is selected." Nodes are simulated in the order they
+become ready; each device runs one node at a time; an input from another device arrives after its
+Send/Recv transfer time. A group is placed with its first member to be simulated, and later
+members follow it.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import heapq
 import sys
 
 from flowgraph.core import dtypes, errors
 from flowgraph.core.device_spec import DeviceSpec, parse
 from flowgraph.kernels.base import has_kernel
+from flowgraph.runtime.cost_model import CostModel
 from flowgraph.runtime.graph import Node
 
 _TYPE_PRIORITY = {"GPU": 0, "CPU": 1}
@@ -26,6 +36,7 @@ class PlacementOptions:
     devices: tuple  # the Device objects available, in their canonical order
     allow_soft_placement: bool = False
     log_device_placement: bool = False
+    cost_model: CostModel | None = None  # None: first feasible device (TensorFlow's placer)
 
 
 class _UnionFind:
@@ -62,26 +73,40 @@ def _groups(nodes: list[Node]) -> dict[str, list[Node]]:
     return groups
 
 
+def movable(nodes: list[Node]) -> set[str]:
+    """Names of the nodes that may change device between steps: those whose colocation group
+    holds no stateful op (a variable, a queue, a random op keeps its device and its state)."""
+    return {
+        n.name
+        for members in _groups(nodes).values()
+        if not any(m.op_def.is_stateful for m in members)
+        for n in members
+    }
+
+
 def place(nodes: list[Node], opts: PlacementOptions, lenient: bool = False) -> list[Node]:
     """Returns the nodes with `device` set to a full device name.
 
     With `lenient`, a group that cannot be placed keeps its requested device instead of raising:
     the whole graph is placed once so every Run sees the same devices (a variable must not move
     between runs), while a node that has no kernel only fails when a Run actually needs it."""
-    assigned: dict[str, str] = {}
-    for members in _groups(nodes).values():
+    groups = _groups(nodes)
+    feasible: dict[str, list[str]] = {}
+    for root, members in groups.items():
         try:
-            device = _choose(members, opts)
+            feasible[root] = [d.name for d in _feasible(members, opts)]
         except errors.InvalidArgumentError:
             if not lenient:
                 raise
-            continue
-        for n in members:
-            assigned[n.name] = device
+    notes: dict[str, str] = {}
+    if opts.cost_model is not None:
+        assigned = _simulate(nodes, groups, feasible, opts.cost_model, notes)
+    else:
+        assigned = {n.name: feasible[r][0] for r, ms in groups.items() if r in feasible for n in ms}
     if opts.log_device_placement:  # TF1 prints the mapping to stderr when asked to
         for n in nodes:
             if n.name in assigned:
-                sys.stderr.write(f"{n.name}: ({n.op}): {assigned[n.name]}\n")
+                sys.stderr.write(f"{n.name}: ({n.op}): {assigned[n.name]}{notes.get(n.name, '')}\n")
     return [
         n.replace(device=assigned[n.name])
         if n.name in assigned and n.device != assigned[n.name]
@@ -90,7 +115,78 @@ def place(nodes: list[Node], opts: PlacementOptions, lenient: bool = False) -> l
     ]
 
 
-def _choose(members: list[Node], opts: PlacementOptions) -> str:
+_BACK_EDGE_OPS = frozenset({"NextIteration", "RefNextIteration"})
+
+
+def _simulate(nodes, groups, feasible, model: CostModel, notes: dict) -> dict[str, str]:
+    """The paper's greedy simulated execution; returns node name -> device. Nodes of groups
+    with no feasible device are left out; `notes` gets each decision's estimates for the log."""
+    model.analyze(nodes)
+    group_of = {n.name: root for root, members in groups.items() for n in members}
+    by_name = {n.name: n for n in nodes}
+    consumers: dict[str, list[str]] = {n.name: [] for n in nodes}
+    pending = {}
+    for n in nodes:
+        preds = {s for s, _ in n.inputs} | set(n.control)
+        preds = {p for p in preds if p in by_name and by_name[p].op not in _BACK_EDGE_OPS}
+        pending[n.name] = len(preds)
+        for p in preds:
+            consumers[p].append(n.name)
+    order = {n.name: i for i, n in enumerate(nodes)}
+    ready = [(0.0, order[n.name], n.name) for n in nodes if pending[n.name] == 0]
+    heapq.heapify(ready)
+    finish: dict[str, float] = {}
+    device_of: dict[str, str] = {}
+    free: dict[str, float] = {}  # device -> when it finishes its last simulated node
+    group_device: dict[str, str] = {}
+    while ready:
+        _, _, name = heapq.heappop(ready)
+        node = by_name[name]
+        root = group_of[name]
+        if root in group_device:
+            candidates = [group_device[root]]
+        else:
+            candidates = feasible.get(root) or [node.device]
+        ends = [(_finish_time(node, d, model, finish, device_of, free), d) for d in candidates]
+        end, device = min(ends, key=lambda e: e[0])  # ties: the earlier feasible device
+        if root in feasible:
+            group_device[root] = device
+            if len(ends) > 1:
+                alternatives = ", ".join(f"{d.rsplit('/', 1)[-1]} {t:.1f}" for t, d in ends)
+                notes[name] = f" (cost model: finishes at {end:.1f} us; {alternatives})"
+        finish[name] = end
+        device_of[name] = device
+        free[device] = end
+        for c in consumers[name]:
+            pending[c] -= 1
+            if pending[c] == 0:
+                heapq.heappush(ready, (end, order[c], c))
+    # a node the simulation never reached (a malformed cycle) gets its group's device
+    placed = {}
+    for root, members in groups.items():
+        if root not in feasible:
+            continue
+        device = group_device.get(root, feasible[root][0])
+        for n in members:
+            placed[n.name] = device
+    return placed
+
+
+def _finish_time(node: Node, device: str, model: CostModel, finish, device_of, free) -> float:
+    """When `node` would finish on `device`: after the device is free and its inputs arrived."""
+    start = free.get(device, 0.0)
+    for src, port in node.inputs:
+        if src in finish:
+            moved = model.transfer_us(model.output_bytes(src, port), device_of[src], device)
+            start = max(start, finish[src] + moved)
+    for c in node.control:
+        if c in finish:
+            start = max(start, finish[c] + model.transfer_us(0, device_of[c], device))
+    return start + model.compute_us(node, device)
+
+
+def _feasible(members: list[Node], opts: PlacementOptions) -> list:
+    """The devices a group may run on, preferred first; InvalidArgumentError if none."""
     spec = DeviceSpec()
     for n in members:
         s = parse(n.device)
@@ -142,4 +238,4 @@ def _choose(members: list[Node], opts: PlacementOptions) -> str:
             f"specification '{spec}' because {why}",
         )
     supported.sort(key=lambda d: _TYPE_PRIORITY.get(d.device_type, 2))
-    return supported[0].name
+    return supported

@@ -1,0 +1,263 @@
+"""The cost model (whitepaper §3.2.1): how long each node runs on each device, and how many bytes
+each of its outputs holds, for the placement simulation and the scheduling of Recv nodes (§5.2).
+
+"The cost model contains estimates of the sizes (in bytes) of the input and output tensors for
+each graph node, along with estimates of the computation time required for each node when
+presented with its input tensors. This cost model is either statically estimated based on
+heuristics associated with different operation types, or is measured based on an actual set of
+placement decisions for earlier executions of the graph."
+
+Static estimates come from shapes inferred here, on the runtime's side, by the OpDefs' shape
+functions (unknown dimensions count as 1): a node's time is a fixed dispatch cost plus the larger
+of its FLOPs over the device's FLOP rate and its bytes touched over its memory bandwidth.
+Measured costs come from the StepStats of traced steps: once a node has run, its mean measured
+time (scaled by the speed of the device it ran on) and its outputs' real sizes replace the
+estimates. Devices differ only by a declared relative speed; moving a tensor between two devices
+costs a latency plus its bytes over the link bandwidth.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from flowgraph.core import dtypes
+from flowgraph.core.device_spec import parse
+from flowgraph.core.shapes import TensorShape, as_shape
+from flowgraph.runtime.graph import Node
+
+
+@dataclasses.dataclass(frozen=True)
+class CostParams:
+    """The machine the static estimates assume; each device's rates are these times its speed."""
+
+    flops_per_us: float = 1e4  # 10 GFLOP/s: single-threaded BLAS on one core
+    bytes_per_us: float = 4e3  # 4 GB/s of memory traffic for element-wise kernels
+    overhead_us: float = 5.0  # dispatching one kernel from Python
+    link_bytes_per_us: float = 1e3  # 1 GB/s between two devices
+    link_latency_us: float = 20.0  # one Send/Recv pair
+
+
+class _ShapeContext:
+    """What an OpDef's shape function reads (framework/apply_op.InferenceContext's interface),
+    built from runtime Nodes: constant inputs are the values of Const nodes."""
+
+    def __init__(self, node: Node, input_shapes: list, by_name: dict):
+        self.name = node.name
+        self.attrs = node.attrs
+        self.num_outputs = len(node.output_types)
+        self.input_shapes = input_shapes
+        self._node = node
+        self._by_name = by_name
+
+    def attr(self, name):
+        return self.attrs[name]
+
+    def input_constant(self, i):
+        src = self._by_name.get(self._node.inputs[i][0])
+        if src is not None and src.op in ("Const", "HostConst"):
+            return np.asarray(src.attrs["value"])
+        return None
+
+    def input_as_shape(self, i) -> TensorShape:
+        value = self.input_constant(i)
+        if value is None:
+            return TensorShape(None)
+        return TensorShape([None if d < 0 else int(d) for d in value.reshape(-1)])
+
+
+def _num_elements(shape: TensorShape) -> int:
+    """Elements of a shape, counting each unknown dimension as 1 (and an unknown rank as a
+    scalar): the estimate before a step has measured the real size."""
+    if shape.ndims is None:
+        return 1
+    n = 1
+    for d in shape.as_list():
+        n *= d if d is not None else 1
+    return n
+
+
+def _dims(shape: TensorShape, rank: int) -> list:
+    dims = shape.as_list() if shape.ndims == rank else [None] * rank
+    return [1 if d is None else d for d in dims]
+
+
+def _flops(node: Node, ins: list, outs: list) -> float:
+    """Floating-point operations of one execution: exact for MatMul and convolutions, one per
+    element touched for everything else."""
+    op = node.op
+    if op == "MatMul" and len(ins) == 2:
+        a, b = _dims(ins[0], 2), _dims(ins[1], 2)
+        m, k = (a[1], a[0]) if node.attrs.get("transpose_a") else (a[0], a[1])
+        n = b[0] if node.attrs.get("transpose_b") else b[1]
+        return 2.0 * m * k * n
+    if op in ("BatchMatMul", "BatchMatMulV2") and outs and ins[0].ndims:
+        k = _dims(ins[0], ins[0].ndims)[-2 if node.attrs.get("adj_x") else -1]
+        return 2.0 * _num_elements(outs[0]) * k
+    if op in ("Conv2D", "DepthwiseConv2dNative") and len(ins) == 2 and outs:
+        kh, kw, cin, _ = _dims(ins[1], 4)
+        per_output = kh * kw * (cin if op == "Conv2D" else 1)
+        return 2.0 * _num_elements(outs[0]) * per_output
+    if op in ("Conv2DBackpropInput", "Conv2DBackpropFilter") and len(ins) == 3:
+        return 2.0 * _num_elements(ins[2]) * _num_elements(ins[1 if op.endswith("Input") else 0])
+    return float(max([_num_elements(s) for s in ins + outs] or [1]))
+
+
+class CostModel:
+    """Estimated and measured costs of the nodes of one runtime's graph, by node name.
+
+    `speeds` maps device specs to relative speeds (see `speed`). Static shapes are inferred once
+    per node (`analyze`); `record` folds the StepStats of a traced step into the measurements."""
+
+    def __init__(self, speeds: dict | None = None, params: CostParams | None = None):
+        self.params = params if params is not None else CostParams()
+        self._speeds = [(parse(k), float(v)) for k, v in (speeds or {}).items()]
+        for spec, v in self._speeds:
+            if not v > 0:
+                raise ValueError(f"device speed must be positive, got {v} for '{spec}'")
+        self._speed_of: dict[str, float] = {}
+        self._shapes: dict[str, list] = {}  # node name -> inferred output shapes
+        self._nodes: dict[str, Node] = {}  # the nodes analyzed (shapes are theirs)
+        self._work: dict[str, list] = {}  # node name -> [sum of time x speed, count], measured
+        self._bytes: dict[tuple, int] = {}  # (node name, port) -> measured bytes
+
+    # -- devices ----------------------------------------------------------------------------
+    def speed(self, device: str) -> float:
+        """The speed declared for the most specific spec matching `device` (1.0 if none)."""
+        got = self._speed_of.get(device)
+        if got is None:
+            spec = parse(device)
+            best, got = -1, 1.0
+            for key, value in self._speeds:
+                if key.is_compatible_with(spec):
+                    fields = sum(f is not None for f in dataclasses.astuple(key))
+                    if fields > best:
+                        best, got = fields, value
+            self._speed_of[device] = got
+        return got
+
+    def transfer_us(self, nbytes: float, src: str, dst: str) -> float:
+        """Time to move `nbytes` from device `src` to `dst` by a Send/Recv pair (0 on one)."""
+        if src == dst:
+            return 0.0
+        return self.params.link_latency_us + nbytes / self.params.link_bytes_per_us
+
+    # -- static estimates ---------------------------------------------------------------------
+    def analyze(self, nodes: list[Node]) -> None:
+        """Infers the output shapes of nodes not seen before (a node replaced by Extend is seen
+        again). Inputs from nodes without shapes (loop back edges) count as unknown."""
+        by_name = {n.name: n for n in nodes}
+        todo = [n for n in nodes if self._nodes.get(n.name) is not n]
+        for n in _topological(todo, by_name):
+            self._nodes[n.name] = n
+            self._shapes[n.name] = self._infer(n, by_name)
+
+    def _infer(self, node: Node, by_name: dict) -> list:
+        known = node.attrs.get("_output_shapes")
+        if isinstance(known, (list, tuple)) and len(known) == len(node.output_types):
+            return [as_shape(s) for s in known]
+        ins = [self._shape(src, port) for src, port in node.inputs]
+        unknown = [TensorShape(None)] * len(node.output_types)
+        if node.op_def.shape_fn is None:
+            return unknown
+        try:
+            result = node.op_def.shape_fn(_ShapeContext(node, ins, by_name))
+        except Exception:  # noqa: BLE001  (an estimate: any shape function failure is "unknown")
+            return unknown
+        if isinstance(result, TensorShape) or result is None:
+            result = [result]
+        out = [TensorShape(None) if s is None else as_shape(s) for s in result]
+        return out if len(out) == len(unknown) else unknown
+
+    def _shape(self, name: str, port: int) -> TensorShape:
+        shapes = self._shapes.get(name)
+        return shapes[port] if shapes is not None and port < len(shapes) else TensorShape(None)
+
+    def output_bytes(self, name: str, port: int) -> float:
+        """Bytes of output `port` of node `name`: measured if it ran, else from its shape."""
+        got = self._bytes.get((name, port))
+        if got is not None:
+            return float(got)
+        node = self._nodes.get(name)
+        if node is None or port >= len(node.output_types):
+            return 0.0
+        dtype = node.output_types[port].base_dtype
+        size = dtype.size if dtype not in (dtypes.string, dtypes.resource, dtypes.variant) else 8
+        return float(_num_elements(self._shape(name, port)) * size)
+
+    def static_us(self, node: Node) -> float:
+        """The estimate on a device of speed 1, before any measurement."""
+        ins = [self._shape(src, port) for src, port in node.inputs]
+        outs = self._shapes.get(node.name, [])
+        touched = sum(self.output_bytes(src, port) for src, port in node.inputs)
+        touched += sum(self.output_bytes(node.name, p) for p in range(len(node.output_types)))
+        p = self.params
+        return p.overhead_us + max(
+            _flops(node, ins, outs) / p.flops_per_us, touched / p.bytes_per_us
+        )
+
+    def compute_us(self, node: Node, device: str) -> float:
+        """Time of one execution of `node` on `device`: measured if it ran, else estimated."""
+        measured = self._work.get(node.name)
+        work = measured[0] / measured[1] if measured is not None else self.static_us(node)
+        return work / self.speed(device)
+
+    # -- measured costs -----------------------------------------------------------------------
+    def record(self, step_stats) -> int:
+        """Adds a traced step's node times (scaled to a device of speed 1) and output sizes;
+        returns how many nodes of the analyzed graph it measured. A fed tensor's size is read
+        from the feed's _Recv, whose label names the tensor ("... @x:0")."""
+        count = 0
+        for dev in step_stats.dev_stats:
+            speed = self.speed(dev.device)
+            for ns in dev.node_stats:
+                if ns.node_name not in self._nodes:
+                    self._record_feed(ns)
+                    continue
+                count += 1
+                micros = (ns.op_end_rel_nanos - ns.op_start_rel_nanos) / 1000.0
+                entry = self._work.setdefault(ns.node_name, [0.0, 0])
+                entry[0] += micros * speed
+                entry[1] += 1
+                for out in ns.output:
+                    desc = out.tensor_description.allocation_description
+                    self._bytes[(ns.node_name, out.slot)] = desc.requested_bytes
+        return count
+
+    def _record_feed(self, ns) -> None:
+        _, at, tensor = ns.timeline_label.rpartition(" @")
+        src, colon, port = tensor.rpartition(":")
+        if at and colon and port.isdigit() and src in self._nodes and ns.output:
+            desc = ns.output[0].tensor_description.allocation_description
+            self._bytes[(src, int(port))] = desc.requested_bytes
+
+    def measured(self, name: str) -> bool:
+        return name in self._work
+
+
+_BACK_EDGE_OPS = frozenset({"NextIteration", "RefNextIteration"})
+
+
+def _topological(nodes: list[Node], by_name: dict) -> list[Node]:
+    """`nodes` with each after its producers among them, loop back edges ignored; nodes left
+    over (only a malformed cycle) follow in their given order."""
+    names = {n.name for n in nodes}
+    consumers: dict[str, list] = {n.name: [] for n in nodes}
+    pending = {}
+    for n in nodes:
+        preds = {s for s, _ in n.inputs} | set(n.control)
+        preds = {p for p in preds if p in names and by_name[p].op not in _BACK_EDGE_OPS}
+        pending[n.name] = len(preds)
+        for p in preds:
+            consumers[p].append(n)
+    order = [n for n in nodes if pending[n.name] == 0]
+    for n in order:  # grows while iterating
+        for c in consumers[n.name]:
+            pending[c.name] -= 1
+            if pending[c.name] == 0:
+                order.append(c)
+    if len(order) < len(nodes):
+        seen = {n.name for n in order}
+        order += [n for n in nodes if n.name not in seen]
+    return order
