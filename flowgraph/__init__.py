@@ -57,6 +57,7 @@ from flowgraph.framework.scopes import *  # noqa: F403
 from flowgraph.framework.tensor_util import *  # noqa: F403
 from flowgraph.framework.operation import Operation, Tensor
 from flowgraph.ops.array import *  # noqa: F403
+from flowgraph.ops.array_index import *  # noqa: F403
 from flowgraph.ops.clip import *  # noqa: F403
 from flowgraph.ops.control_flow import *  # noqa: F403
 from flowgraph.ops.data_flow import *  # noqa: F403

@@ -34,8 +34,6 @@ FORBIDDEN = {"distributed": {"", "framework", "ops", "gradients", "session", "tr
 KNOWN_CYCLES = [
     # `import flowgraph.compat.v1 as tf` is the package itself (TF's compat.v1 alias).
     {"flowgraph", "flowgraph.compat"},
-    # ops/array.py re-exports the indexing wrappers of ops/array_index.py, which build on it.
-    {"flowgraph.ops.array", "flowgraph.ops.array_index"},
 ]
 
 

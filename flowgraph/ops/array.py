@@ -536,8 +536,3 @@ def guarantee_const(input, name=None):
 
 range = range_
 tuple = tuple_
-
-from flowgraph.ops.array_index import *
-from flowgraph.ops.array_index import __all__ as _index_all
-
-__all__.extend(_index_all)

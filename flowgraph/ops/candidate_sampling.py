@@ -13,6 +13,7 @@ from flowgraph.core import dtypes
 from flowgraph.framework.apply_op import apply_op, graph_of
 from flowgraph.framework.convert import convert_to_tensor
 from flowgraph.ops import array as array_ops
+from flowgraph.ops import array_index
 from flowgraph.ops import linalg as linalg_ops
 from flowgraph.ops import math as math_ops
 from flowgraph.ops import reduction as reduction_ops
@@ -123,12 +124,12 @@ def _sampled_logits(
     all_w = embedding_lookup(weights, all_ids, partition_strategy=partition_strategy)
     all_b = embedding_lookup(biases, all_ids, partition_strategy=partition_strategy)
     n_true = array_ops.size(labels_flat)
-    true_w = array_ops.slice(all_w, array_ops.stack([0, 0]), array_ops.stack([n_true, -1]))
-    sampled_w = array_ops.slice(all_w, array_ops.stack([n_true, 0]), [-1, -1])
+    true_w = array_index.slice(all_w, array_ops.stack([0, 0]), array_ops.stack([n_true, -1]))
+    sampled_w = array_index.slice(all_w, array_ops.stack([n_true, 0]), [-1, -1])
     true_b = array_ops.reshape(
-        array_ops.slice(all_b, array_ops.stack([0]), array_ops.stack([n_true])), [-1, num_true]
+        array_index.slice(all_b, array_ops.stack([0]), array_ops.stack([n_true])), [-1, num_true]
     )
-    sampled_b = array_ops.slice(all_b, array_ops.stack([n_true]), [-1])
+    sampled_b = array_index.slice(all_b, array_ops.stack([n_true]), [-1])
     # [batch, num_true]: each example's input dotted with each of its true classes' weights.
     dim = array_ops.shape(true_w)[1:2]
     true_w = array_ops.reshape(true_w, array_ops.concat([[-1, num_true], dim], 0))
@@ -141,7 +142,9 @@ def _sampled_logits(
         rows, ids, hit_weights = compute_accidental_hits(labels, sampled, num_true=num_true)
         where = array_ops.stack([rows, math_ops.cast(ids, dtypes.int32)], axis=1)
         shape = array_ops.shape(sampled_logits)
-        mask = array_ops.scatter_nd(where, math_ops.cast(hit_weights, sampled_logits.dtype), shape)
+        mask = array_index.scatter_nd(
+            where, math_ops.cast(hit_weights, sampled_logits.dtype), shape
+        )
         sampled_logits = math_ops.add(sampled_logits, mask)
     if subtract_log_q:
         true_logits = math_ops.subtract(

@@ -20,7 +20,7 @@ from flowgraph.framework.convert import constant_value, convert_to_tensor
 from flowgraph.framework.operation import Tensor
 from flowgraph.framework.scopes import control_dependencies, name_scope
 from flowgraph.framework.sparse_tensor import SparseTensor
-from flowgraph.ops import array, logging, reduction
+from flowgraph.ops import array, array_index, logging, reduction
 from flowgraph.ops import math as math_ops
 from flowgraph.ops.control_flow import cond
 
@@ -405,7 +405,10 @@ def _successive_differences(x):
     return cond(
         math_ops.less(array.size(x), 2),
         lambda: convert_to_tensor(np.zeros([0], x.dtype.as_numpy_dtype)),
-        lambda: array.strided_slice(x, [1], 1 + length) - array.strided_slice(x, [0], length),
+        lambda: (
+            array_index.strided_slice(x, [1], 1 + length)
+            - array_index.strided_slice(x, [0], length)
+        ),
     )
 
 

@@ -12,6 +12,7 @@ from flowgraph.framework.apply_op import apply_op, graph_of
 from flowgraph.framework.convert import convert_to_tensor
 from flowgraph.framework.operation import Tensor
 from flowgraph.ops import array as array_ops
+from flowgraph.ops import array_index
 from flowgraph.ops import math as math_ops
 from flowgraph.ops import reduction as reduction_ops
 
@@ -39,7 +40,7 @@ def _gather(params, ids, name=None):
     gather does through `sparse_read`), GatherV2 otherwise."""
     if hasattr(params, "sparse_read"):
         return params.sparse_read(ids, name=name)
-    return array_ops.gather(params, ids, name=name)
+    return array_index.gather(params, ids, name=name)
 
 
 def _first_dim_total(params):
@@ -47,7 +48,7 @@ def _first_dim_total(params):
     sizes = [p.shape.as_list()[0] if p.shape.ndims else None for p in params]
     if all(s is not None for s in sizes):
         return sum(sizes)
-    dims = [array_ops.gather(array_ops.shape(p), 0) for p in params]
+    dims = [array_index.gather(array_ops.shape(p), 0) for p in params]
     return apply_op("AddN", [dims]).outputs[0]
 
 
@@ -107,8 +108,8 @@ def embedding_lookup(
         gathered, where = [], []
         for p, param in enumerate(params):
             mine = math_ops.equal(shard, math_ops.cast(p, shard.dtype))
-            gathered.append(_gather(param, array_ops.boolean_mask(row, mine)))
-            where.append(math_ops.cast(array_ops.boolean_mask(positions, mine), dtypes.int32))
+            gathered.append(_gather(param, array_index.boolean_mask(row, mine)))
+            where.append(math_ops.cast(array_index.boolean_mask(positions, mine), dtypes.int32))
         stitched = apply_op("DynamicStitch", [where, gathered]).outputs[0]
         # ids.shape + params.shape[1:]
         out_shape = array_ops.concat([array_ops.shape(ids), array_ops.shape(stitched)[1:]], 0)

@@ -15,9 +15,9 @@ from flowgraph.core import dtypes, errors
 from flowgraph.framework.apply_op import apply_op, graph_of
 from flowgraph.framework.convert import convert_to_tensor
 from flowgraph.ops import array as array_ops
+from flowgraph.ops import array_index, nn_conv
 from flowgraph.ops import logging as logging_ops
 from flowgraph.ops import math as math_ops
-from flowgraph.ops import nn_conv
 from flowgraph.ops import reduction as reduction_ops
 
 _LOW_PRECISION = (dtypes.float16, dtypes.bfloat16)
@@ -37,7 +37,7 @@ def _named_only(sentinel, fn_name):
 
 def _flatten_outer_dims(t):
     """`t` as a matrix [product of the outer dims, last dim], whatever its rank."""
-    last = array_ops.slice(array_ops.shape(t), array_ops.reshape(array_ops.rank(t) - 1, [1]), [1])
+    last = array_index.slice(array_ops.shape(t), array_ops.reshape(array_ops.rank(t) - 1, [1]), [1])
     flat = array_ops.reshape(t, array_ops.concat([[-1], last], 0))
     dims = t.shape.as_list() if t.shape.ndims is not None else None
     if dims:
@@ -97,7 +97,7 @@ def softmax_cross_entropy_with_logits_v2(labels, logits, axis=-1, name=None, dim
             name=scope_name,
         ).outputs[0]
         cost = array_ops.reshape(
-            cost, array_ops.slice(input_shape, [0], array_ops.reshape(rank - 1, [1]))
+            cost, array_index.slice(input_shape, [0], array_ops.reshape(rank - 1, [1]))
         )
         if static_shape.ndims is not None:
             dims = static_shape.as_list()

@@ -17,7 +17,7 @@ from flowgraph.core.shapes import TensorShape, as_shape
 from flowgraph.framework import default_graph
 from flowgraph.framework.convert import convert_to_tensor, register_tensor_conversion_function
 from flowgraph.framework.operation import Tensor
-from flowgraph.ops import array
+from flowgraph.ops import array, array_index
 
 __all__ = [
     "create_partitioned_variables",
@@ -201,7 +201,7 @@ class PartitionedVariable:
         out = []
         for v in self._variable_list:
             info = v._save_slice_info
-            part = array.slice(value, list(info.var_offset), list(info.var_shape))
+            part = array_index.slice(value, list(info.var_offset), list(info.var_shape))
             out.append(v.assign(part, use_locking=use_locking, read_value=read_value))
         return out
 
@@ -317,7 +317,7 @@ def get_partitioned_variable(
         info = PartitionInfo(full, var_offset)
         if from_tensor:
             with graph.name_scope(part_name + "/PartitionedInitializer/"):
-                init = array.slice(initializer, var_offset, var_shape)
+                init = array_index.slice(initializer, var_offset, var_shape)
             init_shape = None
         else:
             init, init_shape = initializer, var_shape

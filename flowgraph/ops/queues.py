@@ -96,6 +96,7 @@ class QueueBase:
         """The queue `queues[index]`, chosen when the graph runs (all must match in dtypes and
         names; shapes become the most specific shapes common to all)."""
         from flowgraph.ops import array as array_ops
+        from flowgraph.ops import array_index
 
         if (
             not queues
@@ -116,7 +117,7 @@ class QueueBase:
                 common = _shape_common(common, s)
             shapes.append(common)
         refs = array_ops.stack([q.queue_ref for q in queues])
-        selected = array_ops.gather(refs, index)
+        selected = array_index.gather(refs, index)
         return QueueBase(dtypes=dtypes, shapes=shapes, names=names, queue_ref=selected)
 
     # -- properties ---------------------------------------------------------------------------

@@ -17,8 +17,8 @@ from flowgraph.framework import default_graph, nest
 from flowgraph.framework.convert import convert_to_tensor
 from flowgraph.layers.base import Layer
 from flowgraph.ops import array as array_ops
+from flowgraph.ops import array_index, init_ops
 from flowgraph.ops import clip as clip_ops
-from flowgraph.ops import init_ops
 from flowgraph.ops import linalg as linalg_ops
 from flowgraph.ops import math as math_ops
 from flowgraph.ops import nn as nn_ops
@@ -268,8 +268,8 @@ class LSTMCell(RNNCell):
         if self._state_is_tuple:
             c_prev, m_prev = state
         else:
-            c_prev = array_ops.slice(state, [0, 0], [-1, n])
-            m_prev = array_ops.slice(state, [0, n], [-1, m])
+            c_prev = array_index.slice(state, [0, 0], [-1, n])
+            m_prev = array_index.slice(state, [0, n], [-1, m])
         i, j, f, o = array_ops.split(_linear(inputs, m_prev, self._kernel, self._bias), 4, axis=1)
         if self._use_peepholes:
             c = sig(f + self._forget_bias + self._w_f_diag * c_prev) * c_prev + sig(
@@ -400,7 +400,7 @@ class MultiRNNCell(RNNCell):
                         )
                     cur_state = state[i]
                 else:
-                    cur_state = array_ops.slice(state, [0, start], [-1, cell.state_size])
+                    cur_state = array_index.slice(state, [0, start], [-1, cell.state_size])
                     start += cell.state_size
                 cur_inp, new_state = cell(cur_inp, cur_state)
                 new_states.append(new_state)

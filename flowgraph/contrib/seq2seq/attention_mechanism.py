@@ -29,8 +29,8 @@ from flowgraph.framework.scopes import name_scope
 from flowgraph.layers.base import Layer
 from flowgraph.layers.core import Dense
 from flowgraph.ops import array as array_ops
+from flowgraph.ops import array_index, init_ops
 from flowgraph.ops import clip as clip_ops
-from flowgraph.ops import init_ops
 from flowgraph.ops import linalg as linalg_ops
 from flowgraph.ops import logging as logging_ops
 from flowgraph.ops import math as math_ops
@@ -91,7 +91,7 @@ def _prepare_memory(memory, memory_sequence_length, check_inner_dims_defined):
     if memory_sequence_length is None:
         return memory
     first = nest.flatten(memory)[0]
-    mask = array_ops.sequence_mask(
+    mask = array_index.sequence_mask(
         memory_sequence_length, maxlen=array_ops.shape(first)[1], dtype=first.dtype
     )
     seq_batch = _static_or_dynamic(memory_sequence_length, 0)
@@ -122,7 +122,7 @@ def _maybe_mask_score(score, memory_sequence_length, score_mask_value):
         ["All values in memory_sequence_length must greater than zero."],
     )
     with default_graph.get().control_dependencies([check]):
-        score_mask = array_ops.sequence_mask(
+        score_mask = array_index.sequence_mask(
             memory_sequence_length, maxlen=array_ops.shape(score)[1]
         )
         score_mask_values = score_mask_value * array_ops.ones_like(score)
@@ -356,7 +356,7 @@ def hardmax(logits, name=None):
     with name_scope(name, "Hardmax", [logits]):
         logits = convert_to_tensor(logits, name="logits")
         depth = _static_or_dynamic(logits, -1)
-        return array_ops.one_hot(reduction_ops.argmax(logits, -1), depth, dtype=logits.dtype)
+        return array_index.one_hot(reduction_ops.argmax(logits, -1), depth, dtype=logits.dtype)
 
 
 def safe_cumprod(x, *args, **kwargs):
@@ -417,7 +417,7 @@ class _BaseMonotonicAttentionMechanism(_BaseAttentionMechanism):
 
     def initial_alignments(self, batch_size, dtype):
         zeros = array_ops.zeros(array_ops.reshape(batch_size, [1]), dtype=dtypes.int32)
-        return array_ops.one_hot(zeros, self._alignments_size, dtype=dtype)
+        return array_index.one_hot(zeros, self._alignments_size, dtype=dtype)
 
 
 def _check_mode(mode):

@@ -37,6 +37,7 @@ from flowgraph.framework.convert import constant_value, convert_to_tensor
 from flowgraph.framework.operation import Tensor
 from flowgraph.framework.scopes import name_scope
 from flowgraph.ops import array as array_ops
+from flowgraph.ops import array_index
 from flowgraph.ops import embedding as embedding_ops
 from flowgraph.ops import logging as logging_ops
 from flowgraph.ops import math as math_ops
@@ -144,7 +145,7 @@ class BeamSearchDecoder(Decoder):
         self._start_inputs = self._embedding_fn(self._start_tokens)
         first_beam = array_ops.zeros(array_ops.reshape(self._batch_size, [1]), dtypes.int32)
         # Only beam 0 is live at the start: the other beams would duplicate it.
-        self._finished = array_ops.one_hot(
+        self._finished = array_index.one_hot(
             first_beam, depth=self._beam_width, on_value=False, off_value=True, dtype=dtypes.bool_
         )
 
@@ -182,7 +183,7 @@ class BeamSearchDecoder(Decoder):
     def _initialize(self):
         dtype = nest.flatten(self._initial_cell_state)[0].dtype
         first_beam = array_ops.zeros(array_ops.reshape(self._batch_size, [1]), dtypes.int32)
-        log_probs = array_ops.one_hot(
+        log_probs = array_index.one_hot(
             first_beam,
             depth=self._beam_width,
             on_value=convert_to_tensor(0.0, dtype=dtype),

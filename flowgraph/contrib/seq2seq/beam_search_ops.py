@@ -13,6 +13,7 @@ from flowgraph.framework.convert import convert_to_tensor
 from flowgraph.framework.scopes import name_scope
 from flowgraph.gradients.registry import not_differentiable
 from flowgraph.ops import array as array_ops
+from flowgraph.ops import array_index
 from flowgraph.ops import math as math_ops
 from flowgraph.ops import reduction as reduction_ops
 
@@ -90,7 +91,7 @@ def gather_tree_from_array(t, parent_ids, sequence_length):
     max_lengths = math_ops.cast(reduction_ops.reduce_max(sequence_length, axis=1), dtypes.int32)
     sorted_beam_ids = gather_tree(beam_ids, parent_ids, max_lengths, beam_width + 1)
     in_bound = array_ops.transpose(
-        array_ops.sequence_mask(sequence_length, maxlen=max_time), perm=[2, 0, 1]
+        array_index.sequence_mask(sequence_length, maxlen=max_time), perm=[2, 0, 1]
     )
     sorted_beam_ids = math_ops.where(in_bound, sorted_beam_ids, beam_ids)
     time_ind = array_ops.tile(
@@ -104,7 +105,7 @@ def gather_tree_from_array(t, parent_ids, sequence_length):
     indices = array_ops.stack([time_ind, batch_ind, sorted_beam_ids], -1)
     final_shape = array_ops.shape(t)
     gather_from = array_ops.reshape(t, array_ops.stack([max_time, batch_size, beam_width, -1]))
-    ordered = array_ops.gather_nd(gather_from, indices)
+    ordered = array_index.gather_nd(gather_from, indices)
     ordered = array_ops.reshape(ordered, final_shape)
     ordered.set_shape(t.get_shape())
     return ordered

@@ -13,6 +13,7 @@ from flowgraph.framework import nest
 from flowgraph.framework.convert import constant_value, convert_to_tensor
 from flowgraph.framework.scopes import name_scope
 from flowgraph.ops import array as array_ops
+from flowgraph.ops import array_index
 from flowgraph.ops import math as math_ops
 from flowgraph.ops import nn as nn_ops
 from flowgraph.ops import reduction as reduction_ops
@@ -68,7 +69,7 @@ def beam_search_step(
     total_probs = array_ops.expand_dims(beam_state.log_probs, 2) + step_log_probs
     # Their lengths: +1 for a live beam, unless the word is end_token.
     vocab_size = logits.get_shape()[-1].value or array_ops.shape(logits)[-1]
-    lengths_to_add = array_ops.one_hot(
+    lengths_to_add = array_index.one_hot(
         array_ops.fill(array_ops.stack([batch_size, beam_width]), end_token),
         depth=vocab_size,
         on_value=convert_to_tensor(0, dtypes.int64),
@@ -240,7 +241,7 @@ def _mask_probs(probs, eos_token, finished):
     """Finished beams' rows become log-probability 0 on end_token and the dtype's lowest value
     elsewhere: a finished beam continues only with end_token, at no cost."""
     vocab_size = array_ops.shape(probs)[2]
-    finished_row = array_ops.one_hot(
+    finished_row = array_index.one_hot(
         eos_token,
         vocab_size,
         dtype=probs.dtype,
@@ -276,7 +277,7 @@ def _tensor_gather_helper(
         rank = 1 if isinstance(gather_shape, list) else 2
         offsets = array_ops.expand_dims(array_ops.range(batch_size) * range_size, 1)
         flat_indices = array_ops.reshape(gather_indices + offsets, [-1])
-        output = array_ops.gather(array_ops.reshape(gather_from, gather_shape), flat_indices)
+        output = array_index.gather(array_ops.reshape(gather_from, gather_shape), flat_indices)
         final_shape = array_ops.shape(gather_from)[: 1 + rank]
         static_batch = _static_int(batch_size)
         final_static = TensorShape([static_batch]).concatenate(

@@ -24,6 +24,7 @@ from flowgraph.framework.convert import convert_to_tensor
 from flowgraph.framework.operation import Tensor
 from flowgraph.framework.scopes import name_scope
 from flowgraph.ops import array as array_ops
+from flowgraph.ops import array_index
 from flowgraph.ops import embedding as embedding_ops
 from flowgraph.ops import math as math_ops
 from flowgraph.ops import random as random_ops
@@ -233,8 +234,8 @@ def _merge_rows(choose_a, a, b):
     rows_a = math_ops.cast(math_ops.where(choose_a), dtypes.int32)
     rows_b = math_ops.cast(math_ops.where(math_ops.logical_not(choose_a)), dtypes.int32)
     shape = array_ops.shape(b)
-    return array_ops.scatter_nd(rows_a, a(rows_a), shape) + array_ops.scatter_nd(
-        rows_b, array_ops.gather_nd(b, rows_b), shape
+    return array_index.scatter_nd(rows_a, a(rows_a), shape) + array_index.scatter_nd(
+        rows_b, array_index.gather_nd(b, rows_b), shape
     )
 
 
@@ -275,7 +276,7 @@ class ScheduledEmbeddingTrainingHelper(TrainingHelper):
             def maybe_sample():
                 return _merge_rows(
                     sample_ids > -1,
-                    lambda rows: self._embedding_fn(array_ops.gather_nd(sample_ids, rows)),
+                    lambda rows: self._embedding_fn(array_index.gather_nd(sample_ids, rows)),
                     base_next_inputs,
                 )
 
@@ -335,12 +336,12 @@ class ScheduledOutputTrainingHelper(TrainingHelper):
             sample_ids = math_ops.cast(sample_ids, dtypes.bool_)
 
             def sampled(rows):
-                out = array_ops.gather_nd(outputs, rows)
+                out = array_index.gather_nd(outputs, rows)
                 if self._next_inputs_fn is not None:
                     out = self._next_inputs_fn(out)
                 if self._auxiliary_input_tas is None:
                     return out
-                aux = array_ops.gather_nd(self._auxiliary_input_tas.read(time + 1), rows)
+                aux = array_index.gather_nd(self._auxiliary_input_tas.read(time + 1), rows)
                 return array_ops.concat([out, aux], -1)
 
             def maybe_sample():
