@@ -185,15 +185,20 @@ class Graph:
         finally:
             self._controllers.remove(controller)
 
-    def _control_inputs_for(self, input_ops) -> list[Operation]:
-        """Control inputs of the open blocks since the last `None` block, outermost first (TF's
-        order); a block is skipped when an input was created inside it (it already waits)."""
+    def _active_controllers(self) -> list:
+        """The open blocks since the last `None` block: an op made inside `None` is unseen by
+        the blocks around it (TF swaps in an empty stack), so it never dominates them."""
         start = 0
         for i, controller in enumerate(self._controllers):
             if controller.control_ops is None:
                 start = i + 1
+        return self._controllers[start:]
+
+    def _control_inputs_for(self, input_ops) -> list[Operation]:
+        """Control inputs of the open blocks since the last `None` block, outermost first (TF's
+        order); a block is skipped when an input was created inside it (it already waits)."""
         result = []
-        for controller in self._controllers[start:]:
+        for controller in self._active_controllers():
             if any(op._id in controller.created for op in input_ops):
                 continue  # an input already runs after this block's control ops
             result.extend(
@@ -354,7 +359,7 @@ class Graph:
             self._control_flow_context.add_op(op)
         self._ops.append(op)
         self._by_name[name] = op
-        for controller in self._controllers:
+        for controller in self._active_controllers():
             controller.created.add(op._id)
         return op
 

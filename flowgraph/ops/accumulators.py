@@ -35,6 +35,13 @@ def _int32(value, name):
     return convert.convert_to_tensor(value, dtype=dtypes_lib.int32, name=name)
 
 
+def _int32_input(value):
+    """A Python int stays one, so that apply_op names its Const `<op>/num_required` (TF's)."""
+    if isinstance(value, int):
+        return value
+    return _int32(value, "num_required")
+
+
 class ConditionalAccumulatorBase:
     """An accumulator's dtype, shape and handle, and its counters."""
 
@@ -73,7 +80,7 @@ class ConditionalAccumulatorBase:
         return apply_op(
             self._op("AccumulatorSetGlobalStep"),
             [self._accumulator_ref, _int64(new_global_step, "new_global_step")],
-            name=name or f"{self._name}_SetGlobalStep",
+            name=name,
         )
 
 
@@ -106,15 +113,15 @@ class ConditionalAccumulator(ConditionalAccumulatorBase):
         return apply_op(
             "ResourceAccumulatorApplyGradient",
             [self._accumulator_ref, _int64(local_step, "local_step"), grad],
-            name=name or f"{self._name}_ApplyGrad",
+            name=name,
         )
 
     def take_grad(self, num_required, name=None):
         """Waits for `num_required` gradients; returns their mean, resets, bumps the step."""
         out = apply_op(
             "ResourceAccumulatorTakeGradient",
-            [self._accumulator_ref, _int32(num_required, "num_required")],
-            name=name or f"{self._name}_TakeGrad",
+            [self._accumulator_ref, _int32_input(num_required)],
+            name=name,
             dtype=self._dtype,
         ).outputs[0]
         out.set_shape(self._shape)
@@ -149,17 +156,23 @@ class SparseConditionalAccumulator(ConditionalAccumulatorBase):
 
     def apply_grad(self, grad_indices, grad_values, grad_shape=None, local_step=0, name=None):
         values = convert.convert_to_tensor(grad_values, dtype=self._dtype, name="grad_values")
-        shape = [] if grad_shape is None else grad_shape
+        local_step = _int64(local_step, "local_step")
+        indices = _int64(grad_indices, "grad_indices")
+        shape = (
+            convert.convert_to_tensor([], dtype=dtypes_lib.int64, name="grad_shape")
+            if grad_shape is None
+            else _int64(grad_shape, "grad_shape")
+        )
         return apply_op(
             "SparseAccumulatorApplyGradient",
             [
                 self._accumulator_ref,
-                _int64(local_step, "local_step"),
-                _int64(grad_indices, "grad_indices"),
+                local_step,
+                indices,
                 values,
-                convert.convert_to_tensor(shape, dtype=dtypes_lib.int64, name="grad_shape"),
+                shape,
             ],
-            name=name or f"{self._name}_ApplyGrad",
+            name=name,
             has_known_shape=grad_shape is not None,
         )
 
@@ -167,8 +180,8 @@ class SparseConditionalAccumulator(ConditionalAccumulatorBase):
         """(indices, values, shape) of the averaged gradient."""
         op = apply_op(
             "SparseAccumulatorTakeGradient",
-            [self._accumulator_ref, _int32(num_required, "num_required")],
-            name=name or f"{self._name}_TakeGrad",
+            [self._accumulator_ref, _int32_input(num_required)],
+            name=name,
             dtype=self._dtype,
         )
         return tuple(op.outputs)

@@ -25,6 +25,7 @@ Each name comes from the module that owns it:
     supervisor.py           Supervisor (the older training-loop manager)
     cluster_spec.py         ClusterSpec (the tasks of a cluster, §3.3)
     device_setter.py        replica_device_setter (parameter servers, §7)
+    sync_replicas_optimizer.py  SyncReplicasOptimizer (synchronous data parallelism, §7)
 """
 
 from flowgraph.core.protos import (
@@ -238,3 +239,8 @@ __all__ += ["NanTensorHook", "StepCounterHook", "StopAtStepHook", "SummarySaverH
 __all__ += ["ChiefSessionCreator", "MonitoredSession", "MonitoredTrainingSession", "Scaffold"]
 __all__ += ["SessionCreator", "SessionManager", "SingularMonitoredSession", "WorkerSessionCreator"]
 __all__ += ["Supervisor"]
+
+# Synchronous data parallelism (§7).
+from flowgraph.train.sync_replicas_optimizer import SyncReplicasOptimizer
+
+__all__ += ["SyncReplicasOptimizer"]

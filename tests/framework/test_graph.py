@@ -133,9 +133,12 @@ def test_control_dependencies_nest_clear_and_skip_dominated_inputs():
             e = tf.identity(a)  # a data input is not repeated as a control input
             assert [op.name for op in e.op.control_inputs] == ["b"]
             with tf.control_dependencies(None):
-                assert tf.constant(4.0).op.control_inputs == []
+                f = tf.constant(4.0)
+                assert f.op.control_inputs == []
                 with tf.control_dependencies([c]):
                     assert [op.name for op in tf.constant(5.0).op.control_inputs] == ["c"]
+            # f was made outside the blocks' view (TF swaps in an empty stack): not dominated
+            assert [op.name for op in tf.identity(f).op.control_inputs] == ["a", "b"]
         assert tf.constant(6.0).op.control_inputs == []
         with pytest.raises(TypeError), tf.control_dependencies([3]):
             pass

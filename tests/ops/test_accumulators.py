@@ -84,6 +84,54 @@ def test_sparse_accumulator_averages_per_row():
         np.testing.assert_array_equal(got.dense_shape, [5, 2])
 
 
+@pytest.mark.parametrize(
+    "shape, grad_shape, want",
+    [
+        ((), [4, 3], [-1, 3]),  # rank 0 (SyncReplicasOptimizer's) constrains nothing
+        ((None,), None, [-1, 3]),
+        ((4, 3), [4, 3], [4, 3]),
+        ((5, 3), None, [5, 3]),
+        ((5, 3), [4, 3], "expected shape dim 0 to be 5, got 4"),
+        ((2, 3), None, "index of slice 1 exceeded limits of shape; index is 2 exceeded 2"),
+        ((None, 2), [4, 3], "expected shape dim 1 to be 2, got 3"),
+        ((None, 2), None, "expected values dim 1 to be 2, got 3"),
+        ((None, None, 3), [4, 3], "expected shape rank at least 3, got 2"),
+        ((None, None, 3), None, "expected values rank at least 3, got 2"),
+    ],
+)
+def test_sparse_accumulator_checks_shapes_as_tensorflow(shape, grad_shape, want):
+    """Cases and messages of TF's SparseConditionalAccumulator::ValidateShape (checked against
+    TF 2's kernel): the declared shape bounds the given shape, the indices and the values."""
+    acc = tf.SparseConditionalAccumulator(tf.float32, shape=shape)
+    apply = acc.apply_grad(tf.constant([0, 2], tf.int64), tf.ones([2, 3]), grad_shape=grad_shape)
+    with tf.Session() as sess:
+        if isinstance(want, str):
+            with pytest.raises(tf.errors.InvalidArgumentError, match=f"Shape mismatch: {want}"):
+                sess.run(apply)
+            return
+        sess.run(apply)
+        got = sess.run(acc.take_indexed_slices_grad(1))
+        np.testing.assert_array_equal(got.dense_shape, want)
+        np.testing.assert_array_equal(got.indices, [0, 2])
+        # Later gradients must match the first one's row shape (step 1 after the take).
+        sess.run(acc.apply_grad([0], tf.ones([1, 3]), local_step=1))
+        with pytest.raises(tf.errors.InvalidArgumentError, match="expected values dim 1 to be 3"):
+            sess.run(acc.apply_grad([1], tf.ones([1, 2]), local_step=1))
+
+
+def test_set_global_step_may_go_back_as_in_tensorflow():
+    """A chief restored from an older checkpoint sets a smaller step: TF warns and sets it."""
+    acc = tf.ConditionalAccumulator(tf.float32, shape=[])
+    step = tf.placeholder(tf.int64, [])
+    with tf.Session() as sess:
+        sess.run(acc.set_global_step(5))
+        sess.run(acc.apply_grad(1.0, local_step=step), {step: 4})  # stale: dropped
+        assert sess.run(acc.num_accumulated()) == 0
+        sess.run(acc.set_global_step(3))
+        sess.run(acc.apply_grad(1.0, local_step=step), {step: 4})
+        assert sess.run(acc.num_accumulated()) == 1
+
+
 def test_barrier_joins_components_in_arrival_order():
     b = tf.Barrier([tf.int32, tf.string], shapes=[[], []])
     with tf.Session() as sess:

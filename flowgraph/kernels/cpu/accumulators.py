@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import collections
 import itertools
+import logging
 import threading
 
 import numpy as np
@@ -23,6 +24,8 @@ from flowgraph.core.shapes import TensorShape
 from flowgraph.kernels.base import register_kernel
 from flowgraph.kernels.cpu import queue_base
 from flowgraph.kernels.cpu.blocking import CancelHook
+
+_log = logging.getLogger(__name__)
 
 
 def _invalid(msg):
@@ -43,21 +46,70 @@ class Accumulator:
         self.global_step = 0
         self.count = 0
         self.sum = None  # dense: array; sparse: {row index: (sum of rows, count)}
+        self.row_shape = ()  # sparse: the values' trailing dimensions since the last take
         self.takers: collections.deque = collections.deque()  # [need, done, hook], in order
 
     def _check_shape(self, shape: tuple) -> None:
+        if self.sum is not None and self.sum.shape != shape:
+            raise _invalid(f"Shape mismatch: expected {list(self.sum.shape)}, got {list(shape)}")
         if not self.shape.is_compatible_with(shape):
             raise _invalid(f"Shape mismatch: expected {self.shape}, got {list(shape)}")
-        if self.sum is not None and not self.sparse and self.sum.shape != shape:
-            raise _invalid(f"Shape mismatch: expected {list(self.sum.shape)}, got {list(shape)}")
 
-    def apply(self, local_step: int, grad=None, indices=None, values=None) -> list:
-        """Adds a gradient unless stale; returns the continuations it completes."""
+    def _check_sparse(self, indices, values, grad_shape) -> None:
+        """TF's SparseConditionalAccumulator::ValidateShape: the declared shape constrains the
+        given dense shape, the row indices and the values' trailing dimensions."""
+        dims = self.shape.as_list() if self.shape.ndims is not None else []
+        if grad_shape is not None:
+            if len(dims) > len(grad_shape):
+                raise _invalid(
+                    f"Shape mismatch: expected shape rank at least {len(dims)}, "
+                    f"got {len(grad_shape)}"
+                )
+            for i, d in enumerate(dims):
+                if d is not None and d != grad_shape[i]:
+                    raise _invalid(
+                        f"Shape mismatch: expected shape dim {i} to be {d}, got {grad_shape[i]}"
+                    )
+        if dims and dims[0] is not None:
+            for i, row in enumerate(indices.tolist()):
+                if row >= dims[0]:
+                    raise _invalid(
+                        f"Shape mismatch: index of slice {i} exceeded limits of shape; "
+                        f"index is {row} exceeded {dims[0]}"
+                    )
+        if self.sum is not None:
+            want = self.row_shape
+            if len(want) + 1 != values.ndim:
+                raise _invalid(
+                    f"Shape mismatch: expected values rank {len(want) + 1}, got {values.ndim}"
+                )
+            for i, d in enumerate(want, start=1):
+                if values.shape[i] != d:
+                    raise _invalid(
+                        f"Shape mismatch: expected values dim {i} to be {d}, got {values.shape[i]}"
+                    )
+            return
+        if len(dims) > values.ndim:
+            raise _invalid(
+                f"Shape mismatch: expected values rank at least {len(dims)}, got {values.ndim}"
+            )
+        for i in range(1, len(dims)):
+            if dims[i] is not None and dims[i] != values.shape[i]:
+                raise _invalid(
+                    f"Shape mismatch: expected values dim {i} to be {dims[i]}, "
+                    f"got {values.shape[i]}"
+                )
+
+    def apply(self, local_step: int, grad=None, indices=None, values=None, grad_shape=None):
+        """Adds a gradient unless stale; returns the continuations it completes. A sparse one
+        is (indices, values) and the dense shape if known."""
         with self.lock:
             if local_step < self.global_step:
                 return []  # a stale gradient is dropped, as in TensorFlow
             if self.sparse:
-                self._check_shape((None,) + tuple(np.shape(values)[1:]))
+                self._check_sparse(indices, values, grad_shape)
+                if self.sum is None:
+                    self.row_shape = tuple(values.shape[1:])
                 rows = self.sum if self.sum is not None else {}
                 for i, v in zip(np.asarray(indices).tolist(), np.asarray(values)):
                     old = rows.get(i)
@@ -81,11 +133,13 @@ class Accumulator:
             return out.astype(self.dtype.as_numpy_dtype, copy=False)
         rows = sorted(self.sum.items())
         indices = np.array([i for i, _ in rows], dtype=np.int64)
-        values = np.stack([s / n if mean else s for _, (s, n) in rows]).astype(
-            self.dtype.as_numpy_dtype
-        )
+        values = np.empty((len(rows),) + self.row_shape, self.dtype.as_numpy_dtype)
+        for k, (_, (total, n)) in enumerate(rows):
+            values[k] = total / n if mean else total
+        # Dimension 0 is the declared one (-1 if unknown); the others are the values' own.
         dims = self.shape.as_list() if self.shape.ndims is not None else []
-        shape = np.array([-1 if d is None else d for d in dims], dtype=np.int64)
+        first = dims[0] if dims and dims[0] is not None else -1
+        shape = np.array((first,) + self.row_shape, dtype=np.int64)
         return indices, values, shape
 
     def _serve(self) -> list:
@@ -119,8 +173,17 @@ class Accumulator:
         entry[1](None, error)
 
     def set_global_step(self, step: int) -> None:
+        """Sets the step even when it goes back (a chief restored from an older checkpoint),
+        with a warning, as TensorFlow does."""
         with self.lock:
-            self.global_step = max(step, self.global_step)
+            if step < self.global_step:
+                _log.warning(
+                    "Attempt to set current_global_step_ to smaller value: "
+                    "current_global_step_ = %d >= %d = new_global_step.",
+                    self.global_step,
+                    step,
+                )
+            self.global_step = step
 
 
 def _finish(ready) -> None:
@@ -160,14 +223,11 @@ def _take(ctx, step, done, acc, num_required):
 @register_kernel("SparseAccumulatorApplyGradient")
 def sparse_apply(ctx, acc, local_step, indices, values, shape):
     acc = _handle(acc)
-    values = np.asarray(values)
-    if len(np.asarray(indices)) != len(values):
+    values, indices = np.asarray(values), np.asarray(indices).reshape(-1)
+    if values.ndim < 1 or len(indices) != len(values):
         raise _invalid("Shape mismatch: gradient_indices and gradient_values differ in length")
-    if ctx.attrs["has_known_shape"]:
-        want = [int(d) for d in np.asarray(shape)]
-        if list(values.shape[1:]) != [d for d in want[1:]] and len(want) > 1:
-            raise _invalid(f"Shape mismatch: values {list(values.shape)} vs shape {want}")
-    _finish(acc.apply(int(local_step), indices=indices, values=values))
+    grad_shape = [int(d) for d in np.asarray(shape)] if ctx.attrs["has_known_shape"] else None
+    _finish(acc.apply(int(local_step), indices=indices, values=values, grad_shape=grad_shape))
 
 
 register_kernel("SparseAccumulatorTakeGradient", async_=True)(_take)
