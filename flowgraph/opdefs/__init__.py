@@ -42,3 +42,4 @@ from flowgraph.opdefs import sets  # noqa: F401
 from flowgraph.opdefs import image_color  # noqa: F401
 from flowgraph.opdefs import image_boxes  # noqa: F401
 from flowgraph.opdefs import fusion  # noqa: F401
+from flowgraph.opdefs import linalg_decomp  # noqa: F401

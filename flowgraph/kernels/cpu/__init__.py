@@ -6,7 +6,7 @@ from flowgraph.kernels.cpu import random  # noqa: F401
 from flowgraph.kernels.cpu import training  # noqa: F401
 from flowgraph.kernels.cpu import grad_support  # noqa: F401
 from flowgraph.kernels.cpu import batch_norm, candidate_sampling, conv, nn, pooling  # noqa: F401
-from flowgraph.kernels.cpu import linalg  # noqa: F401
+from flowgraph.kernels.cpu import linalg, linalg_decomp  # noqa: F401
 from flowgraph.kernels.cpu import logging  # noqa: F401
 from flowgraph.kernels.cpu import tensor_array  # noqa: F401
 from flowgraph.kernels.cpu import summary  # noqa: F401
