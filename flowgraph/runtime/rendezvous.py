@@ -91,15 +91,18 @@ class RendezvousMgr:
     `find` creates a step's rendezvous on first use (the first partition, or a RecvTensor that
     arrives before the step started); `cleanup` forgets it and fails what still waits there.
     The table needs no lock: dict get/setdefault/pop are atomic under the GIL, and a step's
-    rendezvous is made once (setdefault keeps the first)."""
+    rendezvous is made once (setdefault keeps the first). `factory(step_id)` makes a step's
+    rendezvous: a worker of a cluster makes ones that fetch remote tensors from their task."""
 
-    def __init__(self):
+    def __init__(self, factory=None):
         self._table: dict[int, LocalRendezvous] = {}
+        self._factory = factory
 
     def find(self, step_id: int) -> LocalRendezvous:
         rendezvous = self._table.get(step_id)
         if rendezvous is None:
-            rendezvous = self._table.setdefault(step_id, LocalRendezvous())
+            made = LocalRendezvous() if self._factory is None else self._factory(step_id)
+            rendezvous = self._table.setdefault(step_id, made)
         return rendezvous
 
     def cleanup(self, step_id: int) -> None:

@@ -14,17 +14,17 @@ writable one is private to its step. Every method may be called from many thread
 from __future__ import annotations
 
 import collections
+import contextlib
 import threading
 
 import numpy as np
 
 from flowgraph.core import dtypes, errors
 from flowgraph.core.protos import ConfigProto, GraphDef
+from flowgraph.distributed import local, messages
 from flowgraph.framework import default_graph, nest, sparse_tensor
 from flowgraph.framework.indexed_slices import IndexedSlices, IndexedSlicesValue
 from flowgraph.framework.operation import Operation, Tensor
-from flowgraph.runtime.direct import DirectRuntime
-from flowgraph.runtime.subgraph import Signature
 from flowgraph.session import default_session
 
 
@@ -121,16 +121,25 @@ class BaseSession:
         self._graph = graph
         self._target = target
         self._config = config if config is not None else ConfigProto()
-        self._runtime = self._make_runtime(target, self._config)
+        self._local = None  # the in-process master and worker of a local Session
+        self._master = self._make_master(target, self._config)
+        self._handle = self._master.create_session(
+            messages.CreateSessionRequest(config=self._config)
+        ).session_handle
+        self._graph_version = 0
         self._sent_ops = 0
         self._sent_mutations = 0
         self._closed = False
         self._default_ctx = None
         self._lock = threading.Lock()  # guards _sent_ops, _sent_mutations and _closed
 
-    def _make_runtime(self, target, config):
+    def _make_master(self, target, config):
+        """The master this Session talks to, by request and response messages only."""
         if target in ("", "local", "direct://"):
-            return DirectRuntime(config)
+            self._local = local.local_cluster(config)
+            return self._local.master
+        if isinstance(target, str) and target.startswith("inproc://"):
+            return local.master_for(target)
         raise errors.UnimplementedError(
             None, None, f"Session target {target!r} is not supported: use '' for the local runtime"
         )
@@ -149,7 +158,11 @@ class BaseSession:
         return self._target
 
     def list_devices(self):
-        return [_DeviceAttributes(d.name, d.device_type) for d in self._runtime.devices]
+        resp = self._master.list_devices(messages.ListDevicesRequest(session_handle=self._handle))
+        return [
+            _DeviceAttributes(d.name, d.device_type)
+            for d in list(resp.local_device) + list(resp.remote_device)
+        ]
 
     # -- lifecycle ----------------------------------------------------------------------------
     def close(self):
@@ -157,7 +170,9 @@ class BaseSession:
             if self._closed:
                 return
             self._closed = True
-        self._runtime.close()
+        self._master.close_session(messages.CloseSessionRequest(session_handle=self._handle))
+        if self._local is not None:
+            self._local.close()
 
     def as_default(self):
         return default_session.push(self)
@@ -175,10 +190,8 @@ class BaseSession:
         self.close()
 
     def __del__(self):
-        try:
+        with contextlib.suppress(Exception):  # interpreter shutdown: nothing left to release
             self.close()
-        except Exception:  # interpreter shutdown: nothing left to release
-            pass
 
     # -- Extend and Run -----------------------------------------------------------------------
     def _extend(self):
@@ -195,7 +208,15 @@ class BaseSession:
             gd = GraphDef(node=new)
             if g._functions:  # the function library travels whole; the runtime keeps new ones
                 gd.library.CopyFrom(g._library())
-            self._runtime.extend(gd, GraphDef(node=changed) if changed else None)
+            resp = self._master.extend_session(
+                messages.ExtendSessionRequest(
+                    session_handle=self._handle,
+                    graph_def=gd,
+                    current_graph_version=self._graph_version,
+                    replace=GraphDef(node=changed) if changed else None,
+                )
+            )
+            self._graph_version = resp.new_graph_version
             self._sent_ops += len(new)  # not g.version: another thread may be adding ops
             self._sent_mutations = sent_mutations
 
@@ -220,13 +241,22 @@ class BaseSession:
 
     def _do_run(self, feed_names, feed_values, tensors, targets, options, run_metadata):
         self._extend()
-        sig = Signature(
-            tuple(feed_names), tuple(t.name for t in tensors), tuple(op.name for op in targets)
+        req = messages.RunStepRequest(
+            self._handle,
+            list(zip(feed_names, feed_values)),
+            [t.name for t in tensors],
+            [op.name for op in targets],
+            options,
         )
         try:
-            return self._runtime.run(sig, feed_values, options, run_metadata)
+            resp = self._master.run_step(req)
         except errors.OpError as e:
             raise self._decorate(e) from e.__cause__
+        if run_metadata is not None and resp.metadata is not None:
+            if resp.metadata.HasField("step_stats"):
+                run_metadata.step_stats.CopyFrom(resp.metadata.step_stats)
+            run_metadata.partition_graphs.extend(resp.metadata.partition_graphs)
+        return [value for _, value in resp.tensor]
 
     def _decorate(self, e: errors.OpError) -> errors.OpError:
         """Adds the creating op and the user's line that created it, found in this graph."""
@@ -274,14 +304,14 @@ class BaseSession:
                 sparse_tensor.fetch_parts(f) if isinstance(f, sparse_tensor.SparseTensor) else (f,)
             )
         ]
-        feed_names = tuple(_feed_tensor(self._graph, f).name for f in feeds)
-        sig = Signature(
-            feed_names,
-            tuple(t.name for t in mapper.tensors),
-            tuple(op.name for op in mapper.targets),
+        req = messages.PartialRunSetupRequest(
+            self._handle,
+            [_feed_tensor(self._graph, f).name for f in feeds],
+            [t.name for t in mapper.tensors],
+            [op.name for op in mapper.targets],
         )
         try:
-            return self._runtime.partial_run_setup(sig)
+            return self._master.partial_run_setup(req).partial_run_handle
         except errors.OpError as e:
             raise self._decorate(e) from e.__cause__
 
@@ -289,8 +319,14 @@ class BaseSession:
         """Continues the partial run `handle`: feeds `feed_dict`, returns `fetches`."""
         mapper = _FetchMapper(self._graph, fetches)
         names, values = self._feeds(feed_dict)
+        req = messages.RunStepRequest(
+            self._handle,
+            list(zip(names, values)),
+            [t.name for t in mapper.tensors],
+            partial_run_handle=handle,
+        )
         try:
-            out = self._runtime.partial_run(handle, names, values, [t.name for t in mapper.tensors])
+            out = [value for _, value in self._master.run_step(req).tensor]
         except errors.OpError as e:
             raise self._decorate(e) from e.__cause__
         return mapper.build([_fetch_value(v) for v in out])

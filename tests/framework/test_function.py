@@ -7,7 +7,7 @@ import pytest
 import flowgraph as tf
 from flowgraph.core.protos import FunctionDefLibrary
 from flowgraph.framework.function import Defun
-from flowgraph.runtime.direct import DirectRuntime
+from flowgraph.runtime.function import FunctionLibrary
 
 
 def test_defun_call_matches_numpy_and_captures_outer_tensors():
@@ -67,14 +67,14 @@ def test_runtime_refuses_a_changed_function_under_the_same_name():
 
     f(tf.constant(1.0))
     lib = tf.get_default_graph()._library()
-    rt = DirectRuntime()
-    rt.functions.add(lib)
-    rt.functions.add(lib)  # the same definition again is fine
+    functions = FunctionLibrary()
+    functions.add(lib)
+    functions.add(lib)  # the same definition again is fine
     other = FunctionDefLibrary()
     other.CopyFrom(lib)
     other.function[0].node_def[0].op = "Sub"
     with pytest.raises(tf.errors.InvalidArgumentError, match="different function"):
-        rt.functions.add(other)
+        functions.add(other)
 
 
 def test_calling_an_undefined_function_is_not_found():
@@ -125,7 +125,7 @@ def test_defun_gradients_match_numeric_jacobians():
             x, [3, 2], b, [], x_init_value=xv, extra_feed_dict={y: yv}
         )
         assert err_b < 2e-2
-    gx, gw = tf.gradients(a, [x, w])
+    _gx, gw = tf.gradients(a, [x, w])
     assert gw is not None  # the captured tensor gets its gradient too
     with tf.Session() as sess:
         got = sess.run(gw, {x: xv, y: yv})

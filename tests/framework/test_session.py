@@ -85,9 +85,11 @@ def test_extend_ships_only_new_nodes(chain, monkeypatch):
     g, up, _mid, y, _x, _total = chain
     with tf.Session(graph=g) as sess:
         shipped = []
-        real = sess._runtime.extend
+        real = sess._master.extend_session
         monkeypatch.setattr(
-            sess._runtime, "extend", lambda gd, *a: (shipped.append(gd), real(gd, *a))[1]
+            sess._master,
+            "extend_session",
+            lambda req: (shipped.append(req.graph_def), real(req))[1],
         )
         assert sess.run(y, {up: 1.0}) == 3.0
         assert len(shipped) == 1 and {n.name for n in shipped[0].node} == {

@@ -203,7 +203,7 @@ def test_session_close_releases_a_blocked_take_and_get():
     runs = [_in_thread(sess, acc.take_grad(1)), _in_thread(sess, area.get())]
     tick = threading.Event()
     for _ in range(5000):  # bounded: until both steps are in the runtime (blocked or about to)
-        if len(sess._runtime._running) == 2:
+        if len(next(iter(sess._local.workers.values()))._steps) == 2:
             break
         tick.wait(0.002)
     sess.close()

@@ -12,7 +12,7 @@ import flowgraph as tf
 
 def _waiters(sess, queue, side="_dequeuers"):
     """How many attempts wait on `queue` (reached through the session's device container)."""
-    for d in sess._runtime.devices:
+    for d in next(iter(sess._local.workers.values())).devices:
         for c in d.resource_mgr.containers():
             try:
                 q = d.resource_mgr.lookup(c, queue.queue_ref.op.name)

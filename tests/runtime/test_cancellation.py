@@ -10,8 +10,8 @@ import pytest
 import flowgraph as tf
 from flowgraph.core import errors
 from flowgraph.core.cancellation import CancellationManager
-from flowgraph.runtime.direct import DirectRuntime
-from flowgraph.runtime.subgraph import Signature
+from flowgraph.distributed import messages
+from flowgraph.distributed.local import local_cluster
 
 LATENCY = 0.1  # seconds from the cancelling event to the step's error
 
@@ -29,7 +29,12 @@ def test_manager_calls_each_callback_once_and_refuses_late_ones():
     assert not cm.deregister_callback(t1)  # cancellation took it
 
 
-def _blocked_step(runtime, run):
+def _worker(sess):
+    """The in-process worker of a local Session."""
+    return next(iter(sess._local.workers.values()))
+
+
+def _blocked_step(worker, run):
     """Starts `run` in a thread; returns (thread, box) once the step waits in a kernel: its
     cancellation manager then holds the blocked kernel's callback."""
     box = {}
@@ -44,8 +49,7 @@ def _blocked_step(runtime, run):
     t.start()
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
-        with runtime._lock:
-            steps = list(runtime._running)
+        steps = list(worker._steps.values())
         if steps and len(steps[0].cancellation):
             return t, box
         threading.Event().wait(0.001)  # polls a condition; no timing is assumed
@@ -55,7 +59,7 @@ def _blocked_step(runtime, run):
 def test_close_cancels_a_step_blocked_in_a_dequeue():
     q = tf.FIFOQueue(1, tf.float32)
     s = tf.Session()
-    t, box = _blocked_step(s._runtime, lambda: s.run(q.dequeue()))
+    t, box = _blocked_step(_worker(s), lambda: s.run(q.dequeue()))
     start = time.monotonic()
     s.close()
     t.join(5)
@@ -63,9 +67,10 @@ def test_close_cancels_a_step_blocked_in_a_dequeue():
     assert box["at"] - start < LATENCY
 
 
-def _orphan_recv_runtime():
-    rt = DirectRuntime()
-    cpu = rt.client_device.name
+def _orphan_recv_session():
+    """A master session whose graph holds a _Recv that no _Send ever feeds."""
+    cluster = local_cluster()
+    cpu = "/job:localhost/replica:0/task:0/device:CPU:0"
     g = tf.Graph()
     with g.as_default():
         tf.constant(1.0, name="c")
@@ -77,19 +82,22 @@ def _orphan_recv_runtime():
     nd.attr["recv_device"].s = cpu.encode()
     nd.attr["send_device_incarnation"].i = 1
     nd.attr["client_terminated"].b = False
-    rt.extend(gd)
-    return rt
+    handle = cluster.master.create_session(
+        messages.CreateSessionRequest(graph_def=gd)
+    ).session_handle
+    return cluster, handle
 
 
 def test_close_cancels_a_step_blocked_in_a_recv():
-    rt = _orphan_recv_runtime()
+    cluster, handle = _orphan_recv_session()
+    worker = next(iter(cluster.workers.values()))
     # A _Recv parks its continuation in the rendezvous, not with the manager: wait for the
     # step to be running, then for its rendezvous to hold the waiter.
     box = {}
 
     def target():
         try:
-            rt.run(Signature((), ("r:0",), ()), [])
+            cluster.master.run_step(messages.RunStepRequest(handle, fetch=["r:0"]))
         except Exception as e:  # noqa: BLE001
             box["error"], box["at"] = e, time.monotonic()
 
@@ -97,14 +105,14 @@ def test_close_cancels_a_step_blocked_in_a_recv():
     t.start()
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
-        with rt._lock:
-            steps = list(rt._running)
+        steps = list(worker._steps.values())
         if steps and steps[0].rendezvous._waiters:
             break
         threading.Event().wait(0.001)
     start = time.monotonic()
-    rt.close()
+    cluster.master.close_session(messages.CloseSessionRequest(handle))
     t.join(5)
+    cluster.close()
     assert isinstance(box.get("error"), tf.errors.CancelledError)
     assert "closed" in str(box["error"]) and box["at"] - start < LATENCY
 

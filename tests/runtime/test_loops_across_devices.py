@@ -138,7 +138,7 @@ def test_gradient_of_a_loop_across_devices(devices):
     got = _same_on_one_device(build, devices)
     # and the gradient along x against central differences of the loss, same devices
     with tf.Graph().as_default():
-        x, (loss, gx, _) = _gradient_graph(lambda k: f"/cpu:{k % devices}")
+        x, (loss, _gx, _) = _gradient_graph(lambda k: f"/cpu:{k % devices}")
         with tf.Session(config=tf.ConfigProto(device_count={"CPU": devices})) as s:
             s.run(tf.global_variables_initializer())
             eps = 1e-3

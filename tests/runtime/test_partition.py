@@ -89,7 +89,7 @@ def test_every_partition_of_a_plan_validates():
         z = y * 2.0
     with tf.Session(config=_two_cpus()) as s:
         s.run(z, {x: [1.0, 2.0, 3.0]})
-        plans = list(s._runtime._plans.values())
+        plans = list(s._master.session(s._handle)._plans.values())
     assert plans
     sends, recvs = set(), set()
     for plan in plans:

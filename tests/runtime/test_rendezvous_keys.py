@@ -17,6 +17,11 @@ CPU0 = "/job:localhost/replica:0/task:0/device:CPU:0"
 CPU1 = "/job:localhost/replica:0/task:0/device:CPU:1"
 
 
+def _worker(sess):
+    """The in-process worker of a local Session."""
+    return next(iter(sess._local.workers.values()))
+
+
 def test_key_format_is_tensorflows():
     key = make_key(CPU0, 0x1234, CPU1, "edge_1_x_0", 5, 7)
     assert key == f"{CPU0};0000000000001234;{CPU1};edge_1_x_0;5:7"
@@ -50,7 +55,7 @@ def test_partitions_carry_random_device_incarnations():
     for _ in range(2):  # each runtime (a process start, for its devices) draws new ones
         with tf.Session(config=config) as s:
             attrs = _send_recv_attrs(s, y, {x: 1.0})
-            devices = {d.name: d.incarnation for d in s._runtime.devices}
+            devices = {d.name: d.incarnation for d in _worker(s).devices}
         assert len(set(devices.values())) == 2 and 0 not in devices.values()
         for _, src, inc in attrs:
             assert inc == devices[src]  # every key names its source device's incarnation
@@ -84,7 +89,7 @@ def test_one_rendezvous_per_step_keyed_by_step_id():
     x = tf.placeholder(tf.float32, [])
     out = q.dequeue() + x
     with tf.Session() as s:
-        mgr = s._runtime.rendezvous_mgr
+        mgr = _worker(s).rendezvous_mgr
         assert s.run(x * 3.0, {x: 1.0}) == 3.0
         assert len(mgr) == 0  # torn down when the step ended
         result = []

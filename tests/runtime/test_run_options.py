@@ -5,8 +5,8 @@ import pytest
 import flowgraph as tf
 from flowgraph.core.attr_value import to_attr_value
 from flowgraph.core.protos import ConfigProto, GraphDef, NodeDef
-from flowgraph.runtime.direct import DirectRuntime
-from flowgraph.runtime.subgraph import Signature
+from flowgraph.distributed import messages
+from flowgraph.distributed.local import local_cluster
 
 CPU = "/job:localhost/replica:0/task:0/device:CPU:0"
 
@@ -29,12 +29,16 @@ def _orphan_recv_graph() -> GraphDef:
 @pytest.mark.parametrize("where", ["run_options", "config"])
 def test_step_deadline(where):
     config = ConfigProto(operation_timeout_in_ms=100) if where == "config" else None
-    rt = DirectRuntime(config)
-    rt.extend(_orphan_recv_graph())
+    cluster = local_cluster(config)
+    master = cluster.master
+    handle = master.create_session(
+        messages.CreateSessionRequest(graph_def=_orphan_recv_graph(), config=config)
+    ).session_handle
     options = tf.RunOptions(timeout_in_ms=100) if where == "run_options" else None
     with pytest.raises(tf.errors.DeadlineExceededError):
-        rt.run(Signature((), ("r:0",), ()), [], options)
-    rt.close()
+        master.run_step(messages.RunStepRequest(handle, fetch=["r:0"], options=options))
+    master.close_session(messages.CloseSessionRequest(handle))
+    cluster.close()
 
 
 def test_log_device_placement(capsys):

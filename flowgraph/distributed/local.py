@@ -1,0 +1,71 @@
+"""Masters and workers in one process (whitepaper §3, §3.3): what a local Session runs on, and
+in-process clusters of several tasks for tests.
+
+A local Session gets its own master and one worker, task /job:localhost/replica:0/task:0, whose
+devices are made from the session's ConfigProto (as TensorFlow's DirectSession makes its
+own). An in-process cluster has one worker per task of a cluster spec, each with its own
+devices and containers, talking to each other only through the worker cache; a Session
+reaches its master by the target `inproc://<n>` (`InProcessCluster.target`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import weakref
+
+from flowgraph.core import errors
+from flowgraph.core.protos import ConfigProto
+from flowgraph.distributed.master import Master
+from flowgraph.distributed.worker import Worker
+from flowgraph.distributed.worker_cache import LocalWorkerCache
+from flowgraph.runtime import blas
+from flowgraph.runtime import device as device_lib
+
+LOCAL_TASK = "/job:localhost/replica:0/task:0"
+_clusters: weakref.WeakValueDictionary = weakref.WeakValueDictionary()  # target -> cluster
+_ids = itertools.count(1)
+
+
+class InProcessCluster:
+    """Workers for tasks {job: count} (jobs in the order given), each with the devices
+    `config` asks for, and a master on `master_task` (the first task by default)."""
+
+    def __init__(self, jobs: dict, config: ConfigProto | None = None, master_task: str = ""):
+        config = config if config is not None else ConfigProto()
+        blas.single_threaded()  # intra-op parallelism is the devices' pools' (threadpool.py)
+        self.workers: dict[str, Worker] = {}
+        for job, count in jobs.items():
+            for task in range(count):
+                devices = device_lib.make_devices(
+                    job,
+                    task,
+                    dict(config.device_count),
+                    config.inter_op_parallelism_threads,
+                    config.intra_op_parallelism_threads,
+                )
+                name = f"/job:{job}/replica:0/task:{task}"
+                self.workers[name] = Worker(name, devices)
+        self.worker_cache = LocalWorkerCache(self.workers)
+        self.master = Master(self.worker_cache, master_task or next(iter(self.workers)))
+        self.target = f"inproc://{next(_ids)}"
+        _clusters[self.target] = self
+
+    def close(self) -> None:
+        _clusters.pop(self.target, None)
+        for worker in self.workers.values():
+            worker.close()
+
+
+def local_cluster(config: ConfigProto | None = None) -> InProcessCluster:
+    """A local Session's master and its one worker."""
+    return InProcessCluster({"localhost": 1}, config)
+
+
+def master_for(target: str) -> Master:
+    """The master of the in-process cluster named by `target` (inproc://<n>)."""
+    cluster = _clusters.get(target)
+    if cluster is None:
+        raise errors.UnavailableError(
+            None, None, f"No in-process cluster {target!r} (closed, or never made)"
+        )
+    return cluster.master

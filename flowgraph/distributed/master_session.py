@@ -1,0 +1,460 @@
+"""One session on the master (whitepaper §3.3, §4.2): the client's graph, placed over every
+device of every worker the master knows, and the signature cache.
+
+Per (feeds, fetches, targets) signature a StepPlan is built once: the graph pruned to the
+signature with feed/fetch nodes on the client device, optimized, placed, partitioned per
+device, and each task's partitions registered with its worker (one RegisterGraph per worker
+per signature). A step is then one RunGraph per worker, run concurrently, followed by one
+CleanupGraph per worker; the feeds go to, and the fetches come from, the worker of the client
+device, by rendezvous key.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+from flowgraph.core import errors
+from flowgraph.core.device_spec import parse
+from flowgraph.core.protos import (
+    ConfigProto,
+    FunctionDefLibrary,
+    GraphDef,
+    RunMetadata,
+    StepStats,
+)
+from flowgraph.distributed import messages as m
+from flowgraph.distributed.worker_cache import CallOptions, task_of
+from flowgraph.runtime import graph as rt_graph
+from flowgraph.runtime.cost_model import CostModel
+from flowgraph.runtime.function import FunctionLibrary
+from flowgraph.runtime.partition import PartitionOptions, partition
+from flowgraph.runtime.passes.pipeline import optimize
+from flowgraph.runtime.placement import PlacementOptions, movable, place
+from flowgraph.runtime.subgraph import Signature, feed_key, rewrite
+
+
+@dataclasses.dataclass(frozen=True)
+class DeviceInfo:
+    """A device as the master sees it: what placement and partitioning need."""
+
+    name: str
+    device_type: str
+    incarnation: int  # signed 64 bits, as the _Send/_Recv attr holds it
+    spec: object  # DeviceSpec
+
+    @classmethod
+    def from_attributes(cls, a: m.DeviceAttributes) -> DeviceInfo:
+        inc = a.incarnation if a.incarnation < 1 << 63 else a.incarnation - (1 << 64)
+        return cls(a.name, a.device_type, inc, parse(a.name))
+
+
+class _WorkerCall:
+    """One worker's share of a StepPlan: its graph handle and the rendezvous keys it is fed
+    and fetched under (empty except for the client device's worker)."""
+
+    __slots__ = ("feed_keys", "fetch_keys", "graph_handle", "task", "worker")
+
+    def __init__(self, worker, task, graph_handle, feed_keys=(), fetch_keys=()):
+        self.worker = worker
+        self.task = task
+        self.graph_handle = graph_handle
+        self.feed_keys = list(feed_keys)
+        self.fetch_keys = list(fetch_keys)
+
+
+class StepPlan:
+    """Everything a signature needs, built once: partitions registered with their workers."""
+
+    def __init__(self, session: MasterSession, sig: Signature):
+        client = session.client_device
+        nodes = rewrite(session.placed, sig, client.name, client.incarnation)
+        keep = frozenset(rt_graph.parse_input(t)[0] for t in sig.targets)
+        nodes = optimize(nodes, session.config, keep)
+        nodes = place(nodes, PlacementOptions(session.devices, session.config.allow_soft_placement))
+        incarnations = {d.name: d.incarnation for d in session.devices}
+        compress = session.config.graph_options.enable_bfloat16_sendrecv
+        self.graphs = partition(nodes, PartitionOptions(incarnations, compress_float32=compress))
+        self.feed_keys = [
+            feed_key(client.name, client.incarnation, _canonical(n)) for n in sig.feeds
+        ]
+        self.fetch_keys = [
+            feed_key(client.name, client.incarnation, _canonical(n)) for n in sig.fetches
+        ]
+        by_task: dict[str, list] = {}
+        for device, part in self.graphs.items():
+            by_task.setdefault(task_of(device), []).extend(part)
+        client_task = task_of(client.name)
+        self.calls: list[_WorkerCall] = []
+        self.handles: list[tuple] = []  # (worker, graph handle), for deregistering
+        for task, part in by_task.items():
+            gd = GraphDef(node=[n.to_node_def() for n in part])
+            gd.library.CopyFrom(session.library)
+            worker = session.worker(task)
+            resp = worker.register_graph(
+                m.RegisterGraphRequest(
+                    session_handle=session.handle,
+                    graph_def=gd,
+                    graph_options=session.config.graph_options,
+                )
+            )
+            call = _WorkerCall(worker, task, resp.graph_handle)
+            if task == client_task:
+                call.feed_keys, call.fetch_keys = self.feed_keys, self.fetch_keys
+                self.calls.insert(0, call)  # the client's worker runs in the caller's thread
+            else:
+                self.calls.append(call)
+            self.handles.append((worker, resp.graph_handle))
+
+
+def _canonical(name: str) -> str:
+    src, port = rt_graph.parse_input(name)
+    return f"{src}:{port}"
+
+
+class MasterSession:
+    """A session's graph, devices and signature cache. `_lock` guards `nodes`, `placed`,
+    `_plans`, `library` and `running`; a plan is read without it (a dict get is atomic)."""
+
+    def __init__(self, handle: str, worker_cache, local_task: str, config: ConfigProto | None):
+        self.handle = handle
+        self.config = config if config is not None else ConfigProto()
+        self.worker_cache = worker_cache
+        self._workers: dict[str, object] = {}
+        devices = []
+        tasks = worker_cache.list_workers()
+        tasks.sort(key=lambda t: t != local_task)  # the master's own task is placed first
+        for task in tasks:
+            worker = self.worker(task)
+            worker.create_worker_session(m.CreateWorkerSessionRequest(session_handle=handle))
+            resp = worker.get_status(m.GetStatusRequest())
+            devices.extend(DeviceInfo.from_attributes(a) for a in resp.device_attributes)
+        self.devices = tuple(devices)
+        local = [d for d in devices if task_of(d.name) == local_task] or devices
+        self.client_device = next((d for d in local if d.device_type == "CPU"), local[0])
+        self.functions = FunctionLibrary()  # checks that a name keeps its definition
+        self.library = FunctionDefLibrary()  # everything received, sent with each graph
+        self.nodes: dict[str, rt_graph.Node] = {}
+        self.placed: dict[str, rt_graph.Node] = {}  # every node with its stable device
+        self.graph_version = 0
+        self._plans: dict[Signature, StepPlan] = {}
+        self._lock = threading.Lock()
+        self._step_ids = itertools.count(int.from_bytes(os.urandom(6), "little") << 8)
+        self.running: set[CallOptions] = set()  # calls of running steps, cancelled by close
+        self.closed = False
+        self._pool: ThreadPoolExecutor | None = None
+        experimental = self.config.experimental
+        self.cost_model = (  # §3.2.1: placement by simulated execution, when asked for
+            CostModel(dict(experimental.device_speeds))
+            if experimental.cost_model_placement
+            else None
+        )
+        self._steps_run = 0  # for graph_options.build_cost_model(_after); guarded by _lock
+
+    def worker(self, task: str):
+        worker = self._workers.get(task)
+        if worker is None:
+            worker = self._workers[task] = self.worker_cache.get_worker(task)
+        return worker
+
+    def next_step_id(self) -> int:
+        return next(self._step_ids)
+
+    # -- Extend ------------------------------------------------------------------------------
+    def extend(self, graph_def: GraphDef, replace: GraphDef | None = None) -> int:
+        """Adds the nodes of `graph_def`; nodes in `replace` supersede same-named ones."""
+        new = [rt_graph.from_node_def(nd) for nd in graph_def.node]
+        changed = [rt_graph.from_node_def(nd) for nd in replace.node] if replace is not None else []
+        self.functions.add(graph_def.library)
+        with self._lock:
+            nodes = dict(self.nodes)
+            for n in new:
+                if n.name in nodes:
+                    raise errors.InvalidArgumentError(
+                        None, None, f"Extend: node '{n.name}' already exists in the graph"
+                    )
+                nodes[n.name] = n
+            for n in changed:
+                nodes[n.name] = n
+            _check_inputs(nodes, new + changed)
+            self.nodes = nodes
+            self.placed = self._place_all(nodes, {n.name for n in changed})
+            if len(graph_def.library.function):
+                self._add_library(graph_def.library)
+            if changed:
+                self._plans.clear()
+            self.graph_version += 1
+            return self.graph_version
+
+    def _add_library(self, library) -> None:
+        known = {f.signature.name for f in self.library.function}
+        self.library.function.extend(f for f in library.function if f.signature.name not in known)
+        known_grads = {g.function_name for g in self.library.gradient}
+        self.library.gradient.extend(
+            g for g in library.gradient if g.function_name not in known_grads
+        )
+
+    def _place_all(self, nodes: dict, changed: set) -> dict:
+        """Places the whole graph, keeping the devices of nodes placed by earlier Extends."""
+        pinned = [
+            self.placed[name] if name in self.placed and name not in changed else n
+            for name, n in nodes.items()
+        ]
+        config = self.config
+        opts = PlacementOptions(
+            self.devices,
+            config.allow_soft_placement,
+            config.log_device_placement,
+            self.cost_model,
+        )
+        return {n.name: n for n in place(pinned, opts, lenient=True)}
+
+    def _measures(self) -> bool:
+        """Whether this step's costs go to the cost model untraced by the caller: the steps
+        `build_cost_model_after` to `build_cost_model_after + build_cost_model` (TF's options)."""
+        if self.cost_model is None:
+            return False
+        opts = self.config.graph_options
+        with self._lock:
+            k = self._steps_run
+            self._steps_run += 1
+        return (
+            opts.build_cost_model > 0
+            and 0 <= k - opts.build_cost_model_after < opts.build_cost_model
+        )
+
+    def _learn(self, step_stats) -> None:
+        """Folds a traced step's measured costs into the cost model, then places again the
+        nodes that may move (no state in their colocation group: a variable never moves); the
+        signatures are planned again if any node moved."""
+        with self._lock:
+            if not self.cost_model.record(step_stats):
+                return
+            placed = self._place_all(self.nodes, movable(list(self.nodes.values())))
+            if any(n.device != self.placed[name].device for name, n in placed.items()):
+                self.placed = placed
+                self._plans.clear()
+
+    # -- Run ---------------------------------------------------------------------------------
+    def plan(self, sig: Signature) -> StepPlan:
+        plan = self._plans.get(sig)
+        if plan is None:
+            with self._lock:
+                plan = self._plans.get(sig)
+                if plan is None:
+                    plan = self._plans[sig] = StepPlan(self, sig)
+        return plan
+
+    def run(self, sig: Signature, feed_values, options=None):
+        """Runs one step: (fetched values in `sig.fetches` order, RunMetadata or None)."""
+        if self.closed:
+            raise RuntimeError("Attempted to use a closed Session.")
+        plan = self.plan(sig)
+        step_id = next(self._step_ids)
+        timeout = (
+            options.timeout_in_ms if options is not None else 0
+        ) or self.config.operation_timeout_in_ms
+        traced = options is not None and options.trace_level > 0
+        learn = self._measures()
+        exec_opts = (
+            m.ExecutorOpts(record_timeline=traced, record_costs=learn) if traced or learn else None
+        )
+        calls = plan.calls
+        try:
+            if not calls:  # nothing to run (a fetch of no tensors)
+                responses = []
+            elif len(calls) == 1:
+                responses = [self._run_one(calls[0], step_id, feed_values, exec_opts, timeout)]
+            else:
+                responses = self._run_many(calls, step_id, feed_values, exec_opts, timeout)
+        finally:
+            for call in calls:
+                call.worker.cleanup_graph(m.CleanupGraphRequest(step_id=step_id))
+        out = [value for _, value in responses[0].recv] if calls else []
+        stats = None
+        if traced or learn:
+            stats = StepStats()
+            for resp in responses:
+                if resp.step_stats is not None:
+                    stats.dev_stats.extend(resp.step_stats.dev_stats)
+        if stats is not None and self.cost_model is not None:
+            self._learn(stats)
+        metadata = None
+        if traced or (options is not None and options.output_partition_graphs):
+            metadata = RunMetadata()
+            if traced:
+                metadata.step_stats.CopyFrom(stats)
+            if options.output_partition_graphs:
+                for nodes in plan.graphs.values():
+                    metadata.partition_graphs.add().CopyFrom(rt_graph.to_graph_def(nodes))
+        return out, metadata
+
+    def _request(self, call: _WorkerCall, step_id, feed_values, exec_opts, **kw):
+        return m.RunGraphRequest(
+            session_handle=self.handle,
+            graph_handle=call.graph_handle,
+            step_id=step_id,
+            exec_opts=exec_opts,
+            send=list(zip(call.feed_keys, feed_values)) if call.feed_keys else [],
+            recv_key=call.fetch_keys,
+            **kw,
+        )
+
+    def _run_one(self, call, step_id, feed_values, exec_opts, timeout) -> m.RunGraphResponse:
+        call_opts = CallOptions(timeout)
+        with self._lock:
+            self.running.add(call_opts)
+        try:
+            return call.worker.run_graph(
+                self._request(call, step_id, feed_values, exec_opts), call_opts
+            )
+        finally:
+            with self._lock:
+                self.running.discard(call_opts)
+
+    def _run_many(self, calls, step_id, feed_values, exec_opts, timeout) -> list:
+        """One RunGraph per worker, concurrently; the first failure cancels the others (a
+        worker blocked on a Recv from the failed one would wait forever), and it is the error
+        raised, not the cancellations it caused."""
+        opts = [CallOptions(timeout) for _ in calls]
+        with self._lock:
+            self.running.update(opts)
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(8, thread_name_prefix="master")
+        try:
+            futures = []
+            for call, call_opts in zip(calls[1:], opts[1:]):
+                req = self._request(call, step_id, feed_values, exec_opts)
+                future = self._pool.submit(call.worker.run_graph, req, call_opts)
+                future.add_done_callback(lambda f: _cancel_on_error(f, opts))
+                futures.append(future)
+            results: list = [None] * len(calls)
+            first_error = None
+            try:
+                results[0] = calls[0].worker.run_graph(
+                    self._request(calls[0], step_id, feed_values, exec_opts), opts[0]
+                )
+            except Exception as e:  # noqa: BLE001  (reported below)
+                first_error = e
+                _cancel_all(opts, e)
+            for i, f in enumerate(futures, 1):
+                try:
+                    results[i] = f.result()
+                except Exception as e:  # noqa: BLE001  (reported below)
+                    if first_error is None or isinstance(first_error, errors.CancelledError):
+                        first_error = e
+                    _cancel_all(opts, e)
+            if first_error is not None:
+                raise first_error
+            return results
+        finally:
+            with self._lock:
+                self.running.difference_update(opts)
+
+    # -- partial runs ------------------------------------------------------------------------
+    def partial_run(self, state, feeds, feed_values, fetches) -> list:
+        """Feeds some of a partial run's feeds, returns some of its fetches (master.py checks
+        that each is given once). The first call starts the step on every worker."""
+        plan = state.plan
+        if not plan.calls:  # nothing to run: every fetch was pruned away (none were asked)
+            return []
+        first = not state.started
+        state.started = True
+        last = state.finished()
+        client = plan.calls[0]
+        sends = [(state.feed_keys[n], v) for n, v in zip(feeds, feed_values)]
+        recv_keys = [state.fetch_keys[n] for n in fetches]
+        others = plan.calls[1:] if (first or last) else []
+        futures = []
+        if others:
+            with self._lock:
+                if self._pool is None:
+                    self._pool = ThreadPoolExecutor(8, thread_name_prefix="master")
+            for call in others:
+                req = self._request(
+                    call, state.step_id, [], None, is_partial=True, is_last_partial_run=last
+                )
+                futures.append(self._pool.submit(call.worker.run_graph, req, state.call_opts))
+        req = m.RunGraphRequest(
+            session_handle=self.handle,
+            graph_handle=client.graph_handle,
+            step_id=state.step_id,
+            send=sends,
+            recv_key=recv_keys,
+            is_partial=True,
+            is_last_partial_run=last,
+        )
+        try:
+            resp = client.worker.run_graph(req, state.call_opts)
+        except Exception as e:
+            _cancel_all([state.call_opts], e)
+            raise
+        for f in futures:
+            f.result()
+        return [value for _, value in resp.recv]
+
+    def end_step(self, step_id: int) -> None:
+        """CleanupGraph on every worker that holds a graph of this session."""
+        for worker in self._workers.values():
+            worker.cleanup_graph(m.CleanupGraphRequest(step_id=step_id))
+
+    # -- Close -------------------------------------------------------------------------------
+    def close(self) -> None:
+        self.closed = True
+        error = errors.CancelledError(None, None, "Session has been closed.")
+        with self._lock:
+            running, self.running = list(self.running), set()
+            plans, self._plans = list(self._plans.values()), {}
+        for call_opts in running:  # a step blocked in a kernel (a queue, a Recv) fails, not hangs
+            call_opts.start_cancel(error)
+        for plan in plans:
+            for worker, handle in plan.handles:
+                worker.deregister_graph(
+                    m.DeregisterGraphRequest(session_handle=self.handle, graph_handle=handle)
+                )
+        for worker in self._workers.values():
+            worker.delete_worker_session(m.DeleteWorkerSessionRequest(session_handle=self.handle))
+        if self._pool is not None:
+            self._pool.shutdown(wait=False)
+
+
+def _cancel_on_error(future, opts: list) -> None:
+    error = future.exception()
+    if error is not None:
+        _cancel_all(opts, error)
+
+
+def _cancel_all(opts: list, error: Exception) -> None:
+    cancel = errors.CancelledError(None, None, f"Step was cancelled: {_short(error)}")
+    for call_opts in opts:
+        if call_opts is not None:
+            call_opts.start_cancel(cancel)
+
+
+def _short(error: Exception) -> str:
+    text = getattr(error, "message", None) or str(error)
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+def _check_inputs(nodes: dict, added: list):
+    for n in added:
+        for src, port in n.inputs:
+            if src not in nodes:
+                raise errors.InvalidArgumentError(
+                    None, None, f"Node '{n.name}': unknown input node '{src}'"
+                )
+            if port >= len(nodes[src].output_types):
+                raise errors.InvalidArgumentError(
+                    None,
+                    None,
+                    f"Node '{n.name}': input '{src}:{port}' but '{src}' has "
+                    f"{len(nodes[src].output_types)} outputs",
+                )
+        for c in n.control:
+            if c not in nodes:
+                raise errors.InvalidArgumentError(
+                    None, None, f"Node '{n.name}': unknown control input '{c}'"
+                )

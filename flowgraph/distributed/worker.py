@@ -1,0 +1,347 @@
+"""The worker (whitepaper §3.3): owns one task's devices and their resource containers, keeps
+the graphs the master registers, and runs a step of them per RunGraph.
+
+Each registered graph is the task's share of one (feeds, fetches, targets) signature: its
+partitions, one per device, compiled once into executor plans. A step's rendezvous is keyed by
+its step id; it is made by the first RunGraph or RecvTensor of the step to arrive and torn down
+by CleanupGraph, which the master sends once every worker of the step has finished (a peer
+may still be receiving this worker's tensors after its own RunGraph returned). Values enter
+and leave a step by rendezvous key (RunGraphRequest.send and .recv_key): the master's feeds
+and fetches. Method names are TensorFlow's WorkerService RPCs in snake case.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import flowgraph.kernels.cpu
+import flowgraph.opdefs  # noqa: F401  (registers the op library)
+from flowgraph.core import errors
+from flowgraph.core.rendezvous_keys import parse_key
+from flowgraph.distributed import messages as m
+from flowgraph.distributed.rendezvous import RemoteRendezvous
+from flowgraph.distributed.worker_cache import CallOptions, task_of
+from flowgraph.runtime import graph as rt_graph
+from flowgraph.runtime.executor import ExecutorPlan, Step, execute
+from flowgraph.runtime.function import FunctionLibrary
+from flowgraph.runtime.rendezvous import LocalRendezvous, RendezvousMgr
+from flowgraph.runtime.tracing import StepStatsCollector
+
+
+class _PartialStep:
+    """A step fed and fetched over several RunGraph calls: its executors run on their own
+    thread from the first call on; `error` is their failure, `done` is set when they end."""
+
+    def __init__(self, step: Step, call_opts: CallOptions | None):
+        self.step = step
+        self.call_opts = call_opts
+        self.error: errors.OpError | None = None
+        self.done = threading.Event()
+
+
+class Worker:
+    """One task's worker. `_lock` guards `_graphs`, `_sessions` and `_partial`; `_steps`
+    (running steps by id) is touched only by atomic dict operations."""
+
+    def __init__(self, task: str, devices: list, worker_cache=None):
+        self.task = task  # /job:J/replica:0/task:T
+        self.devices = devices
+        self.device_by_name = {d.name: d for d in devices}
+        self.functions = FunctionLibrary()  # GraphDef.library of registered graphs
+        for d in devices:
+            d.functions = self.functions
+        self.worker_cache = worker_cache  # set by the cache that lists this worker
+        self.rendezvous_mgr = RendezvousMgr(self._make_rendezvous)
+        self._lock = threading.Lock()
+        self._sessions: dict[str, set] = {}  # session handle -> its graph handles
+        self._graphs: dict[str, list[ExecutorPlan]] = {}  # graph handle -> plans
+        self._graph_ids = itertools.count(1)
+        self._steps: dict[int, Step] = {}  # running steps by id (cancelled by close)
+        self._partial: dict[int, _PartialStep] = {}
+        self._pool: ThreadPoolExecutor | None = None
+        self._attributes = [
+            m.DeviceAttributes(
+                name=d.name,
+                device_type=d.device_type,
+                incarnation=d.incarnation & 0xFFFFFFFFFFFFFFFF,
+            )
+            for d in devices
+        ]
+
+    def _make_rendezvous(self, step_id: int):
+        cache = self.worker_cache
+        if cache is None or len(cache.list_workers()) < 2:
+            return LocalRendezvous()  # no peers to pull from
+        return RemoteRendezvous(step_id, self.task + "/device:", cache)
+
+    # -- sessions and graphs -------------------------------------------------------------
+    def get_status(self, req: m.GetStatusRequest | None = None) -> m.GetStatusResponse:
+        return m.GetStatusResponse(device_attributes=list(self._attributes))
+
+    def create_worker_session(
+        self, req: m.CreateWorkerSessionRequest
+    ) -> m.CreateWorkerSessionResponse:
+        with self._lock:
+            self._sessions.setdefault(req.session_handle, set())
+        return m.CreateWorkerSessionResponse()
+
+    def delete_worker_session(
+        self, req: m.DeleteWorkerSessionRequest
+    ) -> m.DeleteWorkerSessionResponse:
+        with self._lock:
+            for handle in self._sessions.pop(req.session_handle, ()):
+                self._graphs.pop(handle, None)
+        return m.DeleteWorkerSessionResponse()
+
+    def register_graph(self, req: m.RegisterGraphRequest) -> m.RegisterGraphResponse:
+        """Compiles this task's partitions of a signature (every node carries its device)."""
+        gd = req.graph_def
+        self.functions.add(gd.library)
+        parts: dict[str, list] = {}
+        for nd in gd.node:
+            node = rt_graph.from_node_def(nd)
+            parts.setdefault(node.device, []).append(node)
+        plans = []
+        for name, nodes in parts.items():
+            device = self.device_by_name.get(name)
+            if device is None:
+                raise errors.InvalidArgumentError(
+                    None,
+                    None,
+                    f"RegisterGraph: node '{nodes[0].name}' is on {name!r}, not a device of "
+                    f"task {self.task} ({', '.join(self.device_by_name)})",
+                )
+            plans.append(ExecutorPlan(nodes, device))
+        with self._lock:
+            graphs = self._sessions.get(req.session_handle)
+            if graphs is None:
+                raise errors.AbortedError(
+                    None, None, f"Session {req.session_handle} is not found on {self.task}"
+                )
+            handle = f"{req.session_handle}/{next(self._graph_ids)}"
+            graphs.add(handle)
+            self._graphs[handle] = plans
+        return m.RegisterGraphResponse(graph_handle=handle)
+
+    def deregister_graph(self, req: m.DeregisterGraphRequest) -> m.DeregisterGraphResponse:
+        with self._lock:
+            self._graphs.pop(req.graph_handle, None)
+            self._sessions.get(req.session_handle, set()).discard(req.graph_handle)
+        return m.DeregisterGraphResponse()
+
+    def _plans(self, handle: str) -> list[ExecutorPlan]:
+        plans = self._graphs.get(handle)
+        if plans is None:
+            raise errors.AbortedError(
+                None, None, f"Graph handle {handle!r} is not found on {self.task}"
+            )
+        return plans
+
+    # -- steps ---------------------------------------------------------------------------
+    def run_graph(
+        self, req: m.RunGraphRequest, call_opts: CallOptions | None = None
+    ) -> m.RunGraphResponse:
+        """Runs one step of a registered graph: puts `send` into the step's rendezvous, runs
+        the partitions, returns the values under `recv_key`."""
+        plans = self._plans(req.graph_handle)
+        if req.is_partial:
+            return self._run_partial(req, plans, call_opts)
+        step_id = req.step_id
+        rendezvous = self.rendezvous_mgr.find(step_id)
+        for key, value in req.send:
+            rendezvous.send(key, value)
+        opts = req.exec_opts
+        traced = opts is not None and (opts.record_timeline or opts.record_costs)
+        stats = StepStatsCollector(self.devices) if traced else None
+        step = Step(step_id, rendezvous, stats, call_opts.timeout_ms if call_opts else 0)
+        self._steps[step_id] = step
+        if call_opts is not None:
+            call_opts.set_cancel_callback(step.cancel)
+        try:
+            self._execute(plans, step)
+        finally:
+            self._steps.pop(step_id, None)
+            if call_opts is not None:
+                call_opts.clear_cancel_callback()
+        recv = [(key, _fetched(rendezvous, key)) for key in req.recv_key]
+        return m.RunGraphResponse(recv=recv, step_stats=stats.finish() if traced else None)
+
+    def _execute(self, plans: list[ExecutorPlan], step: Step) -> None:
+        try:
+            if len(plans) == 1:
+                execute(plans[0], step)
+            else:
+                self._run_partitions(plans, step)
+        except BaseException as e:
+            if not isinstance(e, Exception):  # Ctrl-C while waiting: stop the step's work
+                step.cancel(errors.CancelledError(None, None, "Step was interrupted"))
+            raise
+
+    def _run_partitions(self, plans: list[ExecutorPlan], step: Step) -> None:
+        """Runs the partitions concurrently; the first real error wins over the
+        cancellations it caused in the other partitions."""
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(
+                    max(4, len(self.devices)), thread_name_prefix="partition"
+                )
+        futures = [self._pool.submit(execute, p, step) for p in plans]
+        first_error = None
+        for f in futures:
+            try:
+                f.result()
+            except errors.OpError as e:
+                if first_error is None or isinstance(first_error, errors.CancelledError):
+                    first_error = e
+        if first_error is not None:
+            raise first_error
+
+    def _run_partial(self, req, plans, call_opts) -> m.RunGraphResponse:
+        """A partial run's call: the first starts the step's executors on a thread; each
+        feeds `send` and waits for `recv_key`; the last waits for the executors to end."""
+        with self._lock:
+            state = self._partial.get(req.step_id)
+            if state is None:
+                step = Step(req.step_id, self.rendezvous_mgr.find(req.step_id))
+                state = self._partial[req.step_id] = _PartialStep(step, call_opts)
+                start = True
+            else:
+                start = False
+        step = state.step
+        if start:
+            if call_opts is not None:
+                call_opts.set_cancel_callback(step.cancel)
+            self._steps[step.step_id] = step
+            threading.Thread(
+                target=self._partial_main,
+                args=(state, plans),
+                name=f"partial_run_{step.step_id}",
+                daemon=True,
+            ).start()
+        for key, value in req.send:
+            step.rendezvous.send(key, value)
+        recv = [(key, _partial_fetch(state, key)) for key in req.recv_key]
+        if req.is_last_partial_run:
+            state.done.wait()
+            with self._lock:
+                self._partial.pop(req.step_id, None)
+            if state.error is not None:
+                raise state.error
+        return m.RunGraphResponse(recv=recv)
+
+    def _partial_main(self, state: _PartialStep, plans) -> None:
+        try:
+            self._execute(plans, state.step)
+        except errors.OpError as e:
+            state.error = e
+            state.step.cancel(e)
+        finally:
+            self._steps.pop(state.step.step_id, None)
+            if state.call_opts is not None:
+                state.call_opts.clear_cancel_callback()
+            state.done.set()
+
+    def cleanup_graph(self, req: m.CleanupGraphRequest) -> m.CleanupGraphResponse:
+        """Ends a step on this worker: its rendezvous goes, failing receivers still waiting."""
+        step_id = req.step_id
+        with self._lock:
+            state = self._partial.pop(step_id, None)
+        if state is not None:
+            state.step.cancel(errors.CancelledError(None, None, f"Step {step_id} was ended"))
+        self.rendezvous_mgr.cleanup(step_id)
+        return m.CleanupGraphResponse()
+
+    def cleanup_all(self, req: m.CleanupAllRequest) -> m.CleanupAllResponse:
+        """Drops the named resource containers on every device (the default one if none)."""
+        for d in self.devices:
+            for container in req.container or [""]:
+                d.resource_mgr.cleanup(container)
+        return m.CleanupAllResponse()
+
+    # -- tensors for peers -----------------------------------------------------------------
+    def recv_tensor_async(self, req: m.RecvTensorRequest, done) -> None:
+        """`done(error, RecvTensorResponse)` once the step has produced the tensor."""
+        key = req.rendezvous_key
+        if not key.startswith(self.task + "/device:"):
+            done(
+                errors.InvalidArgumentError(
+                    None, None, f"RecvTensor: {key!r} does not come from task {self.task}"
+                ),
+                None,
+            )
+            return
+
+        def on_value(error, value, is_dead):
+            if error is not None:
+                done(error, None)
+            else:
+                done(None, m.RecvTensorResponse(None if is_dead else value, is_dead))
+
+        self.rendezvous_mgr.find(req.step_id).recv_async(key, on_value)
+
+    def recv_tensor(self, req: m.RecvTensorRequest) -> m.RecvTensorResponse:
+        """The blocking form, for a transport's handler thread."""
+        box: list = []
+        ready = threading.Event()
+        self.recv_tensor_async(req, lambda error, resp: (box.append((error, resp)), ready.set()))
+        ready.wait()
+        error, resp = box[0]
+        if error is not None:
+            raise error
+        return resp
+
+    # -- lifetime --------------------------------------------------------------------------
+    def close(self, error: errors.OpError | None = None) -> None:
+        """Cancels running steps and releases the devices (pools, resource containers)."""
+        error = error or errors.CancelledError(None, None, "Session has been closed.")
+        for step in list(self._steps.values()):
+            step.cancel(error)
+        self.rendezvous_mgr.cleanup_all(error)
+        for d in self.devices:
+            d.close()
+        if self._pool is not None:
+            self._pool.shutdown(wait=False)
+
+
+def _fetched(rendezvous, key: str):
+    """The value the step left under `key`; errors name the fetched tensor."""
+    got = rendezvous.try_take(key)
+    if got is None:
+        raise errors.InternalError(
+            None, None, f"Fetch '{_tensor(key)}' was not produced by the step"
+        )
+    value, is_dead = got
+    if is_dead:
+        raise _dead(key)
+    return value
+
+
+def _partial_fetch(state: _PartialStep, key: str):
+    try:
+        value, is_dead = state.step.rendezvous.recv(key)
+    except errors.OpError:
+        state.done.wait()
+        if state.error is not None:
+            raise state.error from None
+        raise
+    if is_dead:
+        raise _dead(key)
+    return value
+
+
+def _dead(key: str) -> errors.OpError:
+    return errors.InvalidArgumentError(
+        None,
+        None,
+        f"Fetch '{_tensor(key)}' has no value: it is dead (computed only on an untaken branch "
+        "of a cond)",
+    )
+
+
+def _tensor(key: str) -> str:
+    return parse_key(key).tensor_name
+
+
+__all__ = ["Worker", "task_of"]
