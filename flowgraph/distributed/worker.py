@@ -145,6 +145,8 @@ class Worker:
     ) -> m.RunGraphResponse:
         """Runs one step of a registered graph: puts `send` into the step's rendezvous, runs
         the partitions, returns the values under `recv_key`."""
+        if call_opts is not None and call_opts.error is not None:
+            raise call_opts.error  # cancelled before it arrived (its session closed)
         plans = self._plans(req.graph_handle)
         if req.is_partial:
             return self._run_partial(req, plans, call_opts)

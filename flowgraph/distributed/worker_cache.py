@@ -45,8 +45,9 @@ class CallOptions:
             callback(error)
 
     @property
-    def cancelled(self) -> bool:
-        return self._error is not None
+    def error(self) -> errors.OpError | None:
+        """The cancellation's error, None while the call is not cancelled."""
+        return self._error
 
 
 RecvDone = Callable[[errors.OpError | None, m.RecvTensorResponse | None], None]
