@@ -64,6 +64,11 @@ def caller_site() -> str:
     return f"{path}:{frame.f_lineno}"
 
 
+class DuplicateRegistrationError(errors.AlreadyExistsError, KeyError):
+    """A key registered twice. It is also a KeyError, which TF1's registries raise for a
+    duplicate: programs catch KeyError around `tf.RegisterGradient` to re-run a cell."""
+
+
 class Registry:
     """A table from keys to values that records each key's registration site.
 
@@ -94,10 +99,11 @@ class Registry:
             _BY_OP.append(self)
 
     def register(self, key: Hashable, value: Any, site: str | None = None) -> None:
-        """Adds `key` -> `value`; AlreadyExistsError naming both sites if `key` is taken."""
+        """Adds `key` -> `value`; DuplicateRegistrationError (an AlreadyExistsError) naming
+        both sites if `key` is taken."""
         site = site or caller_site()
         if key in self._entries:
-            raise errors.AlreadyExistsError(
+            raise DuplicateRegistrationError(
                 None,
                 None,
                 f"{self.what} {self._key_text(key)} already registered at {self._sites[key]} "

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import math
 
+from flowgraph.core import registry
+
 __all__ = [
     "OpStats",
     "RegisterStatistics",
@@ -27,7 +29,14 @@ __all__ = [
     "tensor_shape_from_node_def_name",
 ]
 
-_REGISTRY: dict[tuple[str, str], object] = {}
+# (op type, statistic type) -> fn(graph, node_def) -> OpStats
+_STATISTICS = registry.Registry(
+    "statistic",
+    op_type_of=lambda key: key[0],
+    summary=lambda key, fn: key[1],
+    key_text=lambda key: f"{key[1]!r} of {key[0]!r}",
+)
+registry.machinery(__file__)
 
 
 class OpStats:
@@ -61,13 +70,13 @@ class RegisterStatistics:
         self._key = (op_type, statistic_type)
 
     def __call__(self, fn):
-        _REGISTRY[self._key] = fn
+        _STATISTICS.register(self._key, fn)
         return fn
 
 
 def get_stats_for_node_def(graph, node, statistic_type) -> OpStats:
     """The registered statistic of NodeDef `node` in `graph`; an empty OpStats if none."""
-    fn = _REGISTRY.get((node.op, statistic_type))
+    fn = _STATISTICS.get((node.op, statistic_type))
     return fn(graph, node) if fn is not None else OpStats(statistic_type)
 
 

@@ -12,6 +12,7 @@ import flowgraph as tf
 from flowgraph import cli
 from flowgraph.core import dtypes, errors, op_def, registry
 from flowgraph.kernels import base
+from flowgraph.profiler import flops
 from flowgraph.runtime import device
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -104,19 +105,29 @@ def test_a_duplicate_device_type_names_where_cpu_was_registered():
     assert "flowgraph/runtime/device.py:" in str(info.value) and HERE in str(info.value)
 
 
-def test_duplicate_gradients_are_refused():
+def test_duplicate_gradients_are_refused_with_a_key_error_as_in_tf1():
     tf.RegisterGradient("TestRegistryGradOp")(lambda op, g: g)
     with pytest.raises(errors.AlreadyExistsError, match="gradient 'TestRegistryGradOp'"):
         tf.NotDifferentiable("TestRegistryGradOp")
+    try:  # the TF1 idiom for re-running a notebook cell
+        tf.RegisterGradient("TestRegistryGradOp")(lambda op, g: g)
+    except KeyError as e:
+        assert str(e).startswith("gradient 'TestRegistryGradOp' already registered at " + HERE)
+
+
+def test_duplicate_statistics_are_refused():
+    with pytest.raises(KeyError, match="'flops' of 'MatMul' already registered at flowgraph/"):
+        flops.RegisterStatistics("MatMul", "flops")(lambda graph, node: None)
 
 
 def test_describe_says_where_an_op_lives():
     entries = registry.describe("MatMul")
-    assert [e.what for e in entries] == ["op", "kernel", "kernel", "gradient"]
+    assert [e.what for e in entries] == ["op", "kernel", "kernel", "gradient", "statistic"]
     where = {e.summary: e.site for e in entries}
     assert where["CPU T in {bfloat16}"].startswith("flowgraph/kernels/cpu/bfloat16.py:")
     assert entries[0].site.startswith("flowgraph/opdefs/linalg.py:")
-    assert entries[-1].site.startswith("flowgraph/gradients/linalg.py:")
+    assert entries[-2].site.startswith("flowgraph/gradients/linalg.py:")
+    assert entries[-1].site.startswith("flowgraph/profiler/flops.py:")
     for e in entries:  # each site is a real line that registers MatMul, or a table of them
         path, line = e.site.rsplit(":", 1)
         text = (ROOT / path).read_text().splitlines()[int(line) - 1]
