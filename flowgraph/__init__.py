@@ -97,6 +97,7 @@ from flowgraph import summary  # noqa: E402
 from flowgraph import saved_model  # noqa: E402
 from flowgraph import data  # noqa: E402
 from flowgraph import profiler  # noqa: E402
+from flowgraph import distribute  # noqa: E402
 from flowgraph.namespaces import (  # noqa: E402
     contrib,
     graph_util,

@@ -2,8 +2,9 @@
 TensorFlow 2.x's tf.compat.v1 (run it with that TensorFlow's Python; it is not a dependency).
 
 Modules that are TF 2.x only or not TF1 programs' API (compat, raw_ops, keras, lite, ...) are
-skipped; tf.layers and tf.nn.rnn_cell, which TF 2.x no longer exports under Keras 3, are added
-from TF 1.15's documentation.
+skipped; tf.layers and tf.nn.rnn_cell, which TF 2.x no longer exports under Keras 3, and
+tf.distribute.cluster_resolver (tf.distribute is otherwise TF 2's strategies) are added from
+TF 1.15's documentation.
 """
 
 import collections
@@ -41,12 +42,16 @@ ADDED = {
     "average_pooling2d average_pooling3d batch_normalization conv1d conv2d conv2d_transpose "
     "conv3d conv3d_transpose dense dropout flatten max_pooling1d max_pooling2d max_pooling3d "
     "separable_conv1d separable_conv2d",
+    "distribute.cluster_resolver": "ClusterResolver GCEClusterResolver KubernetesClusterResolver "
+    "SimpleClusterResolver SlurmClusterResolver TFConfigClusterResolver TPUClusterResolver "
+    "UnionResolver",
     "nn.rnn_cell": "BasicLSTMCell BasicRNNCell DeviceWrapper DropoutWrapper GRUCell LSTMCell "
     "LSTMStateTuple MultiRNNCell RNNCell ResidualWrapper",
 }
 HEADER = """\
 # TensorFlow 1.x's public API (module path, then its names), as tf.compat.v1 of TensorFlow
-# 2.x lists it, with tf.layers and tf.nn.rnn_cell added from TF 1.15's documentation. Read by
+# 2.x lists it, with tf.layers, tf.nn.rnn_cell and tf.distribute.cluster_resolver added from
+# TF 1.15's documentation. Read by
 # flowgraph/api_surface.py: a listed name flowgraph lacks raises NotImplementedError naming it.
 # Regenerate with tools/tf1_api_names.py (needs TensorFlow).
 """

@@ -2,6 +2,7 @@
 regularizers, rnn aliases). Everything here forwards to the core implementation."""
 
 from flowgraph.contrib import (
+    cluster_resolver,
     data,
     layers,
     lookup,
@@ -17,3 +18,4 @@ __all__ += ["lookup"]
 __all__ += ["seq2seq"]
 __all__ += ["data"]
 __all__ += ["training"]
+__all__ += ["cluster_resolver"]

@@ -102,8 +102,8 @@ class ClusterSpec:
 def _tasks_of(job_name, tasks) -> dict:
     if isinstance(tasks, (list, tuple)):
         return dict(enumerate(tasks))
-    if isinstance(tasks, dict):
-        return dict(tasks)
+    if isinstance(tasks, dict):  # {"1": ...} from JSON (TF_CONFIG) counts as index 1, as in TF
+        return {int(i): address for i, address in tasks.items()}
     raise TypeError(
         f"The tasks for job {job_name!r} must be a list or a dictionary from integers to strings."
     )
