@@ -64,6 +64,7 @@ from flowgraph.ops.data_flow import *  # noqa: F403
 from flowgraph.ops.init_ops import *  # noqa: F403
 from flowgraph.ops.linalg import *  # noqa: F403
 from flowgraph.ops.linalg_decomp import *  # noqa: F403
+from flowgraph.ops.array_nd import *  # noqa: F403
 from flowgraph.ops.logging import *  # noqa: F403
 from flowgraph.ops.math import *  # noqa: F403
 from flowgraph.ops.reduction import *  # noqa: F403

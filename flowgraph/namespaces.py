@@ -177,8 +177,16 @@ from flowgraph.ops import image_boxes as _image_boxes  # noqa: E402
 from flowgraph.ops import image_geometry as _image_geometry  # noqa: E402
 from flowgraph.ops import image_measures as _image_measures  # noqa: E402
 
+from flowgraph.ops import array_nd as _array_nd  # noqa: E402
+
 image = _namespace(
-    "image", _image_ops, _image_boxes, _image_color, _image_geometry, _image_measures
+    "image",
+    _image_ops,
+    _image_boxes,
+    _image_color,
+    _image_geometry,
+    _image_measures,
+    **_array_nd.IMAGE,
 )
 
 # tf.queue (TF 1.15's home of the queue classes) and tf.io's image codecs.

@@ -196,7 +196,13 @@ register_op(
 
 def _scatter_nd_shape(ctx):
     shape = ctx.input_as_shape(2)
-    indices, updates = dims_of(ctx.input_shapes[0]), dims_of(ctx.input_shapes[1])
+    return check_scatter_nd(ctx.input_shapes[0], ctx.input_shapes[1], shape)
+
+
+def check_scatter_nd(indices_shape, updates_shape, shape):
+    """`shape` once updates.shape = indices.shape[:-1] + shape[indices.shape[-1]:] is
+    possible (ScatterNd and TensorScatter* share TF's ScatterNdShapeHelper)."""
+    indices, updates = dims_of(indices_shape), dims_of(updates_shape)
     out = dims_of(shape)
     if out is not None and indices and indices[-1] is not None and updates is not None:
         k = indices[-1]

@@ -101,7 +101,7 @@ def gather_v1(ctx, params, indices):
     return gather(params, np.asarray(indices), 0, 0)
 
 
-def _flat_positions(indices: np.ndarray, shape: tuple, what: str) -> np.ndarray:
+def flat_positions(indices: np.ndarray, shape: tuple, what: str) -> np.ndarray:
     """Row-major positions of the index vectors in `indices` (last axis) within `shape`."""
     k = indices.shape[-1]
     limits = np.asarray(shape[:k], dtype=np.int64)
@@ -126,7 +126,7 @@ def gather_nd(ctx, params, indices):
         raise invalid(
             f"index innermost dimension length must be <= params rank; saw: {k} vs. {params.ndim}"
         )
-    flat = _flat_positions(indices, params.shape, "param shape")
+    flat = flat_positions(indices, params.shape, "param shape")
     rows = params.reshape((int(np.prod(params.shape[:k], dtype=np.int64)),) + params.shape[k:])
     return rows[flat]
 
@@ -147,7 +147,7 @@ def scatter_nd(ctx, indices, updates, shape):
             f"updates.shape: {shape_str(updates.shape)}, indices.shape: "
             f"{shape_str(indices.shape)}, output_shape: {shape_str(shape)}"
         )
-    flat = _flat_positions(indices, shape, "shape").reshape(-1)
+    flat = flat_positions(indices, shape, "shape").reshape(-1)
     out = np.zeros((int(np.prod(shape[:k], dtype=np.int64)),) + shape[k:], dtype=updates.dtype)
     add = np.logical_or if updates.dtype == np.bool_ else np.add  # duplicates accumulate
     add.at(out, flat, updates.reshape((flat.size,) + shape[k:]))
