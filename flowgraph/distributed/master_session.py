@@ -33,6 +33,7 @@ from flowgraph.runtime.cost_model import CostModel
 from flowgraph.runtime.function import FunctionLibrary
 from flowgraph.runtime.partition import PartitionOptions, partition
 from flowgraph.runtime.passes.pipeline import optimize
+from flowgraph.runtime.passes.static_shapes import placeholder_shapes
 from flowgraph.runtime.placement import PlacementOptions, movable, place
 from flowgraph.runtime.subgraph import Signature, feed_key, rewrite
 
@@ -73,7 +74,8 @@ class StepPlan:
         client = session.client_device
         nodes = rewrite(session.placed, sig, client.name, client.incarnation)
         keep = frozenset(rt_graph.parse_input(t)[0] for t in sig.targets)
-        nodes = optimize(nodes, session.config, keep)
+        feed_shapes = placeholder_shapes(session.placed, sig.feeds)
+        nodes = optimize(nodes, session.config, keep, feed_shapes)
         nodes = place(nodes, PlacementOptions(session.devices, session.config.allow_soft_placement))
         incarnations = {d.name: d.incarnation for d in session.devices}
         compress = session.config.graph_options.enable_bfloat16_sendrecv

@@ -158,11 +158,12 @@ def test_tensorflow_module_path_under_flowgraph_run(tmp_path):
     script.write_text(
         "import tensorflow as tf\n"
         "from tensorflow.python.client import timeline\n"
-        "x = tf.constant([1.0, 2.0]) * 3.0\n"
+        "p = tf.placeholder(tf.float32, [2])\n"
+        "x = p * 3.0  # a constant product would be folded to a Const, as in TF\n"
         "md = tf.RunMetadata()\n"
         "with tf.Session() as s:\n"
-        "    s.run(x, options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE),\n"
-        "          run_metadata=md)\n"
+        "    s.run(x, {p: [1.0, 2.0]},\n"
+        "          options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE), run_metadata=md)\n"
         "tl = timeline.Timeline(md.step_stats)\n"
         f"open({str(out)!r}, 'w').write(tl.generate_chrome_trace_format(show_memory=True))\n"
     )

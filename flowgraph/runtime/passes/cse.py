@@ -9,23 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from flowgraph.runtime.graph import Node
-
-_CONTROL_FLOW = frozenset(
-    {"Enter", "RefEnter", "Exit", "RefExit", "Merge", "RefMerge", "Switch", "RefSwitch",
-     "NextIteration", "RefNextIteration", "LoopCond", "ControlTrigger"}
-)  # fmt: skip
-
-
-def _mergeable(n: Node, by_name: dict) -> bool:
-    """A ref input is checked on the producer's output type: an op taking a plain tensor still
-    reads a variable's buffer directly when it is fed the variable's ref output."""
-    if n.op_def.is_stateful or n.op in _CONTROL_FLOW or n.op.startswith("_"):
-        return False
-    if any(t.is_ref_dtype for t in n.input_types + n.output_types):
-        return False
-    return not any(
-        src in by_name and by_name[src].output_types[port].is_ref_dtype for src, port in n.inputs
-    )
+from flowgraph.runtime.passes.rules import is_pure
 
 
 def _attr_key(value):
@@ -54,7 +38,7 @@ def eliminate_common_subexpressions(nodes: list[Node], keep: frozenset) -> list[
         control = tuple(dict.fromkeys(survivor.get(c, c) for c in n.control))
         if inputs != n.inputs or control != n.control:
             n = n.replace(inputs=inputs, control=control)
-        if _mergeable(n, by_name):
+        if is_pure(n, by_name):
             key = (
                 n.op,
                 n.device,

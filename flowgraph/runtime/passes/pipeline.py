@@ -1,19 +1,25 @@
 """The one place that orders the graph passes and reads the TF1 options that switch them.
 
-TensorFlow's GraphOptimizer rule: OptimizerOptions.opt_level L1 (the default, 0) turns on common
-subexpression elimination whatever the flag says; L0 (-1) leaves it to
-`do_common_subexpression_elimination`. RewriterConfig.disable_meta_optimizer does not switch it
-(it is the classic optimizer's pass, not Grappler's).
+TensorFlow runs two optimizers, and so do we. The classic GraphOptimizer: OptimizerOptions
+opt_level L1 (the default, 0) turns on common subexpression elimination and constant folding
+whatever the flags say; L0 (-1) leaves them to `do_common_subexpression_elimination` and
+`do_constant_folding`. Grappler's meta optimizer (RewriterConfig): `constant_folding` and
+`arithmetic_optimization` are on unless OFF, all of it is off with `disable_meta_optimizer`, and
+it leaves alone graphs of fewer than `min_graph_nodes` nodes (0 means TF's 4, negative never).
+Constant folding belongs to both, so turning it off takes both switches, as in TensorFlow.
 """
 
 from __future__ import annotations
 
-from flowgraph.core.protos import ConfigProto
+from flowgraph.core.protos import ConfigProto, RewriterConfig
 from flowgraph.runtime.graph import Node
+from flowgraph.runtime.passes.arithmetic import simplify_arithmetic
+from flowgraph.runtime.passes.constant_folding import MAX_CONSTANT_BYTES, fold_constants
 from flowgraph.runtime.passes.cse import eliminate_common_subexpressions
 from flowgraph.runtime.passes.fusion import fuse, global_jit
 
 _L0 = -1
+_MIN_GRAPH_NODES = 4  # TensorFlow's kDefaultMinGraphNodes
 
 
 def cse_enabled(config: ConfigProto) -> bool:
@@ -21,9 +27,39 @@ def cse_enabled(config: ConfigProto) -> bool:
     return opts.opt_level != _L0 or opts.do_common_subexpression_elimination
 
 
-def optimize(nodes: list[Node], config: ConfigProto, keep: frozenset) -> list[Node]:
+def _meta_optimizer_runs(config: ConfigProto, nodes: list[Node]) -> bool:
+    rw = config.graph_options.rewrite_options
+    if rw.disable_meta_optimizer:
+        return False
+    least = rw.min_graph_nodes or _MIN_GRAPH_NODES
+    return least < 0 or sum(n.op != "_Send" for n in nodes) >= least
+
+
+def constant_folding_enabled(config: ConfigProto, nodes: list[Node]) -> bool:
+    opts = config.graph_options.optimizer_options
+    if opts.opt_level != _L0 or opts.do_constant_folding:
+        return True
+    rw = config.graph_options.rewrite_options
+    return rw.constant_folding != RewriterConfig.OFF and _meta_optimizer_runs(config, nodes)
+
+
+def arithmetic_enabled(config: ConfigProto, nodes: list[Node]) -> bool:
+    rw = config.graph_options.rewrite_options
+    return rw.arithmetic_optimization != RewriterConfig.OFF and _meta_optimizer_runs(config, nodes)
+
+
+def optimize(
+    nodes: list[Node], config: ConfigProto, keep: frozenset, feed_shapes: dict | None = None
+) -> list[Node]:
     """Runs the enabled passes in order over a pruned signature graph (feeds are _Recv nodes,
-    fetches _Send nodes, so fed and fetched tensors are kept by construction)."""
+    fetches _Send nodes, so fed and fetched tensors are kept by construction). `feed_shapes`
+    gives the static shapes of fed placeholders (static_shapes.placeholder_shapes)."""
+    feed_shapes = feed_shapes or {}
+    if constant_folding_enabled(config, nodes):
+        limit = config.graph_options.optimizer_options.max_folded_constant_in_bytes
+        nodes = fold_constants(nodes, keep, feed_shapes, limit or MAX_CONSTANT_BYTES)
+    if arithmetic_enabled(config, nodes):
+        nodes = simplify_arithmetic(nodes, keep, feed_shapes)
     if cse_enabled(config):
         nodes = eliminate_common_subexpressions(nodes, keep)
     # last: compiled fusion (§10) sees the graph the other passes left
