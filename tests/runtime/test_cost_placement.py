@@ -6,7 +6,7 @@ import pytest
 
 import flowgraph as tf
 from flowgraph.core import dtypes
-from flowgraph.core.protos import StepStats
+from flowgraph.core.protos import RewriterConfig, StepStats
 from flowgraph.runtime.cost_model import CostModel, CostParams
 from flowgraph.runtime.graph import make_node
 
@@ -17,6 +17,10 @@ CPU1 = "/job:localhost/replica:0/task:0/device:CPU:1"
 def _config(speeds=None, devices=2, **graph_options) -> tf.ConfigProto:
     config = tf.ConfigProto(device_count={"CPU": devices})
     config.experimental.cost_model_placement = True
+    # The chains multiply constants: keep constant folding (both TF switches) from making each
+    # chain one Const before placement.
+    config.graph_options.optimizer_options.opt_level = tf.OptimizerOptions.L0
+    config.graph_options.rewrite_options.constant_folding = RewriterConfig.OFF
     for spec, speed in (speeds or {}).items():
         config.experimental.device_speeds[spec] = speed
     for key, value in graph_options.items():
