@@ -149,9 +149,14 @@ class Master:
         session = self._session(req.session_handle)
         if req.partial_run_handle:
             return self._partial_run(session, req)
-        sig = Signature(tuple(name for name, _ in req.feed), tuple(req.fetch), tuple(req.target))
-        values, metadata = session.run(sig, [v for _, v in req.feed], req.options)
-        return m.RunStepResponse(tensor=list(zip(req.fetch, values)), metadata=metadata)
+        feed = req.feed
+        if feed:
+            names, values = zip(*feed)
+            sig = Signature(names, tuple(req.fetch), tuple(req.target))
+        else:
+            sig, values = Signature((), tuple(req.fetch), tuple(req.target)), ()
+        out, metadata = session.run(sig, values, req.options)
+        return m.RunStepResponse(list(zip(req.fetch, out)), metadata)
 
     def partial_run_setup(self, req: m.PartialRunSetupRequest) -> m.PartialRunSetupResponse:
         session = self._session(req.session_handle)

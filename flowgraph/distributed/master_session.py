@@ -119,7 +119,8 @@ def _canonical(name: str) -> str:
 
 class MasterSession:
     """A session's graph, devices and signature cache. `_lock` guards `nodes`, `placed`,
-    `_plans`, `library` and `running`; a plan is read without it (a dict get is atomic)."""
+    `_plans` and `library`; a plan is read without it (a dict get is atomic). `running` is
+    changed only by atomic set operations (add, discard, update, copy)."""
 
     def __init__(self, handle: str, worker_cache, local_task: str, config: ConfigProto | None):
         self.handle = handle
@@ -155,6 +156,7 @@ class MasterSession:
             else None
         )
         self._steps_run = 0  # for graph_options.build_cost_model(_after); guarded by _lock
+        self._timeout = self.config.operation_timeout_in_ms  # a step's, unless RunOptions say
 
     def worker(self, task: str):
         worker = self._workers.get(task)
@@ -256,11 +258,12 @@ class MasterSession:
             raise RuntimeError("Attempted to use a closed Session.")
         plan = self.plan(sig)
         step_id = next(self._step_ids)
-        timeout = (
-            options.timeout_in_ms if options is not None else 0
-        ) or self.config.operation_timeout_in_ms
-        traced = options is not None and options.trace_level > 0
-        learn = self._measures()
+        if options is None:
+            timeout, traced = self._timeout, False
+        else:
+            timeout = options.timeout_in_ms or self._timeout
+            traced = options.trace_level > 0
+        learn = self.cost_model is not None and self._measures()
         exec_opts = (
             m.ExecutorOpts(record_timeline=traced, record_costs=learn) if traced or learn else None
         )
@@ -273,8 +276,9 @@ class MasterSession:
             else:
                 responses = self._run_many(calls, step_id, feed_values, exec_opts, timeout)
         finally:
+            cleanup = m.CleanupGraphRequest(step_id=step_id)
             for call in calls:
-                call.worker.cleanup_graph(m.CleanupGraphRequest(step_id=step_id))
+                call.worker.cleanup_graph(cleanup)
         out = [value for _, value in responses[0].recv] if calls else []
         stats = None
         if traced or learn:
@@ -294,36 +298,38 @@ class MasterSession:
                     metadata.partition_graphs.add().CopyFrom(rt_graph.to_graph_def(nodes))
         return out, metadata
 
-    def _request(self, call: _WorkerCall, step_id, feed_values, exec_opts, **kw):
+    def _request(self, call: _WorkerCall, step_id, feed_values, exec_opts, *partial):
+        """RunGraph's request (positional: the per-run path); `partial` is (is_partial,
+        is_last_partial_run) for a partial run's call."""
+        send = list(zip(call.feed_keys, feed_values)) if call.feed_keys else []
         return m.RunGraphRequest(
-            session_handle=self.handle,
-            graph_handle=call.graph_handle,
-            step_id=step_id,
-            exec_opts=exec_opts,
-            send=list(zip(call.feed_keys, feed_values)) if call.feed_keys else [],
-            recv_key=call.fetch_keys,
-            **kw,
+            self.handle,
+            True,
+            call.graph_handle,
+            step_id,
+            exec_opts,
+            send,
+            call.fetch_keys,
+            *partial,
         )
 
     def _run_one(self, call, step_id, feed_values, exec_opts, timeout) -> m.RunGraphResponse:
         call_opts = CallOptions(timeout)
-        with self._lock:
-            self.running.add(call_opts)
+        self.running.add(call_opts)  # set.add/discard are atomic: no lock on the per-run path
         try:
             return call.worker.run_graph(
                 self._request(call, step_id, feed_values, exec_opts), call_opts
             )
         finally:
-            with self._lock:
-                self.running.discard(call_opts)
+            self.running.discard(call_opts)
 
     def _run_many(self, calls, step_id, feed_values, exec_opts, timeout) -> list:
         """One RunGraph per worker, concurrently; the first failure cancels the others (a
         worker blocked on a Recv from the failed one would wait forever), and it is the error
         raised, not the cancellations it caused."""
         opts = [CallOptions(timeout) for _ in calls]
+        self.running.update(opts)
         with self._lock:
-            self.running.update(opts)
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(8, thread_name_prefix="master")
         try:
@@ -353,8 +359,7 @@ class MasterSession:
                 raise first_error
             return results
         finally:
-            with self._lock:
-                self.running.difference_update(opts)
+            self.running.difference_update(opts)
 
     # -- partial runs ------------------------------------------------------------------------
     def partial_run(self, state, feeds, feed_values, fetches) -> list:
@@ -376,9 +381,7 @@ class MasterSession:
                 if self._pool is None:
                     self._pool = ThreadPoolExecutor(8, thread_name_prefix="master")
             for call in others:
-                req = self._request(
-                    call, state.step_id, [], None, is_partial=True, is_last_partial_run=last
-                )
+                req = self._request(call, state.step_id, [], None, True, last)
                 futures.append(self._pool.submit(call.worker.run_graph, req, state.call_opts))
         req = m.RunGraphRequest(
             session_handle=self.handle,
@@ -407,8 +410,8 @@ class MasterSession:
     def close(self) -> None:
         self.closed = True
         error = errors.CancelledError(None, None, "Session has been closed.")
+        running = self.running.copy()
         with self._lock:
-            running, self.running = list(self.running), set()
             plans, self._plans = list(self._plans.values()), {}
         for call_opts in running:  # a step blocked in a kernel (a queue, a Recv) fails, not hangs
             call_opts.start_cancel(error)

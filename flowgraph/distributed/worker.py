@@ -26,7 +26,7 @@ from flowgraph.distributed.worker_cache import CallOptions, task_of
 from flowgraph.runtime import graph as rt_graph
 from flowgraph.runtime.executor import ExecutorPlan, Step, execute
 from flowgraph.runtime.function import FunctionLibrary
-from flowgraph.runtime.rendezvous import LocalRendezvous, RendezvousMgr
+from flowgraph.runtime.rendezvous import RendezvousMgr
 from flowgraph.runtime.tracing import StepStatsCollector
 
 
@@ -42,8 +42,9 @@ class _PartialStep:
 
 
 class Worker:
-    """One task's worker. `_lock` guards `_graphs`, `_sessions` and `_partial`; `_steps`
-    (running steps by id) is touched only by atomic dict operations."""
+    """One task's worker. `_lock` guards `_graphs`, `_sessions` and additions to `_partial`
+    (removals are atomic pops); `_steps` (running steps by id) is touched only by atomic dict
+    operations."""
 
     def __init__(self, task: str, devices: list, worker_cache=None):
         self.task = task  # /job:J/replica:0/task:T
@@ -53,7 +54,6 @@ class Worker:
         for d in devices:
             d.functions = self.functions
         self.worker_cache = worker_cache  # set by the cache that lists this worker
-        self.rendezvous_mgr = RendezvousMgr(self._make_rendezvous)
         self._lock = threading.Lock()
         self._sessions: dict[str, set] = {}  # session handle -> its graph handles
         self._graphs: dict[str, list[ExecutorPlan]] = {}  # graph handle -> plans
@@ -70,11 +70,20 @@ class Worker:
             for d in devices
         ]
 
-    def _make_rendezvous(self, step_id: int):
-        cache = self.worker_cache
-        if cache is None or len(cache.list_workers()) < 2:
-            return LocalRendezvous()  # no peers to pull from
-        return RemoteRendezvous(step_id, self.task + "/device:", cache)
+    @property
+    def worker_cache(self):
+        return self._worker_cache
+
+    @worker_cache.setter
+    def worker_cache(self, cache) -> None:
+        """With peers, a step's rendezvous pulls their tensors (RemoteRendezvous); alone, the
+        plain LocalRendezvous serves."""
+        self._worker_cache = cache
+        peers = cache is not None and len(cache.list_workers()) > 1
+        self.rendezvous_mgr = RendezvousMgr(self._make_rendezvous if peers else None)
+
+    def _make_rendezvous(self, step_id: int) -> RemoteRendezvous:
+        return RemoteRendezvous(step_id, self.task + "/device:", self._worker_cache)
 
     # -- sessions and graphs -------------------------------------------------------------
     def get_status(self, req: m.GetStatusRequest | None = None) -> m.GetStatusResponse:
@@ -162,13 +171,20 @@ class Worker:
         if call_opts is not None:
             call_opts.set_cancel_callback(step.cancel)
         try:
-            self._execute(plans, step)
+            if len(plans) == 1:
+                execute(plans[0], step)
+            else:
+                self._run_partitions(plans, step)
+        except BaseException as e:
+            if not isinstance(e, Exception):  # Ctrl-C while waiting: stop the step's work
+                step.cancel(errors.CancelledError(None, None, "Step was interrupted"))
+            raise
         finally:
             self._steps.pop(step_id, None)
             if call_opts is not None:
                 call_opts.clear_cancel_callback()
         recv = [(key, _fetched(rendezvous, key)) for key in req.recv_key]
-        return m.RunGraphResponse(recv=recv, step_stats=stats.finish() if traced else None)
+        return m.RunGraphResponse(recv, stats.finish() if traced else None)
 
     def _execute(self, plans: list[ExecutorPlan], step: Step) -> None:
         try:
@@ -248,8 +264,7 @@ class Worker:
     def cleanup_graph(self, req: m.CleanupGraphRequest) -> m.CleanupGraphResponse:
         """Ends a step on this worker: its rendezvous goes, failing receivers still waiting."""
         step_id = req.step_id
-        with self._lock:
-            state = self._partial.pop(step_id, None)
+        state = self._partial.pop(step_id, None) if self._partial else None
         if state is not None:
             state.step.cancel(errors.CancelledError(None, None, f"Step {step_id} was ended"))
         self.rendezvous_mgr.cleanup(step_id)

@@ -8,16 +8,16 @@ leaves its value there. Only the transitive closure of the fetches and targets r
 
 from __future__ import annotations
 
-import dataclasses
+from typing import NamedTuple
 
 from flowgraph.core import errors
-from flowgraph.runtime.graph import Node, make_node, parse_input
 from flowgraph.core.rendezvous_keys import make_key
+from flowgraph.runtime.graph import Node, make_node, parse_input
 
 
-@dataclasses.dataclass(frozen=True)
-class Signature:
-    """What a Run asks for; everything derived from it is cached (DESIGN decision 4)."""
+class Signature(NamedTuple):
+    """What a Run asks for; everything derived from it is cached (DESIGN decision 4). A
+    NamedTuple: built and hashed on every Run, where a frozen dataclass costs a microsecond."""
 
     feeds: tuple[str, ...]
     fetches: tuple[str, ...]
@@ -49,14 +49,14 @@ def rewrite(
             f"_recv_{src}_{port}",
             "_Recv",
             device=client_device,
-            attrs=dict(
-                tensor_type=node.output_types[port].base_dtype,
-                tensor_name=f"{src}:{port}",
-                send_device=client_device,
-                send_device_incarnation=incarnation,
-                recv_device=client_device,
-                client_terminated=True,
-            ),
+            attrs={
+                "tensor_type": node.output_types[port].base_dtype,
+                "tensor_name": f"{src}:{port}",
+                "send_device": client_device,
+                "send_device_incarnation": incarnation,
+                "recv_device": client_device,
+                "client_terminated": True,
+            },
         )
     sends = []
     for name in sig.fetches:
@@ -72,14 +72,14 @@ def rewrite(
                 "_Send",
                 inputs=[inp],
                 device=client_device,
-                attrs=dict(
-                    T=node.output_types[port].base_dtype,
-                    tensor_name=f"{src}:{port}",
-                    send_device=client_device,
-                    send_device_incarnation=incarnation,
-                    recv_device=client_device,
-                    client_terminated=True,
-                ),
+                attrs={
+                    "T": node.output_types[port].base_dtype,
+                    "tensor_name": f"{src}:{port}",
+                    "send_device": client_device,
+                    "send_device_incarnation": incarnation,
+                    "recv_device": client_device,
+                    "client_terminated": True,
+                },
             )
         )
     for name in sig.targets:
