@@ -120,6 +120,22 @@ def test_duplicate_statistics_are_refused():
         flops.RegisterStatistics("MatMul", "flops")(lambda graph, node: None)
 
 
+def test_every_kernel_is_for_a_registered_op_and_dtypes_it_admits():
+    """A kernel for a dtype that its op's OpDef refuses can never run: dead code, like a kernel
+    shadowed by another."""
+    ops = op_def.registered_ops()
+    dead = []
+    for (op_type, dev, cons), kdef in base._KERNELS.items():
+        if op_type not in ops:
+            dead.append(f"{kdef.site}: no op {op_type!r}")
+            continue
+        for attr, dtype in cons:
+            a = ops[op_type].attrs.get(attr)
+            if a is None or (a.allowed is not None and dtype not in a.allowed):
+                dead.append(f"{kdef.site}: {op_type} on {dev} with {attr}={dtype.name}")
+    assert not dead, "\n".join(dead)
+
+
 def test_describe_says_where_an_op_lives():
     entries = registry.describe("MatMul")
     assert [e.what for e in entries] == ["op", "kernel", "kernel", "gradient", "statistic"]

@@ -16,7 +16,8 @@ from flowgraph.kernels.base import register_kernel
 
 _INTS = dtypes.INTEGER
 # bfloat16 is not here: kernels/cpu/bfloat16.py computes it in float32 and rounds, as TF does.
-_NOT_INTS = (dtypes.float16, dtypes.float32, dtypes.float64) + dtypes.COMPLEX
+_FLOATS = (dtypes.float16, dtypes.float32, dtypes.float64)
+_NOT_INTS = _FLOATS + dtypes.COMPLEX
 
 
 def _shape_str(shape) -> str:
@@ -104,11 +105,11 @@ BINARY = {
     "Mul": np.multiply,
     "RealDiv": np.true_divide,
     "Div": {_NOT_INTS: np.true_divide, _INTS: _no_zero_divisor(_truncate_div)},
-    "FloorDiv": {_NOT_INTS: _float_floor_div, _INTS: _no_zero_divisor(np.floor_divide)},
-    "FloorMod": {_NOT_INTS: np.mod, _INTS: _no_zero_divisor(np.mod)},
+    "FloorDiv": {_FLOATS: _float_floor_div, _INTS: _no_zero_divisor(np.floor_divide)},
+    "FloorMod": {_FLOATS: np.mod, _INTS: _no_zero_divisor(np.mod)},
     "TruncateDiv": _no_zero_divisor(_truncate_div),
-    "TruncateMod": {_NOT_INTS: np.fmod, _INTS: _no_zero_divisor(np.fmod)},
-    "Pow": {_NOT_INTS: np.power, _INTS: _int_pow},
+    "TruncateMod": {_FLOATS: np.fmod, _INTS: _no_zero_divisor(np.fmod)},
+    "Pow": {_NOT_INTS: np.power, (dtypes.int32, dtypes.int64): _int_pow},
     "Maximum": np.maximum,
     "Minimum": np.minimum,
     "SquaredDifference": _squared_difference,

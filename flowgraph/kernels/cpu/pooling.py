@@ -51,7 +51,7 @@ def _pool_cost(win: W.Window, channels: int) -> int:
     return win.oh * win.ow * channels * win.kh * win.kw
 
 
-@register_kernel("MaxPool", dtypes_=_REAL, intra_op=True)
+@register_kernel("MaxPool", dtypes_=_REAL[:-2], intra_op=True)  # TF's MaxPool: no uint32/64
 def max_pool(ctx, x):
     _check_4d(x)
     fmt = ctx.attrs["data_format"]
