@@ -86,6 +86,7 @@ from flowgraph.ops.lookup_ops import *  # noqa: F403
 from flowgraph.ops.special_math import *  # noqa: F403
 from flowgraph.ops.sort_ops import *  # noqa: F403
 from flowgraph.ops.array_compose import *  # noqa: F403
+from flowgraph.ops.array_space import *  # noqa: F403
 from flowgraph.ops.norms import *  # noqa: F403
 from flowgraph.ops.confusion_matrix import *  # noqa: F403
 from flowgraph.ops.check_ops import *  # noqa: F403
@@ -118,6 +119,7 @@ from flowgraph.namespaces import sparse  # noqa: E402
 from flowgraph.namespaces import strings  # noqa: E402
 from flowgraph.namespaces import lookup  # noqa: E402
 from flowgraph.namespaces import sets  # noqa: E402
+from flowgraph.namespaces import manip  # noqa: E402
 from flowgraph.namespaces import bitwise, debugging, dtypes  # noqa: E402
 from flowgraph.namespaces import xla  # noqa: E402
 from flowgraph.platform.version import COMPILER_VERSION, GIT_VERSION, VERSION, __version__  # noqa: E402

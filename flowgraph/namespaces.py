@@ -236,6 +236,26 @@ _SECOND_HOMES = {
         "uniform_candidate_sampler": _candidate_sampling.uniform_candidate_sampler,
     },
 }
+from flowgraph.ops import array as _array  # noqa: E402
+from flowgraph.ops import array_space as _array_space  # noqa: E402
+
+_SECOND_HOMES[nn] = {
+    "depth_to_space": _array_space.depth_to_space,
+    "space_to_batch": _array_space.space_to_batch,
+    "space_to_depth": _array_space.space_to_depth,
+}
+# tf.manip: TF 1.x's home of roll and of second names of the element-moving array ops.
+manip = _namespace(
+    "manip",
+    batch_to_space_nd=_array_space.batch_to_space_nd,
+    gather_nd=_array.gather_nd,
+    reshape=_array.reshape,
+    reverse=_array.reverse,
+    roll=_array_space.roll,
+    scatter_nd=_array.scatter_nd,
+    space_to_batch_nd=_array_space.space_to_batch_nd,
+    tile=_array.tile,
+)
 for _space, _names in _SECOND_HOMES.items():
     for _key, _value in _names.items():
         setattr(_space, _key, _value)

@@ -10,6 +10,7 @@ from flowgraph.opdefs import (  # noqa: F401
     array,
     array_index,
     array_join,
+    array_space,
     beam_search,
     control_flow,
     data_flow,

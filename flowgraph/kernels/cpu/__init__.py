@@ -3,6 +3,7 @@
 from flowgraph.kernels.cpu import array, control_flow, math, sendrecv, state  # noqa: F401
 from flowgraph.kernels.cpu import array_index  # noqa: F401
 from flowgraph.kernels.cpu import random  # noqa: F401
+from flowgraph.kernels.cpu import array_space  # noqa: F401
 from flowgraph.kernels.cpu import training  # noqa: F401
 from flowgraph.kernels.cpu import grad_support  # noqa: F401
 from flowgraph.kernels.cpu import batch_norm, candidate_sampling, conv, nn, pooling  # noqa: F401
