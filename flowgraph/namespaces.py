@@ -237,6 +237,7 @@ _SECOND_HOMES = {
     },
 }
 from flowgraph.ops import array as _array  # noqa: E402
+from flowgraph.ops import array_index as _array_index  # noqa: E402
 from flowgraph.ops import array_space as _array_space  # noqa: E402
 
 _SECOND_HOMES[nn] = {
@@ -248,11 +249,11 @@ _SECOND_HOMES[nn] = {
 manip = _namespace(
     "manip",
     batch_to_space_nd=_array_space.batch_to_space_nd,
-    gather_nd=_array.gather_nd,
+    gather_nd=_array_index.gather_nd,
     reshape=_array.reshape,
     reverse=_array.reverse,
     roll=_array_space.roll,
-    scatter_nd=_array.scatter_nd,
+    scatter_nd=_array_index.scatter_nd,
     space_to_batch_nd=_array_space.space_to_batch_nd,
     tile=_array.tile,
 )
