@@ -10,7 +10,7 @@ import numpy as np
 
 from flowgraph.core.shapes import TensorShape
 from flowgraph.kernels.base import register_kernel
-from flowgraph.kernels.cpu.array import as_ints, checked, invalid
+from flowgraph.kernels.cpu.array import as_ints, checked, empty_value, invalid
 from flowgraph.opdefs import array_space as defs
 
 
@@ -71,7 +71,7 @@ def space_to_batch(x, block, paddings):
     out = checked(defs.space_to_batch_dims, list(x.shape), block, paddings)
     m = len(block)
     pad = [(0, 0)] + [tuple(p) for p in paddings.tolist()] + [(0, 0)] * (x.ndim - m - 1)
-    y = np.pad(x, pad)
+    y = np.pad(x, pad, constant_values=empty_value(x.dtype))  # b'' pads strings
     # [batch, s1/b1, b1, ..., sM/bM, bM, rest] -> [b1, ..., bM, batch, s1/b1, ..., rest]
     split = [y.shape[0]]
     for i in range(m):
