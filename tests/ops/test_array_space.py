@@ -34,7 +34,8 @@ def _depth_to_space_ref(x, b):
 
 def _space_to_batch_ref(x, block, paddings):
     """Output batch index = offset-in-block (row major) * batch + original batch index."""
-    padded = np.pad(x, [(0, 0), *paddings] + [(0, 0)] * (x.ndim - 1 - len(block)))
+    pad = [(0, 0), *paddings] + [(0, 0)] * (x.ndim - 1 - len(block))
+    padded = np.pad(x, pad, constant_values=b"" if x.dtype == object else 0)
     m, batch = len(block), x.shape[0]
     spatial = [padded.shape[i + 1] // block[i] for i in range(m)]
     out = np.empty([batch * int(np.prod(block)), *spatial, *x.shape[m + 1 :]], x.dtype)
