@@ -33,6 +33,7 @@ from flowgraph.runtime.cost_model import CostModel
 from flowgraph.runtime.function import FunctionLibrary
 from flowgraph.runtime.partition import PartitionOptions, partition
 from flowgraph.runtime.passes.pipeline import optimize
+from flowgraph.runtime.passes.recv_scheduling import schedule_recvs
 from flowgraph.runtime.passes.static_shapes import placeholder_shapes
 from flowgraph.runtime.placement import PlacementOptions, movable, place
 from flowgraph.runtime.subgraph import Signature, feed_key, rewrite
@@ -80,6 +81,8 @@ class StepPlan:
         incarnations = {d.name: d.incarnation for d in session.devices}
         compress = session.config.graph_options.enable_bfloat16_sendrecv
         self.graphs = partition(nodes, PartitionOptions(incarnations, compress_float32=compress))
+        if session.config.graph_options.enable_recv_scheduling and len(self.graphs) > 1:
+            self.graphs = schedule_recvs(nodes, self.graphs, session.cost_model)
         self.feed_keys = [
             feed_key(client.name, client.incarnation, _canonical(n)) for n in sig.feeds
         ]
@@ -150,9 +153,9 @@ class MasterSession:
         self.closed = False
         self._pool: ThreadPoolExecutor | None = None
         experimental = self.config.experimental
-        self.cost_model = (  # §3.2.1: placement by simulated execution, when asked for
+        self.cost_model = (  # placement by simulated execution (§3.2.1), Recv scheduling (§5.2)
             CostModel(dict(experimental.device_speeds))
-            if experimental.cost_model_placement
+            if experimental.cost_model_placement or self.config.graph_options.enable_recv_scheduling
             else None
         )
         self._steps_run = 0  # for graph_options.build_cost_model(_after); guarded by _lock
@@ -212,7 +215,7 @@ class MasterSession:
             self.devices,
             config.allow_soft_placement,
             config.log_device_placement,
-            self.cost_model,
+            self.cost_model if config.experimental.cost_model_placement else None,
         )
         return {n.name: n for n in place(pinned, opts, lenient=True)}
 
@@ -237,6 +240,8 @@ class MasterSession:
         with self._lock:
             if not self.cost_model.record(step_stats):
                 return
+            if not self.config.experimental.cost_model_placement:
+                return  # Recv scheduling only: plans made from now on use the measurements
             placed = self._place_all(self.nodes, movable(list(self.nodes.values())))
             if any(n.device != self.placed[name].device for name, n in placed.items()):
                 self.placed = placed

@@ -19,6 +19,8 @@ costs a latency plus its bytes over the link bandwidth.
 from __future__ import annotations
 
 import dataclasses
+import heapq
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -239,25 +241,94 @@ class CostModel:
 _BACK_EDGE_OPS = frozenset({"NextIteration", "RefNextIteration"})
 
 
-def _topological(nodes: list[Node], by_name: dict) -> list[Node]:
-    """`nodes` with each after its producers among them, loop back edges ignored; nodes left
-    over (only a malformed cycle) follow in their given order."""
-    names = {n.name for n in nodes}
-    consumers: dict[str, list] = {n.name: [] for n in nodes}
+def _edges(nodes: list[Node]) -> tuple[dict, dict]:
+    """(consumers by name, count of producers by name) among `nodes`, over data and control
+    edges, loop back edges (out of NextIteration) left out so that the rest is acyclic."""
+    by_name = {n.name: n for n in nodes}
+    consumers: dict[str, list[str]] = {n.name: [] for n in nodes}
     pending = {}
     for n in nodes:
         preds = {s for s, _ in n.inputs} | set(n.control)
-        preds = {p for p in preds if p in names and by_name[p].op not in _BACK_EDGE_OPS}
+        preds = {p for p in preds if p in by_name and by_name[p].op not in _BACK_EDGE_OPS}
         pending[n.name] = len(preds)
         for p in preds:
-            consumers[p].append(n)
+            consumers[p].append(n.name)
+    return consumers, pending
+
+
+def _topological(nodes: list[Node], by_name: dict) -> list[Node]:
+    """`nodes` with each after its producers among them; nodes left over (only a malformed
+    cycle) follow in their given order."""
+    consumers, pending = _edges(nodes)
     order = [n for n in nodes if pending[n.name] == 0]
     for n in order:  # grows while iterating
         for c in consumers[n.name]:
-            pending[c.name] -= 1
-            if pending[c.name] == 0:
-                order.append(c)
+            pending[c] -= 1
+            if pending[c] == 0:
+                order.append(by_name[c])
     if len(order) < len(nodes):
         seen = {n.name for n in order}
         order += [n for n in nodes if n.name not in seen]
     return order
+
+
+@dataclasses.dataclass
+class Schedule:
+    """A simulated execution: each node's device and its start and finish times (us)."""
+
+    device: dict
+    start: dict
+    finish: dict
+    consumers: dict  # node name -> names of its consumers (data and control)
+
+    @property
+    def makespan(self) -> float:
+        return max(self.finish.values(), default=0.0)
+
+
+def simulate(
+    nodes: list[Node],
+    model: CostModel,
+    candidates: Callable[[Node], Sequence[str]] = lambda n: (n.device,),
+    placed: Callable[[Node, str, list], None] | None = None,
+) -> Schedule:
+    """Simulates one step: nodes run in the order they become ready (ties by graph order), each
+    device one node at a time, an input from another device arriving after its transfer. A node
+    goes to the device of `candidates(node)` where it would finish soonest (the first on a tie);
+    `placed(node, device, [(finish, device), ...])` hears each decision as it is made."""
+    model.analyze(nodes)
+    by_name = {n.name: n for n in nodes}
+    consumers, pending = _edges(nodes)
+    order = {n.name: i for i, n in enumerate(nodes)}
+    ready = [(0.0, order[n.name], n.name) for n in nodes if pending[n.name] == 0]
+    heapq.heapify(ready)
+    sched = Schedule({}, {}, {}, consumers)
+    free: dict[str, float] = {}  # device -> when it finishes its last simulated node
+    while ready:
+        _, _, name = heapq.heappop(ready)
+        node = by_name[name]
+        ends = [(_start_time(node, d, model, sched, free), d) for d in candidates(node)]
+        ends = [(start + model.compute_us(node, d), d, start) for start, d in ends]
+        end, device, start = min(ends, key=lambda e: e[0])
+        if placed is not None:
+            placed(node, device, [(t, d) for t, d, _ in ends])
+        sched.device[name], sched.start[name], sched.finish[name] = device, start, end
+        free[device] = end
+        for c in consumers[name]:
+            pending[c] -= 1
+            if pending[c] == 0:
+                heapq.heappush(ready, (end, order[c], c))
+    return sched
+
+
+def _start_time(node: Node, device: str, model: CostModel, sched: Schedule, free: dict) -> float:
+    """When `node` could start on `device`: once the device is free and its inputs arrived."""
+    start = free.get(device, 0.0)
+    for src, port in node.inputs:
+        if src in sched.finish:
+            moved = model.transfer_us(model.output_bytes(src, port), sched.device[src], device)
+            start = max(start, sched.finish[src] + moved)
+    for c in node.control:
+        if c in sched.finish:
+            start = max(start, sched.finish[c] + model.transfer_us(0, sched.device[c], device))
+    return start

@@ -19,13 +19,12 @@ members follow it.
 from __future__ import annotations
 
 import dataclasses
-import heapq
 import sys
 
 from flowgraph.core import dtypes, errors
 from flowgraph.core.device_spec import DeviceSpec, parse
 from flowgraph.kernels.base import has_kernel
-from flowgraph.runtime.cost_model import CostModel
+from flowgraph.runtime.cost_model import CostModel, simulate
 from flowgraph.runtime.graph import Node
 
 _TYPE_PRIORITY = {"GPU": 0, "CPU": 1}
@@ -115,74 +114,36 @@ def place(nodes: list[Node], opts: PlacementOptions, lenient: bool = False) -> l
     ]
 
 
-_BACK_EDGE_OPS = frozenset({"NextIteration", "RefNextIteration"})
-
-
 def _simulate(nodes, groups, feasible, model: CostModel, notes: dict) -> dict[str, str]:
     """The paper's greedy simulated execution; returns node name -> device. Nodes of groups
-    with no feasible device are left out; `notes` gets each decision's estimates for the log."""
-    model.analyze(nodes)
+    with no feasible device are left out; `notes` gets each decision's estimates for the log.
+    A group goes where its first simulated member finishes soonest; the others follow it."""
     group_of = {n.name: root for root, members in groups.items() for n in members}
-    by_name = {n.name: n for n in nodes}
-    consumers: dict[str, list[str]] = {n.name: [] for n in nodes}
-    pending = {}
-    for n in nodes:
-        preds = {s for s, _ in n.inputs} | set(n.control)
-        preds = {p for p in preds if p in by_name and by_name[p].op not in _BACK_EDGE_OPS}
-        pending[n.name] = len(preds)
-        for p in preds:
-            consumers[p].append(n.name)
-    order = {n.name: i for i, n in enumerate(nodes)}
-    ready = [(0.0, order[n.name], n.name) for n in nodes if pending[n.name] == 0]
-    heapq.heapify(ready)
-    finish: dict[str, float] = {}
-    device_of: dict[str, str] = {}
-    free: dict[str, float] = {}  # device -> when it finishes its last simulated node
     group_device: dict[str, str] = {}
-    while ready:
-        _, _, name = heapq.heappop(ready)
-        node = by_name[name]
-        root = group_of[name]
+
+    def candidates(node: Node):
+        root = group_of[node.name]
         if root in group_device:
-            candidates = [group_device[root]]
-        else:
-            candidates = feasible.get(root) or [node.device]
-        ends = [(_finish_time(node, d, model, finish, device_of, free), d) for d in candidates]
-        end, device = min(ends, key=lambda e: e[0])  # ties: the earlier feasible device
-        if root in feasible:
+            return (group_device[root],)
+        return feasible.get(root) or (node.device,)
+
+    def placed(node: Node, device: str, ends: list):
+        root = group_of[node.name]
+        if root in feasible and root not in group_device:
             group_device[root] = device
             if len(ends) > 1:
                 alternatives = ", ".join(f"{d.rsplit('/', 1)[-1]} {t:.1f}" for t, d in ends)
-                notes[name] = f" (cost model: finishes at {end:.1f} us; {alternatives})"
-        finish[name] = end
-        device_of[name] = device
-        free[device] = end
-        for c in consumers[name]:
-            pending[c] -= 1
-            if pending[c] == 0:
-                heapq.heappush(ready, (end, order[c], c))
-    # a node the simulation never reached (a malformed cycle) gets its group's device
-    placed = {}
+                notes[node.name] = (
+                    f" (cost model: finishes at {min(ends)[0]:.1f} us; {alternatives})"
+                )
+
+    simulate(nodes, model, candidates, placed)
+    out = {}
     for root, members in groups.items():
-        if root not in feasible:
-            continue
-        device = group_device.get(root, feasible[root][0])
-        for n in members:
-            placed[n.name] = device
-    return placed
-
-
-def _finish_time(node: Node, device: str, model: CostModel, finish, device_of, free) -> float:
-    """When `node` would finish on `device`: after the device is free and its inputs arrived."""
-    start = free.get(device, 0.0)
-    for src, port in node.inputs:
-        if src in finish:
-            moved = model.transfer_us(model.output_bytes(src, port), device_of[src], device)
-            start = max(start, finish[src] + moved)
-    for c in node.control:
-        if c in finish:
-            start = max(start, finish[c] + model.transfer_us(0, device_of[c], device))
-    return start + model.compute_us(node, device)
+        if root in feasible:  # a node never simulated (a malformed cycle): its group's device
+            device = group_device.get(root, feasible[root][0])
+            out.update((n.name, device) for n in members)
+    return out
 
 
 def _feasible(members: list[Node], opts: PlacementOptions) -> list:
