@@ -125,7 +125,10 @@ class Program:
         if flat:
             full = full_args[0] if full_args else ()
         else:
-            full = np.broadcast_shapes(*shapes)
+            try:  # members broadcast their own inputs; the loop needs all inputs at once
+                full = np.broadcast_shapes(*shapes)
+            except ValueError:
+                return _ONE_BY_ONE
             if any(not scalar[v] and value_shapes[v] != full for v in self.outputs):
                 return _ONE_BY_ONE
         ndim = 0 if not full_args else 1 if flat else len(full)

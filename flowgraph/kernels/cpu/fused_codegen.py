@@ -94,9 +94,6 @@ ELEMENTWISE = {
     "LogicalOr": Row("{0} or {1}", _B),
     "LogicalNot": Row("not {0}", _B),
     "SelectV2": Row("{1} if {0} else {2}", _NB),
-    "Identity": Row("{0}", _NB),
-    "Snapshot": Row("{0}", _NB),
-    "StopGradient": Row("{0}", _NB),
     "Cast": Row("{0}", _NB),
 }
 

@@ -1,5 +1,6 @@
-"""Kernels that decode records (whitepaper §4.5): tf.Example / SequenceExample parsing (protobuf's
-C parser, then one NumPy conversion per feature), DecodeCSV (Python's csv module, one call per
+"""Kernels that decode records (whitepaper §4.5): tf.Example / SequenceExample parsing (dense
+float and int64 features straight off the wire for the whole batch, example_wire.py; otherwise
+protobuf's C parser, then one NumPy conversion per feature), DecodeCSV (Python's csv module, one call per
 record: the record is the unit of work), DecodeRaw (one frombuffer for the whole batch) and
 DecodeCompressed (zlib)."""
 
@@ -16,6 +17,7 @@ import numpy as np
 from flowgraph.core import dtypes, errors
 from flowgraph.core.protos import Example, SequenceExample
 from flowgraph.kernels.base import register_kernel
+from flowgraph.kernels.cpu import example_wire
 
 _KIND = {dtypes.float32: "float_list", dtypes.int64: "int64_list", dtypes.string: "bytes_list"}
 _TF_NAME = {dtypes.float32: "float", dtypes.int64: "int64", dtypes.string: "string"}
@@ -159,6 +161,9 @@ def _parse_examples(
     batched,
 ):
     flat = np.asarray(serialized, dtype=object).reshape(-1)
+    fast = _dense_fast(flat, sparse_keys, dense_keys, dense_types, dense_shapes)
+    if fast is not None:
+        return fast if batched else [a[0] for a in fast]
     maps = [_parse(Example, s, i).features.feature for i, s in enumerate(flat)]
     sparse = [
         sparse_feature(
@@ -176,6 +181,24 @@ def _parse_examples(
         out = dense_feature(maps, key, dtype, shape, np.asarray(default), names)
         dense.append(out if batched else out[0])
     return [s[0] for s in sparse] + [s[1] for s in sparse] + [s[2] for s in sparse] + dense
+
+
+def _dense_fast(flat, sparse_keys, dense_keys, dense_types, dense_shapes) -> list | None:
+    """Dense float32/int64 features of fixed shape read off the wire (example_wire.py), or
+    None where that fast path does not apply."""
+    if sparse_keys or not dense_keys or not all(isinstance(r, bytes) for r in flat):
+        return None
+    if not all(t in (dtypes.float32, dtypes.int64) for t in dense_types):
+        return None
+    dims = [tuple(s.as_list()) if s.rank is not None else (None,) for s in dense_shapes]
+    if any(d is None for dims_ in dims for d in dims_):
+        return None
+    sizes = [int(np.prod(d, dtype=np.int64)) for d in dims]
+    np_types = [t.as_numpy_dtype for t in dense_types]
+    out = example_wire.dense_batch(list(flat), list(dense_keys), np_types, sizes)
+    if out is None:
+        return None
+    return [a.reshape(len(flat), *d) for a, d in zip(out, dims)]
 
 
 def _keys(values) -> list:

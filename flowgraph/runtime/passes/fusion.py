@@ -6,11 +6,17 @@ Which nodes: those whose op is a row of `fused_codegen.ELEMENTWISE` with dtypes 
 CPU device, reading no reference, and marked for compilation: every node under
 `OptimizerOptions.global_jit_level` ON_1/ON_2 (or `cpu_global_jit`), else only nodes with the
 `_XlaCompile` attr that `jit_scope()` sets. `_XlaCompile=False` keeps a node out; targets stay
-out (the caller names them). Two nodes joined by a data edge share a cluster when they are on one
+out (the caller names them), and so do nodes reading a reference (a variable's buffer, read when
+the node runs, which an in-place update later in the step changes). Two nodes joined by a data edge share a cluster when they are on one
 device, in one `_XlaScope` and *dead under the same conditions*: each node's deadness key is the
 set of Switch outputs (and Merge and Exit nodes) its value depends on, so a cluster is never
 made dead by an input that the unfused member would not have read, and never spans frames
 (Enter and Exit are not element-wise).
+
+A fused node runs when all its inputs have arrived, so a member the rest of the graph reads (an
+output, or a control input of another node) must not wait for a feed it does not itself need:
+in a partial run the client fetches such a value before it feeds the rest. A cluster where one
+does is split (`_Graph._split_by_feeds`).
 
 Merging must not create a cycle: two clusters joined by an edge u -> v may not merge while
 another path leads from one to the other through nodes outside both. Nodes are visited in
@@ -46,7 +52,8 @@ def global_jit(config) -> bool:
 def fuse(nodes: list[Node], global_jit_on: bool, keep: frozenset) -> list[Node]:
     """Returns `nodes` with every cluster of two or more fusable nodes replaced by one fused
     node; consumers read its outputs and wait on it where they waited on a member."""
-    candidate = [_candidate(n, global_jit_on, keep) for n in nodes]
+    by_name = {n.name: n for n in nodes}
+    candidate = [_candidate(n, global_jit_on, keep, by_name) for n in nodes]
     if sum(candidate) < 2:
         return nodes
     graph = _Graph(nodes)
@@ -58,10 +65,12 @@ def fuse(nodes: list[Node], global_jit_on: bool, keep: frozenset) -> list[Node]:
     return _rewrite(nodes, clusters)
 
 
-def _candidate(n: Node, global_jit_on: bool, keep: frozenset) -> bool:
+def _candidate(n: Node, global_jit_on: bool, keep: frozenset, by_name: dict) -> bool:
     marked = n.attrs.get("_XlaCompile")
     if n.name in keep or marked is False or (marked is None and not global_jit_on):
         return False
+    if any(by_name[s].output_types[p].is_ref_dtype for s, p in n.inputs if s in by_name):
+        return False  # reads a variable's buffer when it runs: its own time, not the cluster's
     if DeviceSpec.from_string(n.device or None).device_type not in (None, "CPU"):
         return False
     types = n.input_types + n.output_types
@@ -101,6 +110,7 @@ class _Graph:
             for r, i in enumerate(self.order):
                 self.rank[i] = r
             self.deadness = self._deadness()
+            self.feeds = self._feeds()
 
     def _topological(self):
         count = [len(p) for p in self.preds]
@@ -139,6 +149,59 @@ class _Graph:
                     k |= {(self._predicate(j), 0), (self._predicate(j), 1)}
             key[i] = frozenset(k) if k else empty
         return key
+
+    def _feeds(self) -> list[frozenset]:
+        """The fed tensors (feed `_Recv` nodes) each node waits for."""
+        empty: frozenset = frozenset()
+        feeds = [empty] * len(self.nodes)
+        for i in self.order:
+            if self.nodes[i].op == "_Recv":
+                feeds[i] = frozenset({i})
+            elif self.preds[i]:
+                parts = {feeds[j] for j in self.preds[i]}
+                feeds[i] = empty.union(*parts) if len(parts) > 1 else parts.pop()
+        return feeds
+
+    def _split_by_feeds(self, cluster: list[int]) -> list[list[int]]:
+        """`cluster`, or, where a member read outside it would wait for a feed it does not
+        need, its parts by key: a member's key is its own feeds when it is read outside, and
+        otherwise its consumers' key where they share one that covers its feeds. Keys only
+        grow along edges, so the parts are connected pieces of one key and form no cycle."""
+        inside = set(cluster)
+        observed = {i for i in cluster if any(j not in inside for j in self.succ[i])}
+        needed = frozenset().union(*(self.feeds[i] for i in cluster))
+        if all(self.feeds[i] == needed for i in observed):
+            return [cluster]
+        key: dict[int, frozenset] = {}
+        for i in reversed(cluster):  # consumers first
+            keys = {key[j] for j in self.succ[i] if j in inside}
+            if i not in observed and len(keys) == 1 and self.feeds[i] <= next(iter(keys)):
+                key[i] = keys.pop()
+            else:
+                key[i] = self.feeds[i]
+        parts: dict[frozenset, list[int]] = {}
+        for i in cluster:
+            parts.setdefault(key[i], []).append(i)
+        return [c for p in parts.values() for c in self._connected(p) if len(c) > 1]
+
+    def _connected(self, members: list[int]) -> list[list[int]]:
+        """The weakly connected components of `members`, each in topological order."""
+        left = set(members)
+        comps = []
+        for start in members:
+            if start not in left:
+                continue
+            left.discard(start)
+            comp, stack = [], [start]
+            while stack:
+                i = stack.pop()
+                comp.append(i)
+                for j in self.succ[i] + self.preds[i]:
+                    if j in left:
+                        left.discard(j)
+                        stack.append(j)
+            comps.append(sorted(comp, key=self.rank.__getitem__))
+        return comps
 
     def _predicate(self, switch: int) -> tuple:
         """The tensor a Switch's predicate input comes from, seen through Identity nodes."""
@@ -197,7 +260,8 @@ class _Graph:
                 members[a] += members.pop(b)
                 joined = outside[a] | outside.pop(b)
                 outside[a] = {w for w in joined if find(w) != a}
-        return [sorted(m, key=self.rank.__getitem__) for m in members.values() if len(m) > 1]
+        clusters = [sorted(m, key=self.rank.__getitem__) for m in members.values() if len(m) > 1]
+        return [part for c in clusters for part in self._split_by_feeds(c)]
 
     def _joinable(self, u: int, v: int) -> bool:
         a, b = self.nodes[u], self.nodes[v]

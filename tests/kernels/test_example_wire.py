@@ -1,0 +1,103 @@
+"""The wire-format fast path of ParseExample (kernels/cpu/example_wire.py): equal to protobuf's
+decoding on the plain case, and None (protobuf decides) on everything else."""
+
+import numpy as np
+import pytest
+
+import flowgraph as tf
+from flowgraph.core.protos import Example
+from flowgraph.kernels.cpu import example_wire
+
+F32, I64 = np.float32, np.int64
+
+
+def _example(**features) -> bytes:
+    ex = Example()
+    for key, values in features.items():
+        values = np.asarray(values)
+        if values.dtype.kind == "f":
+            ex.features.feature[key].float_list.value.extend(values.tolist())
+        else:
+            ex.features.feature[key].int64_list.value.extend(values.tolist())
+    return ex.SerializeToString()
+
+
+def _by_protobuf(records, keys, kinds):
+    out = []
+    for key, kind in zip(keys, kinds):
+        rows = []
+        for r in records:
+            f = Example.FromString(r).features.feature[key]
+            rows.append(np.array(getattr(f, kind).value, F32 if kind == "float_list" else I64))
+        out.append(np.stack(rows))
+    return out
+
+
+def test_floats_and_int64s_of_a_batch_equal_protobufs_decoding():
+    rng = np.random.RandomState(0)
+    ints = [0, 1, 127, 128, 300, -1, -(2**63), 2**63 - 1, 2**35]
+    records = [
+        _example(x=rng.randn(5).astype(F32), y=rng.choice(ints, 3), z=np.array([i], I64))
+        for i in range(9)
+    ]
+    got = example_wire.dense_batch(records, ["x", "y", "z"], [F32, I64, I64], [5, 3, 1])
+    want = _by_protobuf(records, ["x", "y", "z"], ["float_list", "int64_list", "int64_list"])
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype
+        np.testing.assert_array_equal(g, w)
+
+
+def test_special_floats_and_empty_lists():
+    values = np.array([np.nan, -0.0, np.inf, -np.inf, 1e-45], F32)
+    records = [_example(x=values, e=np.zeros(0, F32))]
+    x, e = example_wire.dense_batch(records, ["x", "e"], [F32, F32], [5, 0])
+    assert x.tobytes() == values.tobytes() and e.shape == (1, 0)
+
+
+def _unpacked_float(key: bytes, value: float) -> bytes:
+    """An Example whose FloatList is not packed (tag 0x0D per value): legal, not the fast path."""
+    flist = b"\x0d" + np.float32(value).tobytes()  # FloatList.value, one 32-bit field
+    feature = b"\x12" + bytes([len(flist)]) + flist
+    entry = b"\x0a" + bytes([len(key)]) + key + b"\x12" + bytes([len(feature)]) + feature
+    features = b"\x0a" + bytes([len(entry)]) + entry
+    return b"\x0a" + bytes([len(features)]) + features
+
+
+@pytest.mark.parametrize(
+    "records, sizes",
+    [
+        ([_example(y=[1])], [2, 1]),  # key x missing
+        ([_example(x=[1.0, 2.0], y=[1.5])], [2, 1]),  # y has the wrong kind
+        ([_example(x=[1.0], y=[1])], [2, 1]),  # wrong count
+        ([_example(x=[1.0, 2.0], y=[1])[:-2]], [2, 1]),  # truncated
+        ([_example(x=[1.0, 2.0], y=[1]) + b"\x10\x01"], [2, 1]),  # unknown field
+        ([_example(x=[1.0, 2.0], y=[1], é=[1])], [2, 1]),  # non-ASCII key elsewhere
+    ],
+)
+def test_anything_but_the_plain_case_is_left_to_protobuf(records, sizes):
+    assert example_wire.dense_batch(records, ["x", "y"], [F32, I64], sizes) is None
+
+
+def test_unpacked_values_are_left_to_protobuf():
+    record = _unpacked_float(b"x", 2.5)
+    assert Example.FromString(record).features.feature["x"].float_list.value[0] == 2.5
+    assert example_wire.dense_batch([record], ["x"], [F32], [1]) is None
+
+
+def test_parse_example_falls_back_with_protobufs_results_and_errors():
+    serialized = tf.placeholder(tf.string, [None])
+    features = {
+        "x": tf.FixedLenFeature([2], tf.float32, default_value=[7.0, 8.0]),
+        "y": tf.FixedLenFeature([], tf.int64),
+    }
+    parsed = tf.parse_example(serialized, features)
+    plain = [_example(x=[1.0, 2.0], y=[3]), _example(x=[4.0, 5.0], y=[-6])]
+    missing = [plain[0], _example(y=[9])]
+    with tf.Session() as s:
+        out = s.run(parsed, {serialized: plain})
+        np.testing.assert_array_equal(out["x"], [[1, 2], [4, 5]])
+        np.testing.assert_array_equal(out["y"], [3, -6])
+        out = s.run(parsed, {serialized: missing})
+        np.testing.assert_array_equal(out["x"], [[1, 2], [7, 8]])
+        with pytest.raises(tf.errors.InvalidArgumentError, match="Could not parse example"):
+            s.run(parsed, {serialized: [plain[0][:-3]]})
