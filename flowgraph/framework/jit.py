@@ -4,7 +4,9 @@
 Ops get the attrs TensorFlow sets: `_XlaCompile` (whether to compile; `compile_ops` may be a
 callable of the op's NodeDef), `_XlaSeparateCompiledGradients`, and, for an outermost scope,
 `_XlaScope` = "jit_scope_<n>", which the fusion pass (runtime/passes/fusion.py) uses to keep
-separate scopes in separate clusters. Nested scopes share their outermost scope's name.
+separate scopes in separate clusters. Nested scopes share their outermost scope's name. The
+gradients of a marked op are marked too (`maybe_compile`, TF's `_MaybeCompile`): in the op's
+scope, or with `separate_compiled_gradients` in a scope of their own per gradient name scope.
 
 Example:
     with tf.xla.experimental.jit_scope():
@@ -59,3 +61,25 @@ def jit_scope(compile_ops=True, separate_compiled_gradients: bool = False):
             yield
     finally:
         counter.depth -= 1
+
+
+@contextlib.contextmanager
+def maybe_compile(graph, scope: str, op):
+    """Marks the ops created inside (the gradient of `op`, under name scope `scope`) for
+    compilation when `op` itself is marked."""
+    try:
+        compile_ = op.get_attr("_XlaCompile")
+        separate = op.get_attr("_XlaSeparateCompiledGradients")
+        xla_scope = op.get_attr("_XlaScope")
+    except ValueError:
+        compile_ = False
+    if not compile_:
+        yield
+        return
+    if isinstance(xla_scope, bytes):
+        xla_scope = xla_scope.decode()
+    if separate:
+        xla_scope = f"{xla_scope}_grad_{scope.rstrip('/').replace('/', '_')}"
+    attrs = {"_XlaCompile": AttrValue(b=True), "_XlaScope": AttrValue(s=xla_scope.encode())}
+    with graph._attr_scope(attrs):
+        yield

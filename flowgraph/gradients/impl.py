@@ -25,7 +25,7 @@ import contextlib
 import enum
 
 from flowgraph.core import dtypes
-from flowgraph.framework import convert, default_graph
+from flowgraph.framework import convert, default_graph, jit
 from flowgraph.framework.indexed_slices import IndexedSlices
 from flowgraph.framework.operation import Operation, Tensor
 from flowgraph.gradients import control_flow, registry, util
@@ -445,7 +445,7 @@ def _backprop_op(graph, op: Operation, grads: dict, stops: set, gate: bool, meth
     for i, g in enumerate(out_grads):
         if g is None and _is_trainable(op.outputs[i]):
             out_grads[i] = control_flow.zeros_for_output(op, i)
-    with graph.name_scope(op.name + "_grad"):
+    with graph.name_scope(op.name + "_grad") as scope, jit.maybe_compile(graph, scope, op):
         in_grads = grad_fn(op, *out_grads)
         in_grads = list(in_grads) if isinstance(in_grads, (list, tuple)) else [in_grads]
         if len(in_grads) != len(op.inputs):

@@ -22,6 +22,10 @@ def _example(**features) -> bytes:
     return ex.SerializeToString()
 
 
+def _spec(keys, types, sizes):
+    return example_wire.spec(tuple(keys), tuple(types), tuple(sizes))
+
+
 def _by_protobuf(records, keys, kinds):
     out = []
     for key, kind in zip(keys, kinds):
@@ -40,7 +44,7 @@ def test_floats_and_int64s_of_a_batch_equal_protobufs_decoding():
         _example(x=rng.randn(5).astype(F32), y=rng.choice(ints, 3), z=np.array([i], I64))
         for i in range(9)
     ]
-    got = example_wire.dense_batch(records, ["x", "y", "z"], [F32, I64, I64], [5, 3, 1])
+    got = example_wire.dense_batch(records, _spec(["x", "y", "z"], [F32, I64, I64], [5, 3, 1]))
     want = _by_protobuf(records, ["x", "y", "z"], ["float_list", "int64_list", "int64_list"])
     for g, w in zip(got, want):
         assert g.dtype == w.dtype
@@ -50,7 +54,7 @@ def test_floats_and_int64s_of_a_batch_equal_protobufs_decoding():
 def test_special_floats_and_empty_lists():
     values = np.array([np.nan, -0.0, np.inf, -np.inf, 1e-45], F32)
     records = [_example(x=values, e=np.zeros(0, F32))]
-    x, e = example_wire.dense_batch(records, ["x", "e"], [F32, F32], [5, 0])
+    x, e = example_wire.dense_batch(records, _spec(["x", "e"], [F32, F32], [5, 0]))
     assert x.tobytes() == values.tobytes() and e.shape == (1, 0)
 
 
@@ -75,13 +79,13 @@ def _unpacked_float(key: bytes, value: float) -> bytes:
     ],
 )
 def test_anything_but_the_plain_case_is_left_to_protobuf(records, sizes):
-    assert example_wire.dense_batch(records, ["x", "y"], [F32, I64], sizes) is None
+    assert example_wire.dense_batch(records, _spec(["x", "y"], [F32, I64], sizes)) is None
 
 
 def test_unpacked_values_are_left_to_protobuf():
     record = _unpacked_float(b"x", 2.5)
     assert Example.FromString(record).features.feature["x"].float_list.value[0] == 2.5
-    assert example_wire.dense_batch([record], ["x"], [F32], [1]) is None
+    assert example_wire.dense_batch([record], _spec(["x"], [F32], [1])) is None
 
 
 def test_parse_example_falls_back_with_protobufs_results_and_errors():

@@ -180,7 +180,7 @@ def test_broadcast_patterns_match_unfused(shapes):
     _same(fused, _run([u, w], feeds, jit=False)[0])
 
 
-def test_an_output_smaller_than_the_loop_runs_the_members_one_by_one():
+def test_outputs_of_different_shapes_get_a_loop_each():
     a = tf.placeholder(tf.float32, [4])
     b = tf.placeholder(tf.float32, [3, 4])
     small = tf.exp(a) * 2.0  # [4], fetched
@@ -332,9 +332,8 @@ def test_reads_of_a_variable_buffer_are_not_fused():
         assert s.run(r) == 3.0 and s.run(r) == 9.0
 
 
-def test_a_cluster_of_unrelated_shapes_runs_one_by_one():
-    """clip_by_global_norm scales tensors of different shapes by one shared scalar: a single
-    loop cannot cover them, the members' kernels run in turn."""
+def test_a_cluster_of_unrelated_shapes_gets_a_loop_per_shape():
+    """clip_by_global_norm scales tensors of different shapes by one shared scalar member."""
     ts = [tf.placeholder(tf.float32, s) for s in ((3, 2), (2, 2), (4,))]
     clipped, norm = tf.clip_by_global_norm(ts, 0.5)
     rng = np.random.RandomState(3)
@@ -342,3 +341,25 @@ def test_a_cluster_of_unrelated_shapes_runs_one_by_one():
     fused, ops = _run(clipped + [norm], feeds)
     assert "_FusedElementwise" in ops
     _same(fused, _run(clipped + [norm], feeds, jit=False)[0])
+
+
+def test_gradients_of_ops_in_a_jit_scope_are_marked_and_fused():
+    x = tf.placeholder(tf.float32, [4])
+    with tf.xla.experimental.jit_scope():
+        y = tf.tanh(x * 2.0) * 3.0
+    with tf.xla.experimental.jit_scope(separate_compiled_gradients=True):
+        z = tf.exp(x) * 2.0
+    (gy,) = tf.gradients(tf.reduce_sum(y), [x])
+    (gz,) = tf.gradients(tf.reduce_sum(z), [x])
+    scopes = {
+        (op.type, op.get_attr("_XlaScope"))
+        for op in tf.get_default_graph().get_operations()
+        if op.name.startswith("gradients") and "_XlaCompile" in op.node_def.attr
+    }
+    assert ("TanhGrad", y.op.get_attr("_XlaScope")) in scopes  # merged with the forward ops
+    assert any(s.startswith(z.op.get_attr("_XlaScope") + "_grad_") for _, s in scopes)
+    xs = np.linspace(-1, 1, 4).astype(np.float32)
+    (vy, vz), ops = _run([gy, gz], {x: xs}, jit=False)
+    assert "TanhGrad" not in ops and "_FusedElementwise" in ops
+    np.testing.assert_allclose(vy, 6 * (1 - np.tanh(2 * xs) ** 2), rtol=1e-5)
+    np.testing.assert_allclose(vz, 2 * np.exp(xs), rtol=1e-6)

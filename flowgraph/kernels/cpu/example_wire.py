@@ -20,12 +20,14 @@ int64_list = 3}, FloatList/Int64List{value = 1, packed: one length-delimited run
 
 from __future__ import annotations
 
+import functools
 import threading
 
 import numpy as np
 
 _TAG_1, _TAG_2, _TAG_3 = 0x0A, 0x12, 0x1A  # fields 1, 2, 3, length-delimited
 KIND_TAG = {np.dtype(np.float32): _TAG_2, np.dtype(np.int64): _TAG_3}
+_ZERO = np.zeros(1, np.int64)
 
 
 def _varint(buf, pos, end):
@@ -163,30 +165,56 @@ def _kernels():
     return _compiled["scan"], _compiled["int64s"]
 
 
-def dense_batch(records: list, keys: list, np_dtypes: list, sizes: list) -> list | None:
-    """Per key, a [len(records), size] array of its values; None if any record is not the
-    plain case (see the module docstring)."""
+class Spec:
+    """What a batch parse needs of its features, built once per (keys, dtypes, sizes)."""
+
+    def __init__(self, keys: tuple, np_dtypes: tuple, sizes: tuple):
+        encoded = [k.encode("utf-8") for k in keys]
+        key_len = np.array([len(k) for k in encoded], np.int64)
+        self.key_end = np.cumsum(key_len)
+        self.key_start = self.key_end - key_len
+        self.key_buf = np.frombuffer(b"".join(encoded) or b"\0", np.uint8)
+        self.tags = np.array([KIND_TAG[np.dtype(d)] for d in np_dtypes], np.uint8)
+        self.floats = [np.dtype(d) == np.float32 for d in np_dtypes]
+        self.sizes = sizes
+        self.gathers = [np.arange(4 * size) for size in sizes]  # byte offsets of a float row
+
+
+@functools.lru_cache(maxsize=256)
+def spec(keys: tuple, np_dtypes: tuple, sizes: tuple) -> Spec:
+    return Spec(keys, np_dtypes, sizes)
+
+
+def dense_batch(records: list, sp: Spec) -> list | None:
+    """Per key of `sp`, a [len(records), size] array of its values; None if any record is not
+    the plain case (see the module docstring)."""
     scan, int64s = _kernels()
-    lengths = np.fromiter((len(r) for r in records), np.int64, len(records))
-    rec_end = np.cumsum(lengths)
-    buf = np.frombuffer(b"".join(records), np.uint8)
-    encoded = [k.encode("utf-8") for k in keys]
-    key_len = np.array([len(k) for k in encoded], np.int64)
-    key_end = np.cumsum(key_len)
-    key_buf = np.frombuffer(b"".join(encoded) or b"\0", np.uint8)
-    tags = np.array([KIND_TAG[np.dtype(d)] for d in np_dtypes], np.uint8)
-    spans = np.empty((len(records), len(keys), 2), np.int64)
-    if not scan(buf, rec_end - lengths, rec_end, key_buf, key_end - key_len, key_end, tags, spans):
+    n = len(records)
+    if n == 1:
+        buf = np.frombuffer(records[0], np.uint8)
+        rec_start, rec_end = _ZERO, np.array([buf.size], np.int64)
+    else:
+        lengths = np.fromiter(map(len, records), np.int64, n)
+        rec_end = np.cumsum(lengths)
+        rec_start = rec_end - lengths
+        buf = np.frombuffer(b"".join(records), np.uint8)
+    spans = np.empty((n, len(sp.sizes), 2), np.int64)
+    if not scan(buf, rec_start, rec_end, sp.key_buf, sp.key_start, sp.key_end, sp.tags, spans):
         return None
     out = []
-    for k, (dtype, size) in enumerate(zip(np_dtypes, sizes)):
-        if np.dtype(dtype) == np.float32:
-            if np.any(spans[:, k, 1] - spans[:, k, 0] != 4 * size):
+    for k, size in enumerate(sp.sizes):
+        if sp.floats[k]:
+            first = spans[:, k, 0]
+            if np.any(spans[:, k, 1] - first != 4 * size):
                 return None
-            index = spans[:, k, :1] + np.arange(4 * size)
-            out.append(buf[index].view("<f4").astype(np.float32, copy=False))
+            if n == 1:
+                row = np.frombuffer(buf, "<f4", size, int(first[0]))
+                out.append(row.astype(np.float32).reshape(1, size))
+            else:
+                index = first[:, None] + sp.gathers[k]
+                out.append(buf[index].view("<f4").astype(np.float32, copy=False))
         else:
-            values = np.empty((len(records), size), np.int64)
+            values = np.empty((n, size), np.int64)
             if not int64s(buf, spans, k, size, values):
                 return None
             out.append(values)

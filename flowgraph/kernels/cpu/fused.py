@@ -3,12 +3,12 @@ element-wise nodes (the op: opdefs/fusion.py; the pass that forms clusters:
 runtime/passes/fusion.py; the loop's source: fused_codegen.py).
 
 A body is decoded once into a `Program`, shared by every node with the same body. Per distinct
-tuple of input shapes the program infers every member's shape by the member's own rule and picks
-a loop: flat when every full-size input has the loop's shape, strided otherwise (one index per
-dimension, size-1 dimensions read at stride 0). Shapes a member's rule rejects, and outputs the
-loop cannot write (smaller than the loop but larger than one element), run the members' own
-kernels one by one instead: the unfused results and the unfused errors (for shapes that do not
-broadcast), named after the member that raised them.
+tuple of input shapes the program infers every member's shape by the member's own rule and builds
+one loop per output shape over the members those outputs need: flat when every full-size input
+has the loop's shape, strided otherwise (one index per dimension, size-1 dimensions read at
+stride 0). Shapes a member's rule rejects run the members' own kernels one by one instead: the
+unfused results and the unfused errors (for shapes that do not broadcast), named after the
+member that raised them.
 """
 
 from __future__ import annotations
@@ -31,12 +31,12 @@ _programs: dict[bytes, Program] = {}
 _lock = threading.Lock()
 
 
-class _Plan:
-    """How one tuple of input shapes runs: the compiled loop and what to hand it."""
+class _Loop:
+    """One compiled loop of a plan: the outputs of one shape, and what to hand it."""
 
-    __slots__ = ("arg_scalar", "dims", "extent", "flat", "fn", "full", "inner", "outputs")
+    __slots__ = ("args", "dims", "extent", "flat", "fn", "full", "inner", "outputs")
 
-    def __init__(self, fn, flat: bool, full: tuple, arg_scalar: list, outputs: list):
+    def __init__(self, fn, flat: bool, full: tuple, args: list, outputs: list):
         self.fn = fn
         self.flat = flat  # one flat index over every full-size value
         self.full = full  # the loop's shape
@@ -44,8 +44,19 @@ class _Plan:
         size = math.prod(full)
         self.extent = size if flat else (full[0] if full else 1)  # what i0 runs over
         self.inner = max(1, size // max(self.extent, 1))  # elements per i0
-        self.arg_scalar = arg_scalar
-        self.outputs = outputs  # (shape, dtype, scalar) per output
+        self.args = args  # (input index, one element) per parameter
+        self.outputs = outputs  # indices into the plan's outputs
+
+
+class _Plan:
+    """How one tuple of input shapes runs: its loops, and the (shape, dtype, one element) of
+    each output."""
+
+    __slots__ = ("loops", "outputs")
+
+    def __init__(self, loops: list, outputs: list):
+        self.loops = loops
+        self.outputs = outputs
 
 
 class _Member:
@@ -106,7 +117,7 @@ class Program:
         return self._loop(ctx, plan, inputs)
 
     def _plan(self, shapes):
-        """Infers each value's shape; the loop that computes them, or _ONE_BY_ONE."""
+        """Infers each value's shape; the loops that compute the outputs, or _ONE_BY_ONE."""
         value_shapes = list(shapes)
         scalar = [math.prod(s) == 1 for s in shapes]
         for m in self.members:
@@ -118,42 +129,54 @@ class Program:
             except ValueError:
                 return _ONE_BY_ONE
             scalar.append(all(scalar[a] for a in m.args))
-        # flat: the full-size inputs share one shape, so every full-size value has its elements
-        # in the same order (broadcasting against one-element values adds only 1-dimensions)
-        full_args = [s for s, one in zip(shapes, scalar) if not one]
-        flat = all(s == full_args[0] for s in full_args)
-        if flat:
-            full = full_args[0] if full_args else ()
-        else:
-            try:  # members broadcast their own inputs; the loop needs all inputs at once
-                full = np.broadcast_shapes(*shapes)
-            except ValueError:
-                return _ONE_BY_ONE
-            if any(not scalar[v] and value_shapes[v] != full for v in self.outputs):
-                return _ONE_BY_ONE
-        ndim = 0 if not full_args else 1 if flat else len(full)
-        source = codegen.generate(self.num_args, self.members, self.outputs, scalar, ndim)
+        groups: dict = {}  # loop shape (None: one element) -> output indices
+        for k, v in enumerate(self.outputs):
+            groups.setdefault(None if scalar[v] else value_shapes[v], []).append(k)
+        loops = [self._loop_of(ks, shape, shapes, scalar) for shape, ks in groups.items()]
         outputs = [(value_shapes[v], self._dtype(v), scalar[v]) for v in self.outputs]
-        return _Plan(codegen.compile_source(source), flat, full, scalar[: self.num_args], outputs)
+        return _Plan(loops, outputs)
+
+    def _loop_of(self, ks: list, shape, shapes, scalar) -> _Loop:
+        """The loop computing outputs `ks` (all of `shape`) from the members they need."""
+        outs = [self.outputs[k] for k in ks]
+        needed, stack = set(), list(outs)
+        while stack:
+            v = stack.pop()
+            if v >= self.num_args and v not in needed:
+                needed.add(v)
+                stack.extend(self.members[v - self.num_args].args)
+        used = sorted(v - self.num_args for v in needed)
+        args = sorted({a for j in used for a in self.members[j].args if a < self.num_args})
+        full_args = [shapes[a] for a in args if not scalar[a]]
+        # flat: the full-size inputs share one shape, so every full-size value has its
+        # elements in the same order (broadcasting against one-element values adds 1-dims)
+        flat = all(s == full_args[0] for s in full_args)
+        full = (full_args[0] if full_args else ()) if flat else shape
+        ndim = 0 if not full_args else 1 if flat else len(full)
+        source = codegen.generate(self.num_args, self.members, args, used, outs, scalar, ndim)
+        fn = codegen.compile_source(source)
+        return _Loop(fn, flat, full, [(a, scalar[a]) for a in args], ks)
 
     def _dtype(self, value: int) -> np.dtype:
         return self.dtypes[value - self.num_args]
 
     def _loop(self, ctx, plan: _Plan, inputs):
-        args = []
-        for x, one in zip(inputs, plan.arg_scalar):
-            a = np.asarray(x)
-            args.append(a.reshape(-1) if one or plan.flat else np.broadcast_to(a, plan.full))
         outs = [np.empty(shape, dtype) for shape, dtype, _ in plan.outputs]
-        views = [
-            o.reshape(-1) if one or plan.flat else o for o, (_, _, one) in zip(outs, plan.outputs)
-        ]
-        fn, dims = plan.fn, plan.dims
+        for loop in plan.loops:
+            args = []
+            for a, one in loop.args:
+                x = np.asarray(inputs[a])
+                args.append(x.reshape(-1) if one or loop.flat else np.broadcast_to(x, loop.full))
+            views = [
+                outs[k].reshape(-1) if plan.outputs[k][2] or loop.flat else outs[k]
+                for k in loop.outputs
+            ]
+            fn, dims = loop.fn, loop.dims
 
-        def block(lo: int, hi: int) -> None:
-            fn(lo, hi, *dims, *args, *views)
+            def block(lo: int, hi: int, fn=fn, dims=dims, args=args, views=views) -> None:
+                fn(lo, hi, *dims, *args, *views)
 
-        parallel_for(ctx, plan.extent, ELEMENT_COST * plan.inner, block)
+            parallel_for(ctx, loop.extent, ELEMENT_COST * loop.inner, block)
         results = [o if o.ndim else o[()] for o in outs]
         return results[0] if len(results) == 1 else tuple(results)
 

@@ -11,7 +11,8 @@ arithmetic rounds after each op as the unfused kernels do (numba would otherwise
 The loop is specialized on the *broadcast pattern*: values whose inputs all have one element are
 computed once before the loop ("scalars"); the others are indexed by the loop, either over one
 flat index (every full-size input has the output's shape) or over one index per dimension of the
-output with size-1 dimensions read at stride 0 (NumPy's `broadcast_to` views). Sources are cached
+output with size-1 dimensions read at stride 0 (NumPy's `broadcast_to` views). Outputs of
+different shapes get one loop each, over the members they need. Sources are cached
 by their text, which names the ops, dtypes, pattern and rank, and compiled once per process; the
 compiled code is also cached on disk by numba (`$XDG_CACHE_HOME/flowgraph/fusion`), as for the
 loops of kernels/cpu/loops.py.
@@ -135,27 +136,31 @@ def _constructor(dtype: np.dtype) -> str:
     return f"np.{np.dtype(dtype).name}" if dtype != np.bool_ else "np.bool_"
 
 
-def generate(num_args: int, members, outputs, scalar, ndim: int) -> str:
-    """The source of `fused(lo, hi, d1, ..., a0, ..., o0, ...)`.
+def generate(num_args: int, members, args, used, outputs, scalar, ndim: int) -> str:
+    """The source of `fused(lo, hi, d1, ..., a<v> ..., o0, ...)`: one loop computing `outputs`.
 
-    `scalar[v]` says value v has one element (read as `a[0]`, computed before the loop); the
-    others are indexed by `ndim` loop indices (i0 from lo to hi, i1 .. over d1 ..). Scalar
-    outputs are written once, as `o[0]`."""
+    `args` are the input value ids it reads (its parameters, in order), `used` the indices of
+    the members it computes (in order: the cone of its outputs). `scalar[v]` says value v has
+    one element (read as `a[0]`, computed before the loop); the others are indexed by `ndim`
+    loop indices (i0 from lo to hi, i1 .. over d1 ..). Scalar outputs are written as `o[0]`."""
     dims = [f"d{k}" for k in range(1, ndim)]
-    params = ["lo", "hi", *dims] + [f"a{i}" for i in range(num_args)]
+    params = ["lo", "hi", *dims] + [f"a{v}" for v in args]
     params += [f"o{k}" for k in range(len(outputs))]
-    name = [f"x{i}" for i in range(num_args)] + [f"v{j}" for j in range(len(members))]
     head = [f"def fused({', '.join(params)}):"]
     body = []
     index = ", ".join(f"i{k}" for k in range(ndim))
-    for i in range(num_args):
-        (head if scalar[i] else body).append(f"x{i} = a{i}[{'0' if scalar[i] else index}]")
-    for j, m in enumerate(members):
-        v = num_args + j
-        line = f"v{j} = {expression(m, [name[a] for a in m.args])}"
+
+    def name(v):
+        return f"x{v}" if v < num_args else f"v{v}"
+
+    for v in args:
+        (head if scalar[v] else body).append(f"x{v} = a{v}[{'0' if scalar[v] else index}]")
+    for j in used:
+        m, v = members[j], num_args + j
+        line = f"v{v} = {expression(m, [name(a) for a in m.args])}"
         (head if scalar[v] else body).append(line)
     for k, v in enumerate(outputs):
-        (head if scalar[v] else body).append(f"o{k}[{'0' if scalar[v] else index}] = {name[v]}")
+        (head if scalar[v] else body).append(f"o{k}[{'0' if scalar[v] else index}] = {name(v)}")
     lines = head[:1] + ["    " + s for s in head[1:]]
     if body:
         indent = "    "

@@ -188,17 +188,30 @@ def _dense_fast(flat, sparse_keys, dense_keys, dense_types, dense_shapes) -> lis
     None where that fast path does not apply."""
     if sparse_keys or not dense_keys or not all(isinstance(r, bytes) for r in flat):
         return None
-    if not all(t in (dtypes.float32, dtypes.int64) for t in dense_types):
+    layout = _fast_layout(
+        tuple(dense_keys),
+        tuple(dense_types),
+        tuple(tuple(s.as_list()) if s.rank is not None else None for s in dense_shapes),
+    )
+    if layout is None:
         return None
-    dims = [tuple(s.as_list()) if s.rank is not None else (None,) for s in dense_shapes]
-    if any(d is None for dims_ in dims for d in dims_):
-        return None
-    sizes = [int(np.prod(d, dtype=np.int64)) for d in dims]
-    np_types = [t.as_numpy_dtype for t in dense_types]
-    out = example_wire.dense_batch(list(flat), list(dense_keys), np_types, sizes)
+    sp, dims = layout
+    out = example_wire.dense_batch(list(flat), sp)
     if out is None:
         return None
     return [a.reshape(len(flat), *d) for a, d in zip(out, dims)]
+
+
+@functools.lru_cache(maxsize=256)
+def _fast_layout(keys: tuple, types: tuple, dims: tuple):
+    """(example_wire.Spec, shapes) of features the fast path reads; None if it cannot."""
+    if not all(t in (dtypes.float32, dtypes.int64) for t in types):
+        return None
+    if any(d is None or None in d for d in dims):
+        return None
+    sizes = tuple(int(np.prod(d, dtype=np.int64)) for d in dims)
+    np_types = tuple(t.as_numpy_dtype for t in types)
+    return example_wire.spec(keys, np_types, sizes), dims
 
 
 def _keys(values) -> list:
