@@ -113,7 +113,7 @@ def _ops_of(dtype):
     arity.update(LogicalAnd=2, LogicalOr=2)
     d = np.dtype(dtype)
     for op, row in sorted(fused_codegen.ELEMENTWISE.items()):
-        if op not in ("SelectV2", "Cast") and d in row.dtypes:
+        if op not in ("SelectV2", "Cast", "AddN", "BiasAdd") and d in row.dtypes:
             yield op, arity.get(op, 1)
 
 
@@ -155,6 +155,26 @@ def test_select_and_casts_fuse_with_unfused_results():
     fused, ops = _run(fetches, feeds)
     assert "Select" not in ops and "SelectV2" not in ops and ops.count("Cast") == 1
     _same(fused, _run(fetches, feeds, jit=False)[0])
+
+
+def test_add_n_and_bias_add_fuse_and_keep_their_shape_rules():
+    x = tf.placeholder(tf.float32, None)
+    b = tf.placeholder(tf.float32, None)
+    h = tf.nn.relu(tf.nn.bias_add(x * 2.0, b))
+    s = tf.add_n([h, x, h * 0.5])
+    xs, bs = np.arange(12, dtype=np.float32).reshape(4, 3) - 5, np.array([1, -2, 3], np.float32)
+    fused, ops = _run([h, s], {x: xs, b: bs})
+    assert ops.count("_FusedElementwise") == 1 and "AddN" not in ops and "BiasAdd" not in ops
+    _same(fused, _run([h, s], {x: xs, b: bs}, jit=False)[0])
+    for bad in ({x: xs, b: bs[:2]}, {x: xs[0], b: bs}):  # bias length; value of rank 1
+        for jit in (True, False):
+            with pytest.raises(errors.InvalidArgumentError):
+                _run(s, bad, jit=jit)
+    y = tf.placeholder(tf.float32, None)
+    t = tf.add_n([x * 2.0, y])
+    for jit in (True, False):
+        with pytest.raises(errors.InvalidArgumentError, match="same size and shape"):
+            _run(t, {x: xs, y: bs}, jit=jit)
 
 
 @pytest.mark.parametrize(

@@ -79,6 +79,19 @@ class _Member:
         return bind(find_kernel(self.op, "CPU", self.attrs), ctx)
 
 
+def _shape(rule: str, ins: list) -> tuple | None:
+    """A member's output shape by its op's rule; None where the op rejects the shapes."""
+    if rule == "same":
+        return ins[0] if all(s == ins[0] for s in ins) else None
+    if rule == "bias":
+        value, bias = ins
+        return value if len(value) >= 2 and bias == value[-1:] else None
+    try:
+        return np.broadcast_shapes(*ins)
+    except ValueError:
+        return None
+
+
 class Program:
     """A decoded body: members in order (`codegen.Member`s over value ids), the value ids of the
     outputs, and per input-shape tuple its `_Plan`."""
@@ -121,13 +134,10 @@ class Program:
         value_shapes = list(shapes)
         scalar = [math.prod(s) == 1 for s in shapes]
         for m in self.members:
-            ins = [value_shapes[a] for a in m.args]
-            if codegen.ELEMENTWISE[m.op].same_shape and any(s != ins[0] for s in ins):
+            shape = _shape(codegen.ELEMENTWISE[m.op].shape_rule, [value_shapes[a] for a in m.args])
+            if shape is None:
                 return _ONE_BY_ONE
-            try:
-                value_shapes.append(np.broadcast_shapes(*ins))
-            except ValueError:
-                return _ONE_BY_ONE
+            value_shapes.append(shape)
             scalar.append(all(scalar[a] for a in m.args))
         groups: dict = {}  # loop shape (None: one element) -> output indices
         for k, v in enumerate(self.outputs):

@@ -39,11 +39,13 @@ _NB = _N | _B
 class Row:
     """How one op is computed inside a fused loop.
 
-    `same_shape`: the op requires equal input shapes (no broadcasting), as ReluGrad does."""
+    `shape_rule`: how the output shape follows from the inputs' (and which shapes the op
+    rejects): "broadcast" (NumPy's rule), "same" (equal shapes, as ReluGrad and AddN require)
+    or "bias" (BiasAdd: a vector as long as the last dimension of a value of rank >= 2)."""
 
     template: str
     dtypes: frozenset  # the input dtypes it accepts
-    same_shape: bool = False
+    shape_rule: str = "broadcast"
 
 
 def _maximum(cmp: str) -> str:
@@ -82,7 +84,9 @@ ELEMENTWISE = {
     "Sigmoid": Row("{T}(1) / ({T}(1) + np.exp(-{0}))", _F),
     "Relu": Row("{T}(0) if {0} < 0 else {0}", _N),  # TF's x < 0 ? 0 : x (NaN passes)
     # gradient ops: ReluGrad(dy, x) multiplies by the 0/1 mask as its kernel does (NaN stays)
-    "ReluGrad": Row("{0} * ({1} > 0)", _N, same_shape=True),
+    "ReluGrad": Row("{0} * ({1} > 0)", _N, "same"),
+    "AddN": Row("", _N, "same"),  # {0} + {1} + ... in order, as its kernel adds
+    "BiasAdd": Row("{0} + {1}", _N, "bias"),
     "TanhGrad": Row("{1} * ({T}(1) - {0} * {0})", _F),
     "SigmoidGrad": Row("{1} * ({0} * ({T}(1) - {0}))", _F),
     "Less": Row("{0} < {1}", _N),
@@ -99,8 +103,8 @@ ELEMENTWISE = {
 }
 
 
-def fusable(op: str, input_dtypes, output_dtypes) -> bool:
-    """Whether a node of `op` with these (NumPy) dtypes can be a member of a fused loop."""
+def fusable(op: str, input_dtypes, output_dtypes, attrs=None) -> bool:
+    """Whether a node of `op` with these (NumPy) dtypes and attrs can be a member of a loop."""
     row = ELEMENTWISE.get(op)
     if row is None or len(output_dtypes) != 1:
         return False
@@ -110,6 +114,8 @@ def fusable(op: str, input_dtypes, output_dtypes) -> bool:
         return ins[0] in _NB and out in _N and not (ins[0] in _F and out not in _F)
     if op == "SelectV2":
         return ins[0] in _B and all(d in _NB for d in ins[1:])
+    if op == "BiasAdd" and (attrs or {}).get("data_format", "NHWC") not in ("NHWC", b"NHWC"):
+        return False
     return all(d in row.dtypes for d in ins) and out in _NB
 
 
@@ -126,7 +132,10 @@ class Member:
 
 def expression(member: Member, names: list) -> str:
     """The numba expression of `member` over the variables `names` of its inputs."""
-    text = ELEMENTWISE[member.op].template.format(*names, T=_constructor(member.dtype))
+    if member.op == "AddN":
+        text = " + ".join(names)
+    else:
+        text = ELEMENTWISE[member.op].template.format(*names, T=_constructor(member.dtype))
     if member.dtype == np.bool_:
         return text
     return f"{_constructor(member.dtype)}({text})"

@@ -77,7 +77,10 @@ def _candidate(n: Node, global_jit_on: bool, keep: frozenset, by_name: dict) -> 
     if any(t.is_ref_dtype for t in types) or not all(_numpy_type(t) for t in types):
         return False
     return fused_codegen.fusable(
-        n.op, [_numpy_type(t) for t in n.input_types], [_numpy_type(t) for t in n.output_types]
+        n.op,
+        [_numpy_type(t) for t in n.input_types],
+        [_numpy_type(t) for t in n.output_types],
+        n.attrs,
     )
 
 
