@@ -30,7 +30,8 @@ from flowgraph.runtime.passes import rules
 from flowgraph.runtime.passes.static_shapes import StaticShapes
 
 _FRESH = frozenset({"Add", "AddV2", "Sub", "Mul", "MatMul"})  # results never alias inputs
-_NEUTRAL = {"Mul": (1, (0, 1)), "Add": (0, (0, 1)), "AddV2": (0, (0, 1)), "Sub": (0, (0,))}
+# op -> (the neutral constant, the input positions where it is neutral)
+_NEUTRAL = {"Mul": (1, (0, 1)), "Add": (0, (0, 1)), "AddV2": (0, (0, 1)), "Sub": (0, (1,))}
 
 
 def simplify_arithmetic(nodes: list[Node], keep: frozenset, feed_shapes: dict) -> list[Node]:
