@@ -114,8 +114,11 @@ def _too_large(n: Node, props, max_bytes) -> bool:
 
 
 def _as_value(v, t: dtypes.DType) -> np.ndarray:
-    """The kernel's output as the read-only array a Const of type `t` holds."""
+    """The kernel's output as the read-only array a Const of type `t` holds; a TypeError if a
+    Const could not hold it (a string tensor holds only bytes or str)."""
     v = np.array(v, dtype=t.as_numpy_dtype)
+    if t.base_dtype == dtypes.string and not all(isinstance(e, (bytes, str)) for e in v.flat):
+        raise TypeError(f"a string tensor of {v.dtype} elements")
     v.flags.writeable = False
     return v
 
