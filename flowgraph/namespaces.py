@@ -178,6 +178,7 @@ from flowgraph.ops import image_geometry as _image_geometry  # noqa: E402
 from flowgraph.ops import image_measures as _image_measures  # noqa: E402
 
 from flowgraph.ops import array_nd as _array_nd  # noqa: E402
+from flowgraph.ops import image_resample as _image_resample  # noqa: E402
 
 image = _namespace(
     "image",
@@ -186,6 +187,7 @@ image = _namespace(
     _image_color,
     _image_geometry,
     _image_measures,
+    _image_resample,
     **_array_nd.IMAGE,
 )
 

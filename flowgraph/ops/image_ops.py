@@ -34,6 +34,9 @@ __all__ = [
     "random_crop",
     "random_flip_left_right",
     "random_flip_up_down",
+    "resize",
+    "resize_area",
+    "resize_bicubic",
     "resize_bilinear",
     "resize_images",
     "resize_nearest_neighbor",
@@ -170,6 +173,33 @@ def resize_nearest_neighbor(images, size, align_corners=False, half_pixel_center
     ).outputs[0]
 
 
+def resize_bicubic(images, size, align_corners=False, half_pixel_centers=False, name=None):
+    """Bicubic resize (TF's cubic convolution, a = -0.75; Keys' a = -0.5 with half-pixel
+    centers) of [batch, height, width, channels] images; float32 out."""
+    return apply_op(
+        "ResizeBicubic",
+        [images, _size(size)],
+        name=name,
+        align_corners=align_corners,
+        half_pixel_centers=half_pixel_centers,
+    ).outputs[0]
+
+
+def resize_area(images, size, align_corners=False, name=None):
+    """Area resize: each output pixel is the mean of the input area it covers; float32 out."""
+    return apply_op(
+        "ResizeArea", [images, _size(size)], name=name, align_corners=align_corners
+    ).outputs[0]
+
+
+_RESIZERS = {
+    ResizeMethod.BILINEAR: resize_bilinear,
+    ResizeMethod.NEAREST_NEIGHBOR: resize_nearest_neighbor,
+    ResizeMethod.BICUBIC: resize_bicubic,
+    ResizeMethod.AREA: resize_area,
+}
+
+
 def resize_images(
     images,
     size,
@@ -184,13 +214,13 @@ def resize_images(
     graph = default_graph.get()
     with graph.name_scope(name or "resize_images"):
         batch, added = _as_batch(images)
-        if method == ResizeMethod.BILINEAR:
-            out = resize_bilinear(batch, size, align_corners=align_corners)
-        elif method == ResizeMethod.NEAREST_NEIGHBOR:
-            out = resize_nearest_neighbor(batch, size, align_corners=align_corners)
-        else:
-            raise NotImplementedError(f"resize_images method {method} (bicubic/area)")
+        if method not in _RESIZERS:
+            raise ValueError(f"Resize method is not implemented: {method!r}")
+        out = _RESIZERS[method](batch, size, align_corners=align_corners)
         return array_ops.squeeze(out, [0]) if added else out
+
+
+resize = resize_images  # TF 1.x's tf.image.resize is resize_images
 
 
 # -- flips and crops ------------------------------------------------------------------------------

@@ -46,12 +46,16 @@ def _truncate(x):
 _TRUNCATING = {"MatMul", "BatchMatMul", "BatchMatMulV2"}
 
 
-def _wrap(kdef):
+def _wrap(kdef, rounded: list[bool]):
+    """`rounded[i]`: output i has the bfloat16 type attr (a fixed float output, such as
+    ResizeBilinear's, stays float32)."""
     to_bf16 = _truncate if kdef.op_type in _TRUNCATING else _round
 
     def kernel(ctx, *args):
         out = kdef.fn(ctx, *(_widen(a) for a in args))
-        return tuple(to_bf16(o) for o in out) if isinstance(out, tuple) else to_bf16(out)
+        if isinstance(out, tuple):
+            return tuple(to_bf16(o) if r else o for o, r in zip(out, rounded))
+        return to_bf16(out) if rounded[0] else out
 
     kernel.__name__ = f"{kdef.fn.__name__}_bfloat16"
     kernel.__doc__ = f"{kdef.op_type} on bfloat16: the float32 kernel, rounded back."
@@ -84,7 +88,7 @@ def register_all():
                 type_attr=attr,
                 expensive=kdef.expensive,
                 intra_op=kdef.intra_op,
-            )(_wrap(kdef))
+            )(_wrap(kdef, [arg.type_attr == attr for arg in op_def.outputs] or [False]))
 
 
 register_all()

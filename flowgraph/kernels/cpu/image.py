@@ -196,7 +196,7 @@ def _check_resize(ctx, images, size):
     out_h, out_w = int(size[0]), int(size[1])
     if out_h <= 0 or out_w <= 0:
         raise _invalid(f"output dimensions must be positive, got {[out_h, out_w]}")
-    if ctx.attrs["align_corners"] and ctx.attrs["half_pixel_centers"]:
+    if ctx.attrs["align_corners"] and ctx.attrs.get("half_pixel_centers"):  # ResizeArea: none
         raise _invalid("If half_pixel_centers is True, align_corners must be False.")
     return images, out_h, out_w
 
