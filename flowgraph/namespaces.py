@@ -26,6 +26,7 @@ from flowgraph.ops import metrics_at_k as _metrics_at_k
 from flowgraph.ops import metrics_means as _metrics_means
 from flowgraph.ops import metrics_thresholds as _metrics_thresholds
 from flowgraph.ops import nn as _nn
+from flowgraph.ops import nn_conv3d as _nn_conv3d
 from flowgraph.ops import random as _random
 from flowgraph.ops import reduction as _reduction
 from flowgraph.ops import rnn as _rnn
@@ -48,7 +49,7 @@ def _namespace(name: str, *modules, **extra) -> types.ModuleType:
     return ns
 
 
-nn = _namespace("nn", _nn, _rnn, _dynamic_rnn, rnn_cell=_rnn_cell)
+nn = _namespace("nn", _nn, _nn_conv3d, _rnn, _dynamic_rnn, rnn_cell=_rnn_cell)
 math = _namespace("math", _math, _reduction, _special_math, **_special_math.MATH_ONLY)
 linalg = _namespace("linalg", **_linalg.LINALG, **_linalg_decomp.LINALG)
 losses = _namespace("losses", _losses)

@@ -40,4 +40,5 @@ from flowgraph.gradients import functional  # noqa: F401  (function calls)
 from flowgraph.gradients import special_math  # noqa: F401
 from flowgraph.gradients import linalg_decomp  # noqa: F401
 from flowgraph.gradients import array_nd  # noqa: F401
+from flowgraph.gradients import nn_conv3d  # noqa: F401
 from flowgraph.gradients import array_space  # noqa: F401

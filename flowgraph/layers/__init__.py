@@ -9,6 +9,16 @@ from flowgraph.layers.convolutional import (
     conv2d,
     max_pooling2d,
 )
+from flowgraph.layers.convolutional3d import (
+    AveragePooling3D,
+    Conv3D,
+    Conv3DTranspose,
+    MaxPooling3D,
+    average_pooling3d,
+    conv3d,
+    conv3d_transpose,
+    max_pooling3d,
+)
 from flowgraph.layers.convolutional_variants import (
     AveragePooling1D,
     Conv1D,
@@ -56,4 +66,14 @@ __all__ += [
     "max_pooling1d",
     "separable_conv1d",
     "separable_conv2d",
+]
+__all__ += [
+    "AveragePooling3D",
+    "Conv3D",
+    "Conv3DTranspose",
+    "MaxPooling3D",
+    "average_pooling3d",
+    "conv3d",
+    "conv3d_transpose",
+    "max_pooling3d",
 ]
