@@ -91,6 +91,7 @@ from flowgraph.ops.norms import *  # noqa: F403
 from flowgraph.ops.confusion_matrix import *  # noqa: F403
 from flowgraph.ops.check_ops import *  # noqa: F403
 from flowgraph.ops.template import make_template  # noqa: E402
+from flowgraph.train.loops import matching_files  # noqa: E402
 from flowgraph.gradients import *  # noqa: F403
 from flowgraph.session.default_session import get as get_default_session
 from flowgraph.session.session import InteractiveSession, Session

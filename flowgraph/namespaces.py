@@ -204,6 +204,7 @@ from flowgraph.ops import candidate_sampling as _candidate_sampling  # noqa: E40
 from flowgraph.ops import clip as _clip  # noqa: E402
 from flowgraph.ops import data_flow as _data_flow  # noqa: E402
 from flowgraph.ops import norms as _norms  # noqa: E402
+from flowgraph.train import loops as _loops  # noqa: E402
 
 _SECOND_HOMES = {
     math: {
@@ -232,6 +233,7 @@ _SECOND_HOMES = {
         "deserialize_many_sparse": _sparse.deserialize_many_sparse,
         "serialize_many_sparse": _sparse.serialize_many_sparse,
         "serialize_sparse": _sparse.serialize_sparse,
+        "matching_files": _loops.matching_files,
     },
     initializers: {"tables_initializer": _lookup_ops.tables_initializer},
     random: {

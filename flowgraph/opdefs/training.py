@@ -73,6 +73,8 @@ APPLY_OPS = {
         ["var*", "accum*", "linear*", "grad", "lr", "l1", "l2", "l2_shrinkage", "lr_power"],
         ["multiply_linear_by_lr: bool = false"],
     ),
+    "ApplyProximalGradientDescent": (["var*", "alpha", "l1", "l2", "delta"], []),
+    "ApplyProximalAdagrad": (["var*", "accum*", "lr", "l1", "l2", "grad"], []),
 }
 
 # op type (the SparseApply* form) -> (input names, extra attrs).
@@ -116,6 +118,8 @@ SPARSE_APPLY_OPS = {
         ],
         ["multiply_linear_by_lr: bool = false"],
     ),
+    "SparseApplyProximalGradientDescent": (["var*", "alpha", "l1", "l2", "grad", "indices"], []),
+    "SparseApplyProximalAdagrad": (["var*", "accum*", "lr", "l1", "l2", "grad", "indices"], []),
 }
 
 # Element types the update kernels compute in (TF registers its CPU kernels for these).

@@ -106,6 +106,12 @@ from flowgraph.train.learning_rate_decay import (
     piecewise_constant_decay,
     polynomial_decay,
 )
+from flowgraph.train.loops import (
+    basic_train_loop,
+    checkpoints_iterator,
+    match_filenames_once,
+    wait_for_new_checkpoint,
+)
 from flowgraph.train.meta_graph import export_meta_graph, import_meta_graph
 from flowgraph.train.monitored_session import (
     ChiefSessionCreator,
@@ -124,6 +130,7 @@ from flowgraph.train.optimizers import (
     MomentumOptimizer,
     RMSPropOptimizer,
 )
+from flowgraph.train.proximal import ProximalAdagradOptimizer, ProximalGradientDescentOptimizer
 from flowgraph.train.queue_runner import QueueRunner, add_queue_runner, start_queue_runners
 from flowgraph.train.saver import Saver
 from flowgraph.train.scaffold import Scaffold
@@ -152,9 +159,13 @@ __all__ = [
     "GradientDescentOptimizer",
     "MomentumOptimizer",
     "Optimizer",
+    "ProximalAdagradOptimizer",
+    "ProximalGradientDescentOptimizer",
     "RMSPropOptimizer",
     "assert_global_step",
     "assign_moving_average",
+    "basic_train_loop",
+    "checkpoints_iterator",
     "cosine_decay",
     "cosine_decay_restarts",
     "create_global_step",
@@ -164,6 +175,7 @@ __all__ = [
     "global_step",
     "inverse_time_decay",
     "linear_cosine_decay",
+    "match_filenames_once",
     "natural_exp_decay",
     "noisy_linear_cosine_decay",
     "piecewise_constant",
@@ -171,6 +183,7 @@ __all__ = [
     "polynomial_decay",
     "slot_creator",
     "training_ops",
+    "wait_for_new_checkpoint",
 ]
 __all__ += [
     "BytesList",

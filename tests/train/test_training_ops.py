@@ -17,6 +17,8 @@ from train_references import (
     ref_ftrl,
     ref_gd,
     ref_momentum,
+    ref_proximal_adagrad,
+    ref_proximal_gd,
     ref_rms_prop,
 )
 
@@ -68,8 +70,11 @@ CASES = {
         ["accum", "linear"],
         {"lr": 0.1, "l1": 0.05, "l2": 0.2, "l2_shrinkage": 0.1, "lr_power": -0.7},
     ),
+    "ApplyProximalGradientDescent": (ref_proximal_gd, [], {"alpha": 0.1, "l1": 0.3, "l2": 0.2}),
+    "ApplyProximalAdagrad": (ref_proximal_adagrad, ["accum"], {"lr": 0.1, "l1": 0.3, "l2": 0.2}),
 }
 SPARSE = ["Momentum", "Adagrad", "Adadelta", "RMSProp", "CenteredRMSProp", "Ftrl", "FtrlV2"]
+SPARSE += ["ProximalGradientDescent", "ProximalAdagrad"]
 TOL = {np.float16: (2e-2, 2e-2), np.float32: (2e-5, 1e-6), np.float64: (1e-12, 1e-14)}
 
 
@@ -101,7 +106,8 @@ def _run(op_type, slots, coefs, grad, dtype, indices=None, resource=False, **att
                 inits.append(apply_op("Assign", [refs[n], arr]))
         grad_ph = tf.placeholder(tf.as_dtype(dtype), np.shape(grad))
         inputs = {n: tf.constant(np.asarray(v, dtype)) for n, v in coefs.items()}
-        inputs["delta" if op_type.endswith("GradientDescent") else "grad"] = grad_ph
+        dense_gd = op_type.removeprefix("Resource").startswith("Apply")
+        inputs["delta" if dense_gd and op_type.endswith("GradientDescent") else "grad"] = grad_ph
         if indices is not None:
             inputs["indices"] = tf.constant(indices)
         fn = getattr(training_ops, snake_case(("Resource" if resource else "") + op_type))
@@ -238,7 +244,15 @@ def test_sparse_momentum_nesterov_on_3d_rows():
     )
 
 
-@pytest.mark.parametrize("op_type", ["ApplyAdam", "SparseApplyAdagrad"])
+@pytest.mark.parametrize(
+    "op_type",
+    [
+        "ApplyAdam",
+        "SparseApplyAdagrad",
+        "ApplyProximalAdagrad",
+        "SparseApplyProximalGradientDescent",
+    ],
+)
 def test_resource_forms(op_type):
     rule = op_type.replace("SparseApply", "").replace("Apply", "")
     ref, names, coefs = CASES["Apply" + rule]

@@ -62,3 +62,18 @@ def ref_ftrl(s, c, g, a):
     quadratic = new_accum ** (-p) / lr + 2 * l2
     var = np.where(np.abs(linear) > l1, (np.sign(linear) * l1 - linear) / quadratic, 0.0)
     return {"var": var, "accum": new_accum, "linear": linear}
+
+
+def _fobos(prox, step, l1, l2):
+    """The proximal step of l1 |w| + l2 / 2 |w|^2 after a gradient step of size `step`."""
+    return np.sign(prox) * np.maximum(np.abs(prox) - step * max(l1, 0.0), 0.0) / (1 + step * l2)
+
+
+def ref_proximal_gd(s, c, g, a):
+    return {"var": _fobos(s["var"] - c["alpha"] * g, c["alpha"], c["l1"], c["l2"])}
+
+
+def ref_proximal_adagrad(s, c, g, a):
+    accum = s["accum"] + g * g
+    step = c["lr"] / np.sqrt(accum)
+    return {"var": _fobos(s["var"] - step * g, step, c["l1"], c["l2"]), "accum": accum}

@@ -197,6 +197,38 @@ def ftrl(a, s, c, g):
     return ("var", "accum", "linear")
 
 
+def _proximal_step(var, prox, threshold, shrink) -> None:
+    """var = sign(prox) * max(|prox| - threshold, 0) / shrink (soft thresholding, the proximal
+    step of the L1 term; threshold 0 without L1) and the L2 term's shrinkage."""
+    if np.any(threshold > 0):
+        np.subtract(np.abs(prox), threshold, out=var)
+        np.maximum(var, 0, out=var)
+        var *= np.sign(prox)
+    else:
+        var[...] = prox
+    var /= shrink
+
+
+def proximal_gradient_descent(a, s, c, g):
+    """FOBOS with a fixed step: prox = var - alpha * g, then the L1/L2 proximal step."""
+    var, alpha = s["var"], c["alpha"]
+    prox = var - g * alpha
+    l1 = max(0, c["l1"])
+    _proximal_step(var, prox, alpha * l1, 1 + alpha * c["l2"])
+    return ("var",)
+
+
+def proximal_adagrad(a, s, c, g):
+    """FOBOS with Adagrad's per-coordinate step lr / sqrt(accum), accum += g^2 first."""
+    var, accum = s["var"], s["accum"]
+    accum += g * g
+    step = c["lr"] / np.sqrt(accum)
+    prox = var - g * step
+    l1 = max(0, c["l1"])
+    _proximal_step(var, prox, step * l1, 1 + c["l2"] * step)
+    return ("var", "accum")
+
+
 RULES = {
     "GradientDescent": gradient_descent,
     "Momentum": momentum,
@@ -207,6 +239,8 @@ RULES = {
     "Adam": adam,
     "Ftrl": ftrl,
     "FtrlV2": ftrl,
+    "ProximalGradientDescent": proximal_gradient_descent,
+    "ProximalAdagrad": proximal_adagrad,
 }
 
 
