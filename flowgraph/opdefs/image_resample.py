@@ -134,3 +134,43 @@ register_op(
         shape_fn=_draw_shape,
     )
 )
+
+
+def _distorted_box_shape(ctx):
+    """begin and size: [3] vectors for tf.slice; bboxes [1, 1, 4]."""
+    ctx.input_shapes[0].with_rank(1)
+    ctx.input_shapes[1].with_rank(3)
+    for extra in ctx.input_shapes[2:]:  # V2's min_object_covered
+        extra.with_rank(0)
+    return [TensorShape([3]), TensorShape([3]), TensorShape([1, 1, 4])]
+
+
+_DISTORT_ATTRS = [
+    "T: {uint8, int8, int16, int32, int64}",
+    "seed: int = 0",
+    "seed2: int = 0",
+    "aspect_ratio_range: list(float) = [0.75, 1.33]",
+    "area_range: list(float) = [0.05, 1.0]",
+    "max_attempts: int = 100",
+    "use_image_if_no_bounding_boxes: bool = false",
+]
+register_op(
+    OpDef(
+        "SampleDistortedBoundingBoxV2",
+        inputs=["image_size: T", "bounding_boxes: float", "min_object_covered: float"],
+        outputs=["begin: T", "size: T", "bboxes: float"],
+        attrs=_DISTORT_ATTRS,
+        shape_fn=_distorted_box_shape,
+        is_stateful=True,
+    )
+)
+register_op(
+    OpDef(
+        "SampleDistortedBoundingBox",
+        inputs=["image_size: T", "bounding_boxes: float"],
+        outputs=["begin: T", "size: T", "bboxes: float"],
+        attrs=_DISTORT_ATTRS + ["min_object_covered: float = 0.1"],
+        shape_fn=_distorted_box_shape,
+        is_stateful=True,
+    )
+)

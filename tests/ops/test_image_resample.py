@@ -3,6 +3,7 @@ from TensorFlow 2.21 (tests/ops/data/tf_image_ref.npz, made with tf.compat.v1 ra
 inputs rebuilt below), loop-per-pixel NumPy references of TF's rules on every dtype the kernels
 claim, TF's shapes and errors, and gradients against numeric Jacobians."""
 
+import json
 import os
 
 import ml_dtypes
@@ -306,3 +307,58 @@ def test_bfloat16_images_resize_to_float32():
             assert got.dtype == np.float32
             want = sess.run(fn(img.astype(np.float32), [3, 4]))
             np.testing.assert_array_equal(got, want)
+
+
+# -- sample_distorted_bounding_box ------------------------------------------------------------
+with open(os.path.join(os.path.dirname(__file__), "data", "tf_sample_distorted_bbox.json")) as f:
+    SDBB = json.load(f)
+
+
+def _distorted_runs(case, dtype=np.int32, runs=3):
+    with tf.Graph().as_default():
+        kw = {k: v for k, v in case.items() if k not in ("image_size", "boxes")}
+        boxes = np.array(case["boxes"], np.float32).reshape(1, -1, 4)
+        image_size = tf.constant(np.array(case["image_size"], dtype))
+        out = tf.image.sample_distorted_bounding_box(image_size, boxes, **kw)
+        with tf.Session() as sess:
+            return [sess.run(list(out)) for _ in range(runs)]
+
+
+@pytest.mark.parametrize("index", range(len(SDBB)))
+def test_sample_distorted_bounding_box_is_tensorflows_stream(index):
+    """Three runs of one node (each continues the Philox stream) give TensorFlow's crops."""
+    case, want = SDBB[index]["case"], SDBB[index]["runs"]
+    for (begin, size, box), (w_begin, w_size, w_box) in zip(_distorted_runs(case), want):
+        assert begin.tolist() == w_begin and size.tolist() == w_size
+        np.testing.assert_allclose(box, w_box, rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8, np.int16, np.int32, np.int64])
+def test_sample_distorted_bounding_box_every_dtype(dtype):
+    case, want = SDBB[1]["case"], SDBB[1]["runs"]  # a 100 x 80 image: fits every type
+    for (begin, size, _), (w_begin, w_size, _) in zip(_distorted_runs(case, dtype), want):
+        assert begin.dtype == dtype and size.dtype == dtype
+        assert begin.tolist() == w_begin
+        np.testing.assert_array_equal(size, np.array(w_size).astype(dtype))  # -1 wraps in uint8
+
+
+def test_sample_distorted_bounding_box_v1_op_shapes_and_errors():
+    case = SDBB[0]["case"]
+    with tf.Graph().as_default():
+        out = apply_op(
+            "SampleDistortedBoundingBox",
+            [tf.constant(case["image_size"]), tf.constant(case["boxes"])],
+            seed=case["seed"],
+            seed2=case["seed2"],
+            min_object_covered=case["min_object_covered"],
+        ).outputs
+        assert [o.shape.as_list() for o in out] == [[3], [3], [1, 1, 4]]
+        with tf.Session() as sess:
+            assert sess.run(out[0]).tolist() == SDBB[0]["runs"][0][0]
+    with pytest.raises(errors.InvalidArgumentError, match="No bounding boxes"):
+        _distorted_runs({"image_size": [10, 10, 3], "boxes": [], "seed": 1}, runs=1)
+    with pytest.raises(errors.InvalidArgumentError, match=r"\[0.0, 1.0\]"):
+        bad = {"image_size": [10, 10, 3], "boxes": [[[0, 0, 1.5, 1]]], "seed": 1}
+        _distorted_runs(bad, runs=1)
+    with pytest.raises(ValueError):
+        tf.image.sample_distorted_bounding_box([10, 10, 3], tf.zeros([4]))

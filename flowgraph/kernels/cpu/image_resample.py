@@ -15,6 +15,8 @@ import numpy as np
 from flowgraph.core import errors
 from flowgraph.kernels.base import register_kernel
 from flowgraph.kernels.cpu.image import _check_resize, _scale
+from flowgraph.kernels.cpu.random import philox
+from flowgraph.kernels.cpu.random_distributions import uint32_to_float
 
 _TABLE_SIZE = 1024
 
@@ -314,3 +316,155 @@ def draw_bounding_boxes(ctx, images, boxes):
 def draw_bounding_boxes_v2(ctx, images, boxes, colors):
     colors = np.asarray(colors, np.float32)
     return _draw(images, boxes, colors if colors.size else _DEFAULT_COLORS)
+
+
+# -- SampleDistortedBoundingBox ---------------------------------------------------------------
+class _Uint32s:
+    """TF's SimplePhilox over a reserved stream: 32-bit words in order, RandFloat and the
+    rejection-sampled Uniform(n) (ExactUniformInt)."""
+
+    def __init__(self, stream, expected: int):
+        self.stream, self.words, self.used = stream, stream.uint32s(expected), 0
+
+    def next(self) -> int:
+        if self.used == len(self.words):  # rejections ran past the reservation: keep going
+            self.words = self.stream.uint32s(2 * len(self.words) + 4)
+        self.used += 1
+        return int(self.words[self.used - 1])
+
+    def rand_float(self) -> np.float32:
+        return uint32_to_float(np.array([self.next()], np.uint32))[0]
+
+    def uniform(self, n: int) -> int:
+        rem = ((2**32 - 1) % n + 1) % n
+        while True:
+            bits = self.next()
+            if bits >= rem:
+                return bits % n
+
+
+def _lrint(x) -> int:
+    return int(np.rint(np.float32(x)))
+
+
+def _random_crop(rng: _Uint32s, width, height, min_area_frac, max_area_frac, aspect):
+    """TF's GenerateRandomCrop: (x, y, w, h) of a crop with this aspect ratio and an area in
+    the range, or None."""
+    if max_area_frac <= 0 or aspect <= 0 or width <= 0 or height <= 0:
+        return None
+    if min_area_frac > max_area_frac:
+        return None
+    f32 = np.float32
+    min_area = f32(min_area_frac) * f32(width) * f32(height)
+    max_area = f32(max_area_frac) * f32(width) * f32(height)
+    h = _lrint(np.sqrt(f32(min_area / aspect)))
+    max_h = _lrint(np.sqrt(f32(max_area / aspect)))
+    if _lrint(f32(max_h) * aspect) > width:
+        max_h = int((width + 0.5 - float(np.float32(1e-7))) / float(aspect))  # TF: double math
+        if _lrint(f32(max_h) * aspect) > width:
+            max_h -= 1
+    max_h = min(max_h, height)
+    h = min(h, max_h)
+    if h < max_h:
+        h += rng.uniform(max_h - h + 1)
+    w = _lrint(f32(h) * aspect)
+    area = f32(w * h)
+    if area < min_area:
+        h += 1
+        w = _lrint(f32(h) * aspect)
+        area = f32(w * h)
+    if area > max_area:
+        h -= 1
+        w = _lrint(f32(h) * aspect)
+        area = f32(w * h)
+    if area < min_area or area > max_area or w > width or h > height or w <= 0 or h <= 0:
+        return None
+    y = rng.uniform(height - h) if h < height else 0
+    x = rng.uniform(width - w) if w < width else 0
+    return x, y, w, h
+
+
+def _covers(crop, boxes, min_covered: float) -> bool:
+    """TF's SatisfiesOverlapConstraints: the crop has pixels and covers enough of some box."""
+    x, y, w, h = crop
+    if w * h < 1:
+        return False
+    for bx0, by0, bx1, by1 in boxes:
+        area = (bx1 - bx0) * (by1 - by0)
+        if area < 1:
+            continue
+        ix0, iy0, ix1, iy1 = max(x, bx0), max(y, by0), min(x + w, bx1), min(y + h, by1)
+        inter = 0 if ix0 > ix1 or iy0 > iy1 else (ix1 - ix0) * (iy1 - iy0)
+        if np.float32(inter) / np.float32(area) >= min_covered:
+            return True
+    return False
+
+
+def _sample_distorted_box(ctx, image_size, bounding_boxes, min_covered):
+    if image_size.shape != (3,):
+        raise _invalid(
+            f"image_size must be 1-dimensional with 3 elements, got {list(image_size.shape)}"
+        )
+    if bounding_boxes.ndim != 3 or bounding_boxes.shape[-1] != 4:
+        raise _invalid(
+            f"input boxes must be 3-dimensional [batch, num_boxes, coords] with 4 coords, got "
+            f"{list(bounding_boxes.shape)}"
+        )
+    if np.ndim(min_covered) != 0 or float(min_covered) < 0:
+        raise _invalid(f"min_object_covered must be a scalar >= 0, got {min_covered}")
+    height, width = int(image_size[0]), int(image_size[1])
+    flat = bounding_boxes.reshape(-1, 4).astype(np.float32)
+    if ((flat < 0) | (flat > 1)).any():
+        raise _invalid("All bounding box coordinates must be in [0.0, 1.0]")
+    boxes = [
+        (int(b[1] * np.float32(width)), int(b[0] * np.float32(height)),
+         int(b[3] * np.float32(width)), int(b[2] * np.float32(height)))
+        for b in flat
+    ]  # fmt: skip
+    a = ctx.attrs
+    if not boxes:
+        if not a["use_image_if_no_bounding_boxes"]:
+            raise _invalid(
+                "No bounding boxes provided as input. One must enable "
+                "use_image_if_no_bounding_boxes if you wish to not provide any bounding boxes."
+            )
+        boxes = [(0, 0, width, height)]
+    attempts = a["max_attempts"]
+    rng = _Uint32s(philox(ctx).reserve32(4 * attempts), 4 * attempts)
+    lo_ratio, hi_ratio = (np.float32(v) for v in a["aspect_ratio_range"])
+    crop = None
+    for _ in range(attempts):  # a sequential search, as TF's: each draw depends on the last
+        aspect = rng.rand_float() * (hi_ratio - lo_ratio) + lo_ratio
+        candidate = _random_crop(rng, width, height, *a["area_range"], aspect)
+        if candidate is not None and _covers(candidate, boxes, np.float32(min_covered)):
+            crop = candidate
+            break
+    x, y, w, h = crop if crop is not None else (0, 0, width, height)
+    dtype = image_size.dtype
+    begin = np.array([y, x, 0], dtype)
+    size = np.array([h, w, -1], np.int64).astype(dtype)  # uint8: -1 wraps to 255, as in TF
+    f32 = np.float32
+    box = np.array(
+        [
+            [
+                [
+                    f32(y) / f32(height),
+                    f32(x) / f32(width),
+                    f32(y + h) / f32(height),
+                    f32(x + w) / f32(width),
+                ]
+            ]
+        ],
+        np.float32,
+    )
+    return begin, size, box
+
+
+@register_kernel("SampleDistortedBoundingBoxV2")
+def sample_distorted_bounding_box_v2(ctx, image_size, bounding_boxes, min_object_covered):
+    return _sample_distorted_box(ctx, image_size, bounding_boxes, min_object_covered)
+
+
+@register_kernel("SampleDistortedBoundingBox")
+def sample_distorted_bounding_box(ctx, image_size, bounding_boxes):
+    return _sample_distorted_box(ctx, image_size, bounding_boxes, ctx.attrs["min_object_covered"])
