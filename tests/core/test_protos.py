@@ -175,12 +175,17 @@ def describe(field: descriptor.FieldDescriptor) -> str:
     return f"{field.number} ({', '.join(parts)})"
 
 
+FLOWGRAPH_FIELDS = 1000
+
+
 def our_members(tf_name: str) -> dict[str, str] | None:
     """Our version of TF type tf_name in the dump's format, or None if we do not define it."""
     name = re.sub(r"^tensorflow\.", "flowgraph.", tf_name)
     pool = descriptor_pool.Default()
     try:
-        return {f.name: describe(f) for f in pool.FindMessageTypeByName(name).fields}
+        fields = pool.FindMessageTypeByName(name).fields
+        # Numbers from 1000 are flowgraph's own options (config.proto says so); TF has none.
+        return {f.name: describe(f) for f in fields if f.number < FLOWGRAPH_FIELDS}
     except KeyError:
         pass
     try:
