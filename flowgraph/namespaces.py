@@ -12,6 +12,7 @@ from flowgraph.ops import dynamic_rnn as _dynamic_rnn
 from flowgraph.ops import init_ops as _init_ops
 from flowgraph.ops import linalg as _linalg
 from flowgraph.ops import linalg_decomp as _linalg_decomp
+from flowgraph.ops import linalg_expm as _linalg_expm
 from flowgraph.ops import logging as _logging_ops
 from flowgraph.ops import losses as _losses
 from flowgraph.core import dtypes as _dtypes
@@ -51,7 +52,7 @@ def _namespace(name: str, *modules, **extra) -> types.ModuleType:
 
 nn = _namespace("nn", _nn, _nn_conv3d, _rnn, _dynamic_rnn, rnn_cell=_rnn_cell)
 math = _namespace("math", _math, _reduction, _special_math, **_special_math.MATH_ONLY)
-linalg = _namespace("linalg", **_linalg.LINALG, **_linalg_decomp.LINALG)
+linalg = _namespace("linalg", _linalg_expm, **_linalg.LINALG, **_linalg_decomp.LINALG)
 losses = _namespace("losses", _losses)
 metrics = _namespace("metrics", _metrics, _metrics_at_k, _metrics_means, _metrics_thresholds)
 random = _namespace("random", _random, **_random.RANDOM_NAMESPACE)
