@@ -334,14 +334,11 @@ class MasterSession:
         raised, not the cancellations it caused."""
         opts = [CallOptions(timeout) for _ in calls]
         self.running.update(opts)
-        with self._lock:
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(8, thread_name_prefix="master")
         try:
             futures = []
             for call, call_opts in zip(calls[1:], opts[1:]):
                 req = self._request(call, step_id, feed_values, exec_opts)
-                future = self._pool.submit(call.worker.run_graph, req, call_opts)
+                future = self._submit(call.worker.run_graph, req, call_opts, opts)
                 future.add_done_callback(lambda f: _cancel_on_error(f, opts))
                 futures.append(future)
             results: list = [None] * len(calls)
@@ -366,6 +363,20 @@ class MasterSession:
         finally:
             self.running.difference_update(opts)
 
+    def _submit(self, fn, req, call_opts, step_opts: list):
+        """Runs one RunGraph on the master's pool; once the session is closed (the pool shut
+        down), the step's calls are cancelled and CancelledError is raised."""
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(8, thread_name_prefix="master")
+            pool = self._pool
+        try:
+            return pool.submit(fn, req, call_opts)
+        except RuntimeError:  # the pool was shut down: close() ran during this step
+            error = errors.CancelledError(None, None, "Session has been closed.")
+            _cancel_all(step_opts, error)
+            raise error from None
+
     # -- partial runs ------------------------------------------------------------------------
     def partial_run(self, state, feeds, feed_values, fetches) -> list:
         """Feeds some of a partial run's feeds, returns some of its fetches (master.py checks
@@ -382,12 +393,11 @@ class MasterSession:
         others = plan.calls[1:] if (first or last) else []
         futures = []
         if others:
-            with self._lock:
-                if self._pool is None:
-                    self._pool = ThreadPoolExecutor(8, thread_name_prefix="master")
             for call in others:
                 req = self._request(call, state.step_id, [], None, True, last)
-                futures.append(self._pool.submit(call.worker.run_graph, req, state.call_opts))
+                futures.append(
+                    self._submit(call.worker.run_graph, req, state.call_opts, [state.call_opts])
+                )
         req = m.RunGraphRequest(
             session_handle=self.handle,
             graph_handle=client.graph_handle,

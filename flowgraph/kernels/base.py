@@ -240,7 +240,11 @@ def bind(kdef: KernelDef, ctx: KernelContext) -> Callable:
     tensor) returns a 1-tuple: such kernels are wrapped to unpack it."""
     compute = functools.partial(kdef.fn, ctx)
     if len(ctx.output_types) == 1 and not kdef.async_ and _has_list_output(ctx.op_type):
-        return functools.partial(_single_of_list, compute)
+        compute = functools.partial(_single_of_list, compute)
+    if dtypes.resource in ctx.input_types or dtypes.resource in ctx.output_types:
+        from flowgraph.kernels.resource_handles import bind_handles
+
+        compute = bind_handles(compute, ctx, 2 if kdef.async_ else 1 if kdef.step else 0)
     return compute
 
 

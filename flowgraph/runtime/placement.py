@@ -65,11 +65,17 @@ def _groups(nodes: list[Node]) -> dict[str, list[Node]]:
                 uf.union(entry[5:], n.name)
         for (src, port), t in zip(n.inputs, n.input_types):
             if (t.is_ref_dtype or t.base_dtype == dtypes.resource) and src in by_name:
+                if _client_terminated(n) or _client_terminated(by_name[src]):
+                    continue  # a fed or fetched handle is a value: it travels to its user
                 uf.union(src, n.name)  # state is used where it lives
     groups: dict[str, list[Node]] = {}
     for n in nodes:
         groups.setdefault(uf.find(n.name), []).append(n)
     return groups
+
+
+def _client_terminated(n: Node) -> bool:
+    return n.op in ("_Send", "_Recv") and bool(n.attrs.get("client_terminated"))
 
 
 def movable(nodes: list[Node]) -> set[str]:

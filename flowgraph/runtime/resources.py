@@ -13,14 +13,18 @@ from flowgraph.core import errors
 from flowgraph.kernels.variable_state import VariableState  # noqa: F401  (re-exported)
 
 DEFAULT_CONTAINER = "localhost"
+_EMPTY: dict = {}
 
 
 class ResourceMgr:
-    """name -> resource maps, one per container. Guarded by `_lock`."""
+    """name -> resource maps, one per container. Guarded by `_lock`. `_names` maps each
+    resource's id to its (container, name, resource): what a handle to it says
+    (core/resource_handle.py); the resource is kept there so its id cannot be reused."""
 
     def __init__(self):
         self._lock = threading.Lock()
         self._containers: dict[str, dict[str, object]] = {}  # guarded by _lock
+        self._names: dict[int, tuple] = {}  # guarded by _lock
 
     def lookup_or_create(self, container: str, name: str, factory):
         container = container or DEFAULT_CONTAINER
@@ -29,7 +33,18 @@ class ResourceMgr:
             res = c.get(name)
             if res is None:
                 res = c[name] = factory()
+                self._names[id(res)] = (container, name, res)
             return res
+
+    def find(self, container: str, name: str):
+        """The resource, or None: the lock-free lookup of a kernel resolving a handle (dict
+        gets are atomic)."""
+        return self._containers.get(container or DEFAULT_CONTAINER, _EMPTY).get(name)
+
+    def name_of(self, resource) -> tuple[str, str] | None:
+        """(container, name) of a resource held here; None for anything else."""
+        entry = self._names.get(id(resource))
+        return (entry[0], entry[1]) if entry is not None and entry[2] is resource else None
 
     def lookup(self, container: str, name: str):
         container = container or DEFAULT_CONTAINER
@@ -48,22 +63,28 @@ class ResourceMgr:
                     None, None, f"Resource {container}/{name} already exists."
                 )
             c[name] = resource
+            self._names[id(resource)] = (container, name, resource)
 
     def delete(self, container: str, name: str):
         container = container or DEFAULT_CONTAINER
         with self._lock:
-            if self._containers.get(container, {}).pop(name, None) is None:
+            res = self._containers.get(container, {}).pop(name, None)
+            if res is None:
                 raise errors.NotFoundError(
                     None, None, f"Resource {container}/{name} does not exist."
                 )
+            self._names.pop(id(res), None)
 
     def cleanup(self, container: str):
         with self._lock:
-            self._containers.pop(container or DEFAULT_CONTAINER, None)
+            dropped = self._containers.pop(container or DEFAULT_CONTAINER, None) or {}
+            for res in dropped.values():
+                self._names.pop(id(res), None)
 
     def clear(self):
         with self._lock:
             self._containers.clear()
+            self._names.clear()
 
     def containers(self) -> list[str]:
         with self._lock:
