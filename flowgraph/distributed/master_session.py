@@ -96,7 +96,7 @@ class StepPlan:
         self.calls: list[_WorkerCall] = []
         self.handles: list[tuple] = []  # (worker, graph handle), for deregistering
         for task, part in by_task.items():
-            gd = GraphDef(node=[n.to_node_def() for n in part])
+            gd = GraphDef()
             gd.library.CopyFrom(session.library)
             worker = session.worker(task)
             resp = worker.register_graph(
@@ -104,6 +104,7 @@ class StepPlan:
                     session_handle=session.handle,
                     graph_def=gd,
                     graph_options=session.config.graph_options,
+                    nodes=part,
                 )
             )
             call = _WorkerCall(worker, task, resp.graph_handle)

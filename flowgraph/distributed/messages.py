@@ -338,10 +338,21 @@ class DeleteWorkerSessionResponse(Message):
     graph_options="m",
 )
 class RegisterGraphRequest(Message):
+    """In one process the partitions travel decoded (`nodes`, runtime Nodes, each with its
+    device) beside a `graph_def` holding only the function library; on the wire the nodes
+    are encoded into `graph_def` (TensorFlow's InMemory idea, for graphs)."""
+
     session_handle: str = ""
     create_worker_session_called: bool = True
     graph_def: Any = None  # GraphDef: this worker's partitions, every node with its device
     graph_options: Any = None  # GraphOptions
+    nodes: Any = None  # in process only: the partitions' nodes, not yet in graph_def
+
+    def to_proto(self):
+        proto = Message.to_proto(self)
+        if self.nodes is not None:
+            proto.graph_def.node.extend(n.to_node_def() for n in self.nodes)
+        return proto
 
 
 @_message("worker_pb2.RegisterGraphResponse", graph_handle="v")

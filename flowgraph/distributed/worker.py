@@ -107,10 +107,13 @@ class Worker:
     def register_graph(self, req: m.RegisterGraphRequest) -> m.RegisterGraphResponse:
         """Compiles this task's partitions of a signature (every node carries its device)."""
         gd = req.graph_def
-        self.functions.add(gd.library)
+        if gd is not None:
+            self.functions.add(gd.library)
+        nodes = req.nodes
+        if nodes is None:  # from the wire
+            nodes = [rt_graph.from_node_def(nd) for nd in gd.node]
         parts: dict[str, list] = {}
-        for nd in gd.node:
-            node = rt_graph.from_node_def(nd)
+        for node in nodes:
             parts.setdefault(node.device, []).append(node)
         plans = []
         for name, nodes in parts.items():

@@ -101,3 +101,18 @@ def test_a_dead_tensor_travels_as_no_tensor():
     back = _roundtrip(m.RecvTensorResponse(None, True))
     assert back.tensor is None and back.is_dead
     assert not m.RecvTensorResponse(None, True).to_proto().HasField("tensor")
+
+
+def test_registered_partitions_travel_decoded_in_process_and_encoded_on_the_wire():
+    from flowgraph.runtime import graph as rt_graph
+
+    gd = GraphDef(
+        node=[NodeDef(name="a", op="NoOp", device="/job:w/replica:0/task:0/device:CPU:0")]
+    )
+    nodes = [rt_graph.from_node_def(nd) for nd in gd.node]
+    req = m.RegisterGraphRequest("sess", True, GraphDef(), nodes=nodes)
+    proto = req.to_proto()
+    assert [nd.name for nd in proto.graph_def.node] == ["a"]
+    assert proto.graph_def.node[0].device == nodes[0].device
+    back = m.RegisterGraphRequest.from_proto(proto)
+    assert back.nodes is None and back.graph_def == proto.graph_def
