@@ -194,6 +194,9 @@ def our_members(tf_name: str) -> dict[str, str] | None:
         return None
 
 
+OWN_FIELDS = 1000  # flowgraph's own fields (config.proto's cost-model ones) are numbered from here
+
+
 def test_field_numbers_match_tensorflow() -> None:
     tf_types, section1 = parse_field_dump(fixture("field_numbers.txt").read_text())
     assert "tensorflow.GraphDef" in section1, "field_numbers.txt did not parse"
@@ -202,6 +205,7 @@ def test_field_numbers_match_tensorflow() -> None:
     for name, members in tf_types.items():
         ours = our_members(name)
         if ours is not None:
+            ours = {k: v for k, v in ours.items() if int(v.split()[0]) < OWN_FIELDS}
             assert ours == members, name
 
 
