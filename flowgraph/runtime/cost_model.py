@@ -7,9 +7,9 @@ presented with its input tensors. This cost model is either statically estimated
 heuristics associated with different operation types, or is measured based on an actual set of
 placement decisions for earlier executions of the graph."
 
-Static estimates come from shapes inferred here, on the runtime's side, by the OpDefs' shape
-functions (unknown dimensions count as 1): a node's time is a fixed dispatch cost plus the larger
-of its FLOPs over the device's FLOP rate and its bytes touched over its memory bandwidth.
+Static estimates come from the shapes the runtime can infer (passes/static_shapes.py: the OpDefs'
+shape functions; unknown dimensions count as 1): a node's time is a fixed dispatch cost plus the
+larger of its FLOPs over the device's FLOP rate and its bytes touched over its memory bandwidth.
 Measured costs come from the StepStats of traced steps: once a node has run, its mean measured
 time (scaled by the speed of the device it ran on) and its outputs' real sizes replace the
 estimates. Devices differ only by a declared relative speed; moving a tensor between two devices
@@ -22,12 +22,13 @@ import dataclasses
 import heapq
 from collections.abc import Callable, Sequence
 
-import numpy as np
-
 from flowgraph.core import dtypes
 from flowgraph.core.device_spec import parse
-from flowgraph.core.shapes import TensorShape, as_shape
+from flowgraph.core.shapes import TensorShape
 from flowgraph.runtime.graph import Node
+from flowgraph.runtime.passes.static_shapes import StaticShapes
+
+_CONST_OPS = frozenset({"Const", "HostConst"})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,34 +40,6 @@ class CostParams:
     overhead_us: float = 5.0  # dispatching one kernel from Python
     link_bytes_per_us: float = 1e3  # 1 GB/s between two devices
     link_latency_us: float = 20.0  # one Send/Recv pair
-
-
-class _ShapeContext:
-    """What an OpDef's shape function reads (framework/apply_op.InferenceContext's interface),
-    built from runtime Nodes: constant inputs are the values of Const nodes."""
-
-    def __init__(self, node: Node, input_shapes: list, by_name: dict):
-        self.name = node.name
-        self.attrs = node.attrs
-        self.num_outputs = len(node.output_types)
-        self.input_shapes = input_shapes
-        self._node = node
-        self._by_name = by_name
-
-    def attr(self, name):
-        return self.attrs[name]
-
-    def input_constant(self, i):
-        src = self._by_name.get(self._node.inputs[i][0])
-        if src is not None and src.op in ("Const", "HostConst"):
-            return np.asarray(src.attrs["value"])
-        return None
-
-    def input_as_shape(self, i) -> TensorShape:
-        value = self.input_constant(i)
-        if value is None:
-            return TensorShape(None)
-        return TensorShape([None if d < 0 else int(d) for d in value.reshape(-1)])
 
 
 def _num_elements(shape: TensorShape) -> int:
@@ -109,8 +82,9 @@ def _flops(node: Node, ins: list, outs: list) -> float:
 class CostModel:
     """Estimated and measured costs of the nodes of one runtime's graph, by node name.
 
-    `speeds` maps device specs to relative speeds (see `speed`). Static shapes are inferred once
-    per node (`analyze`); `record` folds the StepStats of a traced step into the measurements."""
+    `speeds` maps device specs to relative speeds (see `speed`). Static shapes are inferred for
+    the graph being simulated (`analyze`); `record` folds a traced step's StepStats into the
+    measurements."""
 
     def __init__(self, speeds: dict | None = None, params: CostParams | None = None):
         self.params = params if params is not None else CostParams()
@@ -119,8 +93,8 @@ class CostModel:
             if not v > 0:
                 raise ValueError(f"device speed must be positive, got {v} for '{spec}'")
         self._speed_of: dict[str, float] = {}
-        self._shapes: dict[str, list] = {}  # node name -> inferred output shapes
-        self._nodes: dict[str, Node] = {}  # the nodes analyzed (shapes are theirs)
+        self._props: StaticShapes | None = None  # shapes of the nodes last analyzed
+        self._nodes: dict[str, Node] = {}  # those nodes, by name
         self._work: dict[str, list] = {}  # node name -> [sum of time x speed, count], measured
         self._bytes: dict[tuple, int] = {}  # (node name, port) -> measured bytes
 
@@ -147,34 +121,20 @@ class CostModel:
 
     # -- static estimates ---------------------------------------------------------------------
     def analyze(self, nodes: list[Node]) -> None:
-        """Infers the output shapes of nodes not seen before (a node replaced by Extend is seen
-        again). Inputs from nodes without shapes (loop back edges) count as unknown."""
+        """Infers the static shapes of `nodes` (runtime/passes/static_shapes.py: the OpDefs'
+        shape functions over constants and declared placeholder and variable shapes), which
+        the estimates read until the next call. Measurements are kept by node name."""
         by_name = {n.name: n for n in nodes}
-        todo = [n for n in nodes if self._nodes.get(n.name) is not n]
-        for n in _topological(todo, by_name):
-            self._nodes[n.name] = n
-            self._shapes[n.name] = self._infer(n, by_name)
-
-    def _infer(self, node: Node, by_name: dict) -> list:
-        known = node.attrs.get("_output_shapes")
-        if isinstance(known, (list, tuple)) and len(known) == len(node.output_types):
-            return [as_shape(s) for s in known]
-        ins = [self._shape(src, port) for src, port in node.inputs]
-        unknown = [TensorShape(None)] * len(node.output_types)
-        if node.op_def.shape_fn is None:
-            return unknown
-        try:
-            result = node.op_def.shape_fn(_ShapeContext(node, ins, by_name))
-        except Exception:  # noqa: BLE001  (an estimate: any shape function failure is "unknown")
-            return unknown
-        if isinstance(result, TensorShape) or result is None:
-            result = [result]
-        out = [TensorShape(None) if s is None else as_shape(s) for s in result]
-        return out if len(out) == len(unknown) else unknown
+        consts = {n.name: (n.attrs["value"],) for n in nodes if n.op in _CONST_OPS}
+        props = StaticShapes(by_name, consts, {})
+        for n in _topological(nodes, by_name):
+            props.record(n)
+        self._nodes, self._props = by_name, props
 
     def _shape(self, name: str, port: int) -> TensorShape:
-        shapes = self._shapes.get(name)
-        return shapes[port] if shapes is not None and port < len(shapes) else TensorShape(None)
+        if self._props is None or name not in self._nodes:
+            return TensorShape(None)
+        return self._props.shape(name, port)
 
     def output_bytes(self, name: str, port: int) -> float:
         """Bytes of output `port` of node `name`: measured if it ran, else from its shape."""
@@ -191,7 +151,7 @@ class CostModel:
     def static_us(self, node: Node) -> float:
         """The estimate on a device of speed 1, before any measurement."""
         ins = [self._shape(src, port) for src, port in node.inputs]
-        outs = self._shapes.get(node.name, [])
+        outs = [self._shape(node.name, p) for p in range(len(node.output_types))]
         touched = sum(self.output_bytes(src, port) for src, port in node.inputs)
         touched += sum(self.output_bytes(node.name, p) for p in range(len(node.output_types)))
         p = self.params
