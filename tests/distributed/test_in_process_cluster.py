@@ -228,3 +228,25 @@ def test_partial_run_across_tasks(cluster):
         assert s.partial_run(h, r2, {b: 1.0}) == 7.0
     for worker in cluster.workers.values():
         assert len(worker.rendezvous_mgr) == 0
+
+
+@pytest.mark.parametrize("parallel_iterations", [1, 32])
+def test_a_thousand_iterations_across_tasks_complete(cluster, parallel_iterations):
+    """Every iteration sends to the other task and back (RecvTensor per iteration and key)."""
+
+    def body(i, acc):
+        with tf.device(W1):
+            doubled = acc * 2.0
+        with tf.device(W0):
+            return i + 1, doubled - acc + 1.0  # acc + 1, computed across both tasks
+
+    with tf.device(W0):
+        _, total = tf.while_loop(
+            lambda i, a: i < 1000,
+            body,
+            [tf.constant(0), tf.constant(0.0)],
+            parallel_iterations=parallel_iterations,
+        )
+    with tf.Session(cluster.target) as s:
+        assert s.run(total, options=tf.RunOptions(timeout_in_ms=60000)) == 1000.0
+    assert len(cluster.recvs) >= 2000  # both directions, every iteration
