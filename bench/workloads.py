@@ -394,9 +394,10 @@ WORKLOADS = [
 # import this one, so they come last.
 from fusion_workloads import FUSION_WORKLOADS
 from input_workloads import INPUT_WORKLOADS
+from pass_workloads import PASS_WORKLOADS
 from program_workloads import PROGRAM_WORKLOADS
 
-WORKLOADS += FUSION_WORKLOADS + PROGRAM_WORKLOADS + INPUT_WORKLOADS
+WORKLOADS += PASS_WORKLOADS + FUSION_WORKLOADS + PROGRAM_WORKLOADS + INPUT_WORKLOADS
 # Ratios of two workloads on one peer, printed below the table: (workload, reference, bound on
 # workload/reference, what the ratio says). W2j is flowgraph's fused W2 against TF's plain W2.
 SAME_PEER_RATIOS = [
