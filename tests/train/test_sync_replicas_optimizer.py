@@ -265,3 +265,55 @@ def test_errors_name_what_is_missing():
         with pytest.raises(ValueError, match="Must supply at least one variable"):
             opt.apply_gradients([], global_step=step)
         assert opt.compute_gradients(w * 3.0)[0][1] is w
+
+
+def test_between_graph_replicas_on_an_in_process_cluster():
+    """Two workers, each its own graph and Session against one ps task (state shared only
+    through the ps's containers, as between processes); the chief's hook runs the sync op."""
+    from flowgraph.distributed.local import InProcessCluster
+
+    cluster_spec = tf.train.ClusterSpec({"ps": ["ps:1"], "worker": ["w0:1", "w1:1"]})
+    cluster = InProcessCluster({"ps": 1, "worker": 2})
+    workers = []
+    try:
+        for task in range(2):
+            graph = tf.Graph()
+            with graph.as_default():
+                setter = tf.train.replica_device_setter(
+                    worker_device=f"/job:worker/task:{task}", cluster=cluster_spec
+                )
+                with tf.device(setter):
+                    step = tf.train.get_or_create_global_step()
+                    w = tf.Variable([0.0, 0.0], name="w")
+                    opt = tf.train.SyncReplicasOptimizer(tf.train.GradientDescentOptimizer(LR), 2)
+                    loss = 0.5 * tf.reduce_sum(tf.square(w - TARGETS[task]))
+                    train = opt.minimize(loss, global_step=step)
+                hook = opt.make_session_run_hook(is_chief=task == 0, num_tokens=0)
+                hook.begin()
+                init = tf.global_variables_initializer() if task == 0 else tf.no_op()
+                local_init = tf.local_variables_initializer()
+            assert opt._local_step.op.device == f"/job:worker/task:{task}"
+            sess = tf.Session(cluster.target, graph=graph)
+            sess.run([init, local_init])
+            workers.append((sess, train, w, step, hook))
+        coord = tf.train.Coordinator()
+        for sess, _, _, _, hook in workers:
+            hook.after_create_session(sess, coord)
+        expected = np.zeros(2, np.float32)
+        for k in range(1, 4):
+            threads = [threading.Thread(target=s.run, args=(t,)) for s, t, *_ in workers]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(timeout=30)
+            assert not any(t.is_alive() for t in threads)
+            expected = _step(expected, [0, 1])
+            for sess, _, w, step, _ in workers:  # both workers read the ps's variables
+                got_w, got_step = sess.run([w, step])
+                np.testing.assert_allclose(got_w, expected, rtol=1e-6)
+                assert got_step == k
+        coord.request_stop()
+    finally:
+        for sess, *_ in workers:
+            sess.close()
+        cluster.close()
