@@ -67,24 +67,33 @@ def peak_per_device(md) -> dict:
     return peaks
 
 
-def measure(scheduled: bool, stages: int, elements: int, steps: int):
+def measure(stages: int, elements: int, steps: int) -> dict:
+    """{scheduled: (peak bytes per device, median step seconds, value)}; the two sessions take
+    turns step by step, so that both see the same machine load."""
     tf.reset_default_graph()
     out = build(stages, elements)
-    config = tf.ConfigProto(device_count={"CPU": 2})
-    config.graph_options.enable_recv_scheduling = scheduled
     opts = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
-    peaks, times, value = [], [], None
-    with tf.Session(config=config) as s:
-        s.run(out)  # warm-up: plans built
-        for _ in range(steps):
+    sessions, peaks, times, values = {}, {}, {}, {}
+    for scheduled in (False, True):
+        config = tf.ConfigProto(device_count={"CPU": 2})
+        config.graph_options.enable_recv_scheduling = scheduled
+        sessions[scheduled] = tf.Session(config=config)
+        sessions[scheduled].run(out)  # warm-up: plans built
+        peaks[scheduled], times[scheduled] = [], []
+    for _ in range(steps):
+        for scheduled, s in sessions.items():
             md = tf.RunMetadata()
-            value = s.run(out, options=opts, run_metadata=md)
-            peaks.append(peak_per_device(md))
+            values[scheduled] = s.run(out, options=opts, run_metadata=md)
+            peaks[scheduled].append(peak_per_device(md))
             t0 = time.perf_counter()
             s.run(out)
-            times.append(time.perf_counter() - t0)
-    devices = sorted(peaks[0])
-    return {d: max(p[d] for p in peaks) for d in devices}, statistics.median(times), value
+            times[scheduled].append(time.perf_counter() - t0)
+    for s in sessions.values():
+        s.close()
+    return {
+        k: ({d: max(p[d] for p in peaks[k]) for d in peaks[k][0]}, statistics.median(times[k]), v)
+        for k, v in values.items()
+    }
 
 
 def main():
@@ -94,8 +103,8 @@ def main():
     parser.add_argument("--steps", type=int, default=5)
     args = parser.parse_args()
     elements = int(args.mb * 2**20 / 4)
-    rows = [("off", *measure(False, args.stages, elements, args.steps))]
-    rows.append(("on", *measure(True, args.stages, elements, args.steps)))
+    got = measure(args.stages, elements, args.steps)
+    rows = [("off", *got[False]), ("on", *got[True])]
     print(f"{args.stages} tensors of {args.mb:g} MB from CPU:0 to CPU:1 (max over {args.steps})")
     print(f"{'recv scheduling':<16} {'peak CPU:0 MB':>14} {'peak CPU:1 MB':>14} {'step ms':>9}")
     for name, peaks, seconds, _ in rows:
