@@ -32,7 +32,8 @@ def test_expm_matches_scipy(dtype, scale):
         got = sess.run(tf.linalg.expm(a))
     want = _reference(a)
     if np.abs(want).max() > np.finfo(dtype).max:  # exp overflows half: inf, as the type says
-        want = want.astype(dtype)
+        with np.errstate(over="ignore"):
+            want = want.astype(dtype)
     assert got.dtype == dtype and got.shape == a.shape
     np.testing.assert_allclose(
         got,

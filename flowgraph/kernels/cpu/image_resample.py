@@ -66,7 +66,9 @@ def _bicubic_matrix(in_size, out_size, align_corners, half_pixel) -> np.ndarray:
 
 
 def _separable(images: np.ndarray, wy: np.ndarray, wx: np.ndarray) -> np.ndarray:
-    out = np.einsum("yh,nhwc,xw->nyxc", wy, images.astype(np.float32, copy=False), wx)
+    out = np.einsum(
+        "yh,nhwc,xw->nyxc", wy, images.astype(np.float32, copy=False), wx, optimize=True
+    )
     return out.astype(np.float32, copy=False)
 
 
@@ -88,7 +90,7 @@ def resize_bicubic_grad(ctx, grads, original):
     _, h, w, _ = np.shape(original)
     wy = _bicubic_matrix(h, grads.shape[1], a["align_corners"], a["half_pixel_centers"])
     wx = _bicubic_matrix(w, grads.shape[2], a["align_corners"], a["half_pixel_centers"])
-    out = np.einsum("yh,nyxc,xw->nhwc", wy, np.asarray(grads, np.float32), wx)
+    out = np.einsum("yh,nyxc,xw->nhwc", wy, np.asarray(grads, np.float32), wx, optimize=True)
     return out.astype(np.asarray(original).dtype)
 
 
