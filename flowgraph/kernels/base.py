@@ -145,12 +145,13 @@ def find_kernel(op_type: str, device_type: str, attrs: dict) -> KernelDef:
     kdef = _lookup(op_type, device_type, attrs)
     if kdef is not None:
         return kdef
-    have = {}
+    have: dict[str, set[str] | None] = {}  # device -> dtype names; None: a generic kernel
     for op, dev, cons in _KERNELS:
-        if op == op_type:
-            have.setdefault(dev, set()).update(d.name for _, d in cons)
+        if op == op_type and have.get(dev, ()) is not None:
+            have[dev] = None if not cons else have.get(dev, set()) | {d.name for _, d in cons}
     registered = ", ".join(
-        f"{dev}[{','.join(sorted(names)) or 'all'}]" for dev, names in sorted(have.items())
+        f"{dev}[{'all' if names is None else ','.join(sorted(names))}]"
+        for dev, names in sorted(have.items())
     )
     types = ", ".join(f"{k}={v.name}" for k, v in attrs.items() if isinstance(v, dtypes.DType))
     raise errors.NotFoundError(
