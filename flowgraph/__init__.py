@@ -69,7 +69,7 @@ from flowgraph.ops.logging import *  # noqa: F403
 from flowgraph.ops.math import *  # noqa: F403
 from flowgraph.ops.reduction import *  # noqa: F403
 from flowgraph.ops.random import *  # noqa: F403
-from flowgraph.ops.state import *  # noqa: F403
+from flowgraph.ops.variable_ops import *  # noqa: F403
 from flowgraph.ops.variables import *  # noqa: F403
 from flowgraph.ops.variable_scope import *  # noqa: F403
 from flowgraph.ops.partitioned_variables import *  # noqa: F403

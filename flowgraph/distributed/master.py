@@ -18,7 +18,7 @@ from flowgraph.core import errors
 from flowgraph.distributed import messages as m
 from flowgraph.distributed.master_session import MasterSession, StepPlan
 from flowgraph.distributed.worker_cache import CallOptions
-from flowgraph.runtime.subgraph import Signature
+from flowgraph.runtime.partial_execution import Signature
 
 
 class _PartialRun:

@@ -28,15 +28,15 @@ from flowgraph.core.protos import (
 )
 from flowgraph.distributed import messages as m
 from flowgraph.distributed.worker_cache import CallOptions, task_of
-from flowgraph.runtime import graph as rt_graph
+from flowgraph.runtime import nodes as rt_nodes
 from flowgraph.runtime.cost_model import CostModel
 from flowgraph.runtime.function import FunctionLibrary
+from flowgraph.runtime.partial_execution import Signature, feed_key, rewrite
 from flowgraph.runtime.partition import PartitionOptions, partition
 from flowgraph.runtime.passes.pipeline import optimize
 from flowgraph.runtime.passes.recv_scheduling import schedule_recvs
 from flowgraph.runtime.passes.static_shapes import placeholder_shapes
 from flowgraph.runtime.placement import PlacementOptions, movable, place
-from flowgraph.runtime.subgraph import Signature, feed_key, rewrite
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,7 +74,7 @@ class StepPlan:
     def __init__(self, session: MasterSession, sig: Signature):
         client = session.client_device
         nodes = rewrite(session.placed, sig, client.name, client.incarnation)
-        keep = frozenset(rt_graph.parse_input(t)[0] for t in sig.targets)
+        keep = frozenset(rt_nodes.parse_input(t)[0] for t in sig.targets)
         feed_shapes = placeholder_shapes(session.placed, sig.feeds)
         nodes = optimize(nodes, session.config, keep, feed_shapes)
         nodes = place(nodes, PlacementOptions(session.devices, session.config.allow_soft_placement))
@@ -117,7 +117,7 @@ class StepPlan:
 
 
 def _canonical(name: str) -> str:
-    src, port = rt_graph.parse_input(name)
+    src, port = rt_nodes.parse_input(name)
     return f"{src}:{port}"
 
 
@@ -144,8 +144,8 @@ class MasterSession:
         self.client_device = next((d for d in local if d.device_type == "CPU"), local[0])
         self.functions = FunctionLibrary()  # checks that a name keeps its definition
         self.library = FunctionDefLibrary()  # everything received, sent with each graph
-        self.nodes: dict[str, rt_graph.Node] = {}
-        self.placed: dict[str, rt_graph.Node] = {}  # every node with its stable device
+        self.nodes: dict[str, rt_nodes.Node] = {}
+        self.placed: dict[str, rt_nodes.Node] = {}  # every node with its stable device
         self.graph_version = 0
         self._plans: dict[Signature, StepPlan] = {}
         self._lock = threading.Lock()
@@ -174,8 +174,8 @@ class MasterSession:
     # -- Extend ------------------------------------------------------------------------------
     def extend(self, graph_def: GraphDef, replace: GraphDef | None = None) -> int:
         """Adds the nodes of `graph_def`; nodes in `replace` supersede same-named ones."""
-        new = [rt_graph.from_node_def(nd) for nd in graph_def.node]
-        changed = [rt_graph.from_node_def(nd) for nd in replace.node] if replace is not None else []
+        new = [rt_nodes.from_node_def(nd) for nd in graph_def.node]
+        changed = [rt_nodes.from_node_def(nd) for nd in replace.node] if replace is not None else []
         self.functions.add(graph_def.library)
         with self._lock:
             nodes = dict(self.nodes)
@@ -301,7 +301,7 @@ class MasterSession:
                 metadata.step_stats.CopyFrom(stats)
             if options.output_partition_graphs:
                 for nodes in plan.graphs.values():
-                    metadata.partition_graphs.add().CopyFrom(rt_graph.to_graph_def(nodes))
+                    metadata.partition_graphs.add().CopyFrom(rt_nodes.to_graph_def(nodes))
         return out, metadata
 
     def _request(self, call: _WorkerCall, step_id, feed_values, exec_opts, *partial):

@@ -23,7 +23,7 @@ from flowgraph.core.rendezvous_keys import parse_key
 from flowgraph.distributed import messages as m
 from flowgraph.distributed.rendezvous import RemoteRendezvous
 from flowgraph.distributed.worker_cache import CallOptions, task_of
-from flowgraph.runtime import graph as rt_graph
+from flowgraph.runtime import nodes as rt_nodes
 from flowgraph.runtime.executor import ExecutorPlan, Step, execute
 from flowgraph.runtime.function import FunctionLibrary
 from flowgraph.runtime.rendezvous import RendezvousMgr
@@ -111,7 +111,7 @@ class Worker:
             self.functions.add(gd.library)
         nodes = req.nodes
         if nodes is None:  # from the wire
-            nodes = [rt_graph.from_node_def(nd) for nd in gd.node]
+            nodes = [rt_nodes.from_node_def(nd) for nd in gd.node]
         parts: dict[str, list] = {}
         for node in nodes:
             parts.setdefault(node.device, []).append(node)

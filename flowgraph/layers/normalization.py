@@ -16,10 +16,9 @@ from flowgraph.framework import default_graph
 from flowgraph.framework.convert import convert_to_tensor
 from flowgraph.layers.base import Layer, as_bool_or_tensor, smart_cond
 from flowgraph.ops import array as array_ops
-from flowgraph.ops import init_ops
+from flowgraph.ops import init_ops, variable_ops
 from flowgraph.ops import math as math_ops
 from flowgraph.ops import nn as nn_ops
-from flowgraph.ops import state as state_ops
 
 __all__ = ["BatchNormalization", "batch_normalization"]
 
@@ -221,7 +220,7 @@ def _assign_moving_average(variable, value, momentum):
     with graph.name_scope("AssignMovingAvg") as scope, graph.colocate_with(variable.op):
         decay = convert_to_tensor(1.0 - momentum, dtype=variable.dtype.base_dtype, name="decay")
         delta = (variable - math_ops.cast(value, variable.dtype.base_dtype)) * decay
-        return state_ops.assign_sub(variable, delta, name=scope)
+        return variable_ops.assign_sub(variable, delta, name=scope)
 
 
 def batch_normalization(

@@ -30,7 +30,7 @@ from flowgraph.opdefs import (  # noqa: F401
     segment,
     sendrecv,
     sparse,
-    state,
+    variables,
     string_ops,
     summary,
     tensor_array,

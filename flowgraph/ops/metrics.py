@@ -15,9 +15,8 @@ from flowgraph.framework.graph import GraphKeys
 from flowgraph.ops import array as array_ops
 from flowgraph.ops import math as math_ops
 from flowgraph.ops import reduction as reduction_ops
-from flowgraph.ops import state as state_ops
+from flowgraph.ops import variable_ops, variables
 from flowgraph.ops import variable_scope as vs
-from flowgraph.ops import variables
 
 __all__ = ["accuracy", "mean", "mean_absolute_error", "mean_squared_error", "precision", "recall"]
 
@@ -86,9 +85,9 @@ def mean(values, weights=None, metrics_collections=None, updates_collections=Non
             weights = _broadcast_weights(weights, values)
             values = math_ops.multiply(values, weights)
             num_values = reduction_ops.reduce_sum(weights)
-        update_total = state_ops.assign_add(total, reduction_ops.reduce_sum(values))
+        update_total = variable_ops.assign_add(total, reduction_ops.reduce_sum(values))
         with default_graph.get().control_dependencies([values]):
-            update_count = state_ops.assign_add(count, num_values)
+            update_count = variable_ops.assign_add(count, num_values)
         value = math_ops.div_no_nan(total, math_ops.maximum(count, 0.0), name="value")
         update_op = math_ops.div_no_nan(
             update_total, math_ops.maximum(update_count, 0.0), name="update_op"
@@ -150,7 +149,7 @@ def _count(condition, weights, name):
         hits = math_ops.cast(condition, dtypes.float32)
         if weights is not None:
             hits = math_ops.multiply(hits, _broadcast_weights(weights, hits))
-        update = state_ops.assign_add(count, reduction_ops.reduce_sum(hits))
+        update = variable_ops.assign_add(count, reduction_ops.reduce_sum(hits))
         return _read(count), update
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from flowgraph.core import dtypes
 from flowgraph.framework.scopes import name_scope
 from flowgraph.framework.sparse_tensor import SparseTensor, convert_to_tensor_or_sparse_tensor
-from flowgraph.ops import array, nn, reduction, sets, sparse, state
+from flowgraph.ops import array, nn, reduction, sets, sparse, variable_ops
 from flowgraph.ops import math as math_ops
 from flowgraph.ops.metrics import _add_to, _metric_variable
 
@@ -103,7 +103,7 @@ def _streaming_count_at_k(kind, labels, predictions_idx, k, class_id, weights):
     with name_scope(None, _at_k_name(default, k, class_id), [predictions_idx, labels]) as scope:
         batch = reduction.reduce_sum(_count_at_k(kind, labels, predictions_idx, class_id, weights))
         total = _metric_variable([], dtypes.float64, scope)
-        return total.value(), state.assign_add(total, batch, name="update")
+        return total.value(), variable_ops.assign_add(total, batch, name="update")
 
 
 def _ratio_at_top_k(
@@ -255,7 +255,7 @@ def _average_precision_per_row(labels, predictions_idx):
 def _accumulate(name, batch):
     with name_scope(None, name, [batch]) as scope:
         var = _metric_variable([], dtypes.float64, scope)
-        return var.value(), state.assign_add(var, batch, name="update")
+        return var.value(), variable_ops.assign_add(var, batch, name="update")
 
 
 def average_precision_at_k(

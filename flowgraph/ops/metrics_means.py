@@ -13,7 +13,7 @@ from __future__ import annotations
 from flowgraph.core import dtypes
 from flowgraph.framework.convert import convert_to_tensor
 from flowgraph.framework.scopes import name_scope
-from flowgraph.ops import array, linalg, reduction, state
+from flowgraph.ops import array, linalg, reduction, variable_ops
 from flowgraph.ops import math as math_ops
 from flowgraph.ops import variable_scope as vs
 from flowgraph.ops.confusion_matrix import confusion_matrix
@@ -75,8 +75,8 @@ def mean_tensor(
             weights = _broadcast_weights(weights, values)
             values = math_ops.multiply(values, weights)
             num_values = math_ops.multiply(num_values, weights)
-        update_total = state.assign_add(total, values)
-        update_count = state.assign_add(count, num_values)
+        update_total = variable_ops.assign_add(total, values)
+        update_count = variable_ops.assign_add(count, num_values)
         value = math_ops.div_no_nan(_read(total), _read(count), name="value")
         update_op = math_ops.div_no_nan(update_total, update_count, name="update_op")
         return _collect(metrics_collections, updates_collections, value, update_op)
@@ -177,7 +177,7 @@ def _streaming_confusion_matrix(labels, predictions, num_classes, weights=None):
     current = confusion_matrix(
         labels, predictions, num_classes, weights=weights, dtype=dtypes.float64
     )
-    return total_cm, state.assign_add(total_cm, current)
+    return total_cm, variable_ops.assign_add(total_cm, current)
 
 
 def mean_iou(
@@ -242,8 +242,8 @@ def mean_per_class_accuracy(
             weights = _float(_flat(convert_to_tensor(weights)))
             is_correct = is_correct * weights
             ones = ones * weights
-        update_total = state.scatter_add(total, labels, ones)
-        update_count = state.scatter_add(count, labels, is_correct)
+        update_total = variable_ops.scatter_add(total, labels, ones)
+        update_count = variable_ops.scatter_add(count, labels, is_correct)
         per_class = math_ops.div_no_nan(_read(count), _read(total))
         value = reduction.reduce_mean(per_class, name="mean_accuracy")
         update_op = math_ops.div_no_nan(update_count, update_total, name="update_op")

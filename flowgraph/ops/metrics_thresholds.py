@@ -13,7 +13,7 @@ from flowgraph.core import dtypes
 from flowgraph.framework import convert
 from flowgraph.framework.convert import convert_to_tensor
 from flowgraph.framework.scopes import control_dependencies
-from flowgraph.ops import array, logging, reduction, state
+from flowgraph.ops import array, logging, reduction, variable_ops
 from flowgraph.ops import math as math_ops
 from flowgraph.ops import variable_scope as vs
 from flowgraph.ops.metrics import _add_to, _broadcast_weights, _metric_variable, _prepare, _read
@@ -92,7 +92,7 @@ def _confusion_at_thresholds(labels, predictions, thresholds, weights=None, incl
         hits = math_ops.cast(conditions[key](), dtypes.float32)
         if weights_tiled is not None:
             hits *= weights_tiled
-        updates[key] = state.assign_add(counts, reduction.reduce_sum(hits, 1))
+        updates[key] = variable_ops.assign_add(counts, reduction.reduce_sum(hits, 1))
         values[key] = _read(counts)
     return values, updates
 
@@ -113,7 +113,7 @@ def _count_metric(
             hits = math_ops.multiply(hits, math_ops.cast(weights, dtypes.float32))
         count = _metric_variable([], dtypes.float32, "count")
         value = _read(count)
-        update = state.assign_add(count, reduction.reduce_sum(hits))
+        update = variable_ops.assign_add(count, reduction.reduce_sum(hits))
         _add_to(metrics_collections, value)
         _add_to(updates_collections, update)
         return value, update

@@ -11,7 +11,7 @@ from flowgraph.framework import default_graph
 from flowgraph.framework.apply_op import apply_op
 from flowgraph.framework.convert import convert_to_tensor
 from flowgraph.framework.graph import GraphKeys
-from flowgraph.ops import state as state_ops
+from flowgraph.ops import variable_ops
 
 __all__ = [
     "all_variables",
@@ -113,7 +113,7 @@ def report_uninitialized_variables(var_list=None, name="report_uninitialized_var
     with graph.name_scope(name):
         if not var_list:
             return convert_to_tensor([], dtype=dtypes.string)
-        flags = [state_ops.is_variable_initialized(v) for v in var_list]
+        flags = [variable_ops.is_variable_initialized(v) for v in var_list]
         with graph.device("/cpu:0"):
             mask = apply_op("LogicalNot", [apply_op("Pack", [flags], axis=0).outputs[0]]).outputs[0]
             names = convert_to_tensor([v.op.name for v in var_list])

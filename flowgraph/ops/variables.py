@@ -24,7 +24,7 @@ from flowgraph.framework.apply_op import apply_op
 from flowgraph.framework.convert import convert_to_tensor, register_tensor_conversion_function
 from flowgraph.framework.graph import GraphKeys
 from flowgraph.framework.operation import Tensor
-from flowgraph.ops import state as state_ops
+from flowgraph.ops import variable_ops
 from flowgraph.ops.variable_collections import (
     all_variables,
     assert_variables_initialized,
@@ -265,12 +265,12 @@ class Variable(metaclass=_VariableMeta):
                     f"{as_shape(expected_shape)}"
                 )
             var_shape, validate_shape = self._variable_shape(value_shape, validate_shape, shape)
-            self._variable = state_ops.variable_op_v2(
+            self._variable = variable_ops.variable_op_v2(
                 var_shape, self._initial_value.dtype, name=scope
             )
             self._colocate_initializer_ops(var_name)
             with graph.colocate_with(self._variable.op):
-                self._initializer_op = state_ops.assign(
+                self._initializer_op = variable_ops.assign(
                     self._variable,
                     self._initial_value,
                     validate_shape=validate_shape,
@@ -448,7 +448,7 @@ class Variable(metaclass=_VariableMeta):
 
         graph = self.graph
         with _outside_control_flow(graph), graph.control_dependencies(None):
-            initialized = state_ops.is_variable_initialized(self._variable)
+            initialized = variable_ops.is_variable_initialized(self._variable)
             return cond(initialized, self.read_value, lambda: self._initial_value)
 
     def eval(self, session=None):
@@ -470,15 +470,15 @@ class Variable(metaclass=_VariableMeta):
     # -- updates ------------------------------------------------------------------------------
     def assign(self, value, use_locking=False, name=None, read_value=True):
         """Assigns `value`; returns the updated ref tensor, or the op if read_value is False."""
-        t = state_ops.assign(self._variable, value, use_locking=use_locking, name=name)
+        t = variable_ops.assign(self._variable, value, use_locking=use_locking, name=name)
         return t if read_value else t.op
 
     def assign_add(self, delta, use_locking=False, name=None, read_value=True):
-        t = state_ops.assign_add(self._variable, delta, use_locking=use_locking, name=name)
+        t = variable_ops.assign_add(self._variable, delta, use_locking=use_locking, name=name)
         return t if read_value else t.op
 
     def assign_sub(self, delta, use_locking=False, name=None, read_value=True):
-        t = state_ops.assign_sub(self._variable, delta, use_locking=use_locking, name=name)
+        t = variable_ops.assign_sub(self._variable, delta, use_locking=use_locking, name=name)
         return t if read_value else t.op
 
     def _scatter(self, fn, sparse_delta, use_locking, name):
@@ -494,25 +494,25 @@ class Variable(metaclass=_VariableMeta):
 
     def scatter_update(self, sparse_delta, use_locking=False, name=None):
         """Writes the rows of an IndexedSlices `sparse_delta` into the variable."""
-        return self._scatter(state_ops.scatter_update, sparse_delta, use_locking, name)
+        return self._scatter(variable_ops.scatter_update, sparse_delta, use_locking, name)
 
     def scatter_add(self, sparse_delta, use_locking=False, name=None):
-        return self._scatter(state_ops.scatter_add, sparse_delta, use_locking, name)
+        return self._scatter(variable_ops.scatter_add, sparse_delta, use_locking, name)
 
     def scatter_sub(self, sparse_delta, use_locking=False, name=None):
-        return self._scatter(state_ops.scatter_sub, sparse_delta, use_locking, name)
+        return self._scatter(variable_ops.scatter_sub, sparse_delta, use_locking, name)
 
     def scatter_mul(self, sparse_delta, use_locking=False, name=None):
-        return self._scatter(state_ops.scatter_mul, sparse_delta, use_locking, name)
+        return self._scatter(variable_ops.scatter_mul, sparse_delta, use_locking, name)
 
     def scatter_div(self, sparse_delta, use_locking=False, name=None):
-        return self._scatter(state_ops.scatter_div, sparse_delta, use_locking, name)
+        return self._scatter(variable_ops.scatter_div, sparse_delta, use_locking, name)
 
     def scatter_min(self, sparse_delta, use_locking=False, name=None):
-        return self._scatter(state_ops.scatter_min, sparse_delta, use_locking, name)
+        return self._scatter(variable_ops.scatter_min, sparse_delta, use_locking, name)
 
     def scatter_max(self, sparse_delta, use_locking=False, name=None):
-        return self._scatter(state_ops.scatter_max, sparse_delta, use_locking, name)
+        return self._scatter(variable_ops.scatter_max, sparse_delta, use_locking, name)
 
     def _strided_slice_assign(self, begin, end, strides, value, name, masks):
         value = convert_to_tensor(value, dtype=self.dtype.base_dtype, name="value")
@@ -520,23 +520,23 @@ class Variable(metaclass=_VariableMeta):
         return apply_op("StridedSliceAssign", inputs, name=name, **masks).outputs[0]
 
     def scatter_nd_update(self, indices, updates, name=None):
-        return state_ops.scatter_nd_update(
+        return variable_ops.scatter_nd_update(
             self._variable, indices, updates, use_locking=True, name=name
         )
 
     def scatter_nd_add(self, indices, updates, name=None):
-        return state_ops.scatter_nd_add(
+        return variable_ops.scatter_nd_add(
             self._variable, indices, updates, use_locking=True, name=name
         )
 
     def scatter_nd_sub(self, indices, updates, name=None):
-        return state_ops.scatter_nd_sub(
+        return variable_ops.scatter_nd_sub(
             self._variable, indices, updates, use_locking=True, name=name
         )
 
     def count_up_to(self, limit):
         """Increments this int variable up to `limit`; returns the value before the increment."""
-        return state_ops.count_up_to(self._variable, limit=limit)
+        return variable_ops.count_up_to(self._variable, limit=limit)
 
     # -- serialization ------------------------------------------------------------------------
     def to_proto(self, export_scope=None):

@@ -25,7 +25,7 @@ import collections
 import numpy as np
 
 from flowgraph.core import dtypes, errors
-from flowgraph.runtime.graph import Node, make_node
+from flowgraph.runtime.nodes import Node, make_node
 
 _ENTER = frozenset({"Enter", "RefEnter"})
 _EXIT = frozenset({"Exit", "RefExit"})

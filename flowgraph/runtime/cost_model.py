@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from flowgraph.core import dtypes
 from flowgraph.core.device_spec import parse
 from flowgraph.core.shapes import TensorShape
-from flowgraph.runtime.graph import Node
+from flowgraph.runtime.nodes import Node
 from flowgraph.runtime.passes.static_shapes import StaticShapes
 
 _CONST_OPS = frozenset({"Const", "HostConst"})

@@ -3,7 +3,7 @@
 
 A FunctionDef's body names its inputs TensorFlow's way: an argument by its name, an op output
 as `node:output_arg:index` (the index within that output arg, so a list output is addressed
-by position). Instantiation turns the body into plain runtime Nodes (`runtime/graph.py`) with
+by position). Instantiation turns the body into plain runtime Nodes (`runtime/nodes.py`) with
 one `_Arg` node per argument and one `_Retval` node per result, and compiles them into an
 `ExecutorPlan` once per (function, device). A call runs that plan as a fresh Step whose
 step-local `resources` carry the argument values in and the results out, so the executor
@@ -20,7 +20,7 @@ from flowgraph.core import attr_value, dtypes, errors
 from flowgraph.core.op_def import get_op_def
 from flowgraph.core.protos import FunctionDefLibrary, NodeDef
 from flowgraph.kernels.base import ARGS, RETS, library_of  # noqa: F401  (re-exported)
-from flowgraph.runtime import graph as rt_graph
+from flowgraph.runtime import nodes as rt_nodes
 from flowgraph.runtime.executor import ASYNC, ExecutorPlan, Step, execute, node_error
 from flowgraph.runtime.rendezvous import LocalRendezvous
 
@@ -87,7 +87,7 @@ class FunctionBody:
         self.is_stateful = sig.is_stateful
         nodes = _body_nodes(fdef, device.name)
         try:
-            rt_graph.validate(nodes)
+            rt_nodes.validate(nodes)
         except errors.OpError as e:
             raise errors.InvalidArgumentError(
                 None, None, f"In function '{self.name}': {e.message}"
@@ -150,7 +150,7 @@ class FunctionBody:
                     out = item.compute(step, *inputs)
                 else:
                     out = item.compute(*inputs)
-            except Exception as e:
+            except Exception as e:  # noqa: BLE001  (any kernel failure becomes the node's error)
                 raise node_error(item, self.device.name, e) from None
             n = item.num_outputs
             if n == 1:
@@ -207,7 +207,7 @@ def _body_nodes(fdef, device: str) -> list:
     nodes = []
     for i, a in enumerate(sig.input_arg):
         nodes.append(
-            rt_graph.make_node(
+            rt_nodes.make_node(
                 a.name, "_Arg", device=device, attrs={"T": dtypes.as_dtype(a.type), "index": i}
             )
         )
@@ -262,16 +262,16 @@ def _body_nodes(fdef, device: str) -> list:
         del copy.input[:]
         copy.input.extend(flat(r, f"node '{nd.name}'") for r in nd.input)
         copy.device = device
-        nodes.append(rt_graph.from_node_def(copy))
+        nodes.append(rt_nodes.from_node_def(copy))
     for i, a in enumerate(sig.output_arg):
         ref = fdef.ret.get(a.name)
         if ref is None:
             raise errors.InvalidArgumentError(
                 None, None, f"Function '{sig.name}': no return value for output '{a.name}'"
             )
-        src, port = rt_graph.parse_input(flat(ref, f"return value '{a.name}'"))
+        src, port = rt_nodes.parse_input(flat(ref, f"return value '{a.name}'"))
         nodes.append(
-            rt_graph.make_node(
+            rt_nodes.make_node(
                 f"{a.name}_RetVal",
                 "_Retval",
                 inputs=[(src, port)],

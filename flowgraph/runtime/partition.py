@@ -17,7 +17,7 @@ import numpy as np
 
 from flowgraph.core import dtypes
 from flowgraph.runtime.control_loops import ControlLoops
-from flowgraph.runtime.graph import Node, make_node
+from flowgraph.runtime.nodes import Node, make_node
 
 
 @dataclasses.dataclass(frozen=True)

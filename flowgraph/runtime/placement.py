@@ -25,7 +25,7 @@ from flowgraph.core import dtypes, errors
 from flowgraph.core.device_spec import DeviceSpec, parse
 from flowgraph.kernels.base import has_kernel
 from flowgraph.runtime.cost_model import CostModel, simulate
-from flowgraph.runtime.graph import Node
+from flowgraph.runtime.nodes import Node
 
 _TYPE_PRIORITY = {"GPU": 0, "CPU": 1}
 

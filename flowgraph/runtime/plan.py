@@ -13,7 +13,7 @@ import functools
 from flowgraph.core import errors
 from flowgraph.core.dead_value import DEAD
 from flowgraph.kernels.base import KernelContext, bind, find_kernel
-from flowgraph.runtime.graph import Node
+from flowgraph.runtime.nodes import Node
 
 INLINE, EXPENSIVE, ASYNC = 0, 1, 2
 CONTROL_FLOW_OPS = frozenset(
@@ -38,16 +38,16 @@ class NodeItem:
     """The static facts the executor needs about one node."""
 
     __slots__ = (
-        "id",
-        "node",
-        "compute",
-        "inputs",
         "base",
+        "compute",
+        "ctx",
+        "id",
+        "inputs",
+        "kind",
+        "node",
         "num_outputs",
         "out_edges",
-        "kind",
         "step_arg",
-        "ctx",
     )
 
     def __init__(self, nid: int, node: Node):

@@ -14,7 +14,7 @@ from flowgraph.framework.convert import convert_to_tensor
 from flowgraph.framework.indexed_slices import IndexedSlices
 from flowgraph.ops import array as array_ops
 from flowgraph.ops import math as math_ops
-from flowgraph.ops import state as state_ops
+from flowgraph.ops import variable_ops
 from flowgraph.ops.resource_variables import is_resource_variable
 from flowgraph.train.optimizer import Optimizer
 
@@ -88,16 +88,18 @@ class AdamOptimizer(Optimizer):
         locking = self._use_locking
         m = self.get_slot(var, "m")
         m_scaled_g_values = grad.values * (1 - beta1_t)
-        m_t = state_ops.assign(m, m * beta1_t, use_locking=locking)
+        m_t = variable_ops.assign(m, m * beta1_t, use_locking=locking)
         with graph.control_dependencies([m_t]):
             m_t = self._scatter_add(m, grad.indices, m_scaled_g_values)
         v = self.get_slot(var, "v")
         v_scaled_g_values = (grad.values * grad.values) * (1 - beta2_t)
-        v_t = state_ops.assign(v, v * beta2_t, use_locking=locking)
+        v_t = variable_ops.assign(v, v * beta2_t, use_locking=locking)
         with graph.control_dependencies([v_t]):
             v_t = self._scatter_add(v, grad.indices, v_scaled_g_values)
         v_sqrt = math_ops.sqrt(v_t)
-        var_update = state_ops.assign_sub(var, lr * m_t / (v_sqrt + epsilon_t), use_locking=locking)
+        var_update = variable_ops.assign_sub(
+            var, lr * m_t / (v_sqrt + epsilon_t), use_locking=locking
+        )
         return array_ops.group(var_update, m_t, v_t)
 
     def _scatter_add(self, slot, indices, values):
@@ -105,7 +107,7 @@ class AdamOptimizer(Optimizer):
         read after ResourceScatterAdd for a resource slot, as TF1's _resource_scatter_add)."""
         if is_resource_variable(slot):
             return slot.scatter_add(IndexedSlices(values, indices))
-        return state_ops.scatter_add(slot, indices, values, use_locking=self._use_locking)
+        return variable_ops.scatter_add(slot, indices, values, use_locking=self._use_locking)
 
     def _finish(self, update_ops, name_scope):
         """beta1_power *= beta1 and beta2_power *= beta2, after every variable's update."""

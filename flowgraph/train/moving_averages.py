@@ -14,9 +14,8 @@ from flowgraph.framework import default_graph
 from flowgraph.framework.convert import convert_to_tensor
 from flowgraph.framework.graph import GraphKeys
 from flowgraph.ops import array as array_ops
-from flowgraph.ops import init_ops, variable_scope, variables
+from flowgraph.ops import init_ops, variable_ops, variable_scope, variables
 from flowgraph.ops import math as math_ops
-from flowgraph.ops import state as state_ops
 from flowgraph.train import slot_creator
 
 __all__ = ["ExponentialMovingAverage", "assign_moving_average"]
@@ -37,7 +36,7 @@ def assign_moving_average(variable, value, decay, zero_debias=True, name=None):
             decay = math_ops.cast(decay, variable.dtype.base_dtype)
         if zero_debias:
             return _zero_debias(variable, value, decay)
-        return state_ops.assign_sub(variable, (variable - value) * decay, name=scope)
+        return variable_ops.assign_sub(variable, (variable - value) * decay, name=scope)
 
 
 def _zero_debias(unbiased_var, value, decay):
@@ -61,10 +60,10 @@ def _zero_debias(unbiased_var, value, decay):
                 initializer=init_ops.zeros_initializer(),
                 trainable=False,
             )
-        update_biased = state_ops.assign_sub(biased, (biased - value) * decay)
+        update_biased = variable_ops.assign_sub(biased, (biased - value) * decay)
         update_local_step = local_step.assign_add(1)
         bias_factor = 1 - math_ops.pow(1.0 - decay, update_local_step)
-        return state_ops.assign(
+        return variable_ops.assign(
             unbiased_var, update_biased / bias_factor, name=graph.get_name_scope() + "/"
         )
 

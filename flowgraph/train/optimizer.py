@@ -24,9 +24,8 @@ from flowgraph.framework.indexed_slices import IndexedSlices
 from flowgraph.framework.operation import Operation, Tensor
 from flowgraph.gradients import impl as gradients_impl
 from flowgraph.ops import array as array_ops
-from flowgraph.ops import array_index, variables
+from flowgraph.ops import array_index, variable_ops, variables
 from flowgraph.ops import math as math_ops
-from flowgraph.ops import state as state_ops
 from flowgraph.train import slot_creator, training_ops
 
 __all__ = ["Optimizer"]
@@ -217,7 +216,7 @@ class Optimizer:
                         graph.control_dependencies([finished]),
                         graph.colocate_with(global_step.op),
                     ):
-                        apply_updates = state_ops.assign_add(global_step, 1, name=scope)
+                        apply_updates = variable_ops.assign_add(global_step, 1, name=scope)
             if isinstance(apply_updates, Tensor):
                 apply_updates = apply_updates.op
             train_ops = graph.get_collection_ref(GraphKeys.TRAIN_OP)

@@ -10,9 +10,8 @@ from __future__ import annotations
 from flowgraph.framework.apply_op import apply_op
 from flowgraph.framework.convert import convert_to_tensor
 from flowgraph.ops import array as array_ops
-from flowgraph.ops import init_ops
+from flowgraph.ops import init_ops, variable_ops
 from flowgraph.ops import math as math_ops
-from flowgraph.ops import state as state_ops
 from flowgraph.ops.resource_variables import is_resource_variable
 from flowgraph.train.optimizer import Optimizer
 
@@ -51,7 +50,7 @@ class GradientDescentOptimizer(Optimizer):
         if is_resource_variable(var):  # TF1: resource_scatter_add of -lr * grad
             negated = math_ops.negative(delta)
             return apply_op("ResourceScatterAdd", [var.handle, grad.indices, negated])
-        return state_ops.scatter_sub(var, grad.indices, delta, use_locking=self._use_locking).op
+        return variable_ops.scatter_sub(var, grad.indices, delta, use_locking=self._use_locking).op
 
 
 class MomentumOptimizer(Optimizer):

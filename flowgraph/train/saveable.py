@@ -13,7 +13,7 @@ from flowgraph.core import dtypes
 from flowgraph.framework import default_graph
 from flowgraph.framework.apply_op import apply_op
 from flowgraph.framework.operation import Tensor
-from flowgraph.ops import array, state, variables
+from flowgraph.ops import array, variable_ops, variables
 from flowgraph.ops.resource_variables import is_resource_variable
 
 __all__ = ["SaveSpec", "SaveableObject", "op_list_to_dict", "validate_and_slice_inputs"]
@@ -64,7 +64,7 @@ class ReferenceVariableSaveable(SaveableObject):
         if restored_shapes is not None:
             restored = array.reshape(restored, restored_shapes[0])
         validate = restored_shapes is None and self.op.get_shape().is_fully_defined()
-        return state.assign(self.op, restored, validate_shape=validate)
+        return variable_ops.assign(self.op, restored, validate_shape=validate)
 
 
 class ResourceVariableSaveable(SaveableObject):

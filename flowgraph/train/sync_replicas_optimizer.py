@@ -37,8 +37,7 @@ from flowgraph.framework.graph import GraphKeys
 from flowgraph.framework.indexed_slices import IndexedSlices
 from flowgraph.framework.operation import Tensor
 from flowgraph.ops import array as array_ops
-from flowgraph.ops import state as state_ops
-from flowgraph.ops import variable_collections, variables
+from flowgraph.ops import variable_collections, variable_ops, variables
 from flowgraph.ops.accumulators import ConditionalAccumulator, SparseConditionalAccumulator
 from flowgraph.ops.queues import FIFOQueue
 from flowgraph.platform import tf_logging as logging
@@ -142,7 +141,7 @@ class SyncReplicasOptimizer(Optimizer):
         )
         with graph.control_dependencies(train_ops):
             token = self._sync_token_queue.dequeue()
-        train_op = state_ops.assign(self._local_step, token)
+        train_op = variable_ops.assign(self._local_step, token)
         with graph.control_dependencies([update_op]):
             tokens = array_ops.fill([self._tokens_per_step], global_step)
             sync_op = self._sync_token_queue.enqueue_many((tokens,))
@@ -164,7 +163,7 @@ class SyncReplicasOptimizer(Optimizer):
                 dtype=global_step.dtype.base_dtype,
                 name="sync_rep_local_step",
             )
-        self.local_step_init_op = state_ops.assign(self._local_step, global_step)
+        self.local_step_init_op = variable_ops.assign(self._local_step, global_step)
         self.ready_for_local_init_op = variable_collections.report_uninitialized_variables(
             variable_collections.global_variables()
         )

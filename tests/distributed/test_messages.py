@@ -104,12 +104,12 @@ def test_a_dead_tensor_travels_as_no_tensor():
 
 
 def test_registered_partitions_travel_decoded_in_process_and_encoded_on_the_wire():
-    from flowgraph.runtime import graph as rt_graph
+    from flowgraph.runtime import nodes as rt_nodes
 
     gd = GraphDef(
         node=[NodeDef(name="a", op="NoOp", device="/job:w/replica:0/task:0/device:CPU:0")]
     )
-    nodes = [rt_graph.from_node_def(nd) for nd in gd.node]
+    nodes = [rt_nodes.from_node_def(nd) for nd in gd.node]
     req = m.RegisterGraphRequest("sess", True, GraphDef(), nodes=nodes)
     proto = req.to_proto()
     assert [nd.name for nd in proto.graph_def.node] == ["a"]

@@ -8,7 +8,7 @@ import flowgraph as tf
 from flowgraph.core import dtypes
 from flowgraph.core.protos import RewriterConfig, StepStats
 from flowgraph.runtime.cost_model import CostModel, CostParams
-from flowgraph.runtime.graph import make_node
+from flowgraph.runtime.nodes import make_node
 
 CPU0 = "/job:localhost/replica:0/task:0/device:CPU:0"
 CPU1 = "/job:localhost/replica:0/task:0/device:CPU:1"

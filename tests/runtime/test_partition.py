@@ -79,8 +79,8 @@ def test_kernel_error_on_second_device_names_node_and_device():
 
 
 def test_every_partition_of_a_plan_validates():
-    """runtime/graph.validate after the passes: inputs exist, dtypes match, Sends have Recvs."""
-    from flowgraph.runtime import graph as rt_graph
+    """runtime/nodes.validate after the passes: inputs exist, dtypes match, Sends have Recvs."""
+    from flowgraph.runtime import nodes as rt_nodes
 
     with tf.device("/cpu:1"):
         x = tf.placeholder(tf.float32, [3])
@@ -94,7 +94,7 @@ def test_every_partition_of_a_plan_validates():
     sends, recvs = set(), set()
     for plan in plans:
         for nodes in plan.graphs.values():
-            rt_graph.validate(nodes)
+            rt_nodes.validate(nodes)
             sends |= {
                 n.attrs["tensor_name"]
                 for n in nodes

@@ -1,6 +1,6 @@
 """NumPy kernels for the CPU device; importing this package registers them all."""
 
-from flowgraph.kernels.cpu import array, control_flow, math, sendrecv, state  # noqa: F401
+from flowgraph.kernels.cpu import array, control_flow, math, sendrecv, variables  # noqa: F401
 from flowgraph.kernels.cpu import array_index  # noqa: F401
 from flowgraph.kernels.cpu import random  # noqa: F401
 from flowgraph.kernels.cpu import array_space  # noqa: F401

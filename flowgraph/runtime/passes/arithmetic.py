@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from flowgraph.core import dtypes
-from flowgraph.runtime.graph import Node, make_node
+from flowgraph.runtime.nodes import Node, make_node
 from flowgraph.runtime.passes import rules
 from flowgraph.runtime.passes.static_shapes import StaticShapes
 

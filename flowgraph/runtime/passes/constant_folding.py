@@ -19,7 +19,7 @@ import numpy as np
 
 from flowgraph.core import device_spec, dtypes, errors
 from flowgraph.kernels.base import KernelContext, bind, find_kernel
-from flowgraph.runtime.graph import Node, make_node
+from flowgraph.runtime.nodes import Node, make_node
 from flowgraph.runtime.passes import rules
 from flowgraph.runtime.passes.static_shapes import StaticShapes
 

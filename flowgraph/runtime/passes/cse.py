@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from flowgraph.runtime.graph import Node
+from flowgraph.runtime.nodes import Node
 from flowgraph.runtime.passes.rules import is_pure
 
 

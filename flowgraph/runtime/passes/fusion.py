@@ -35,7 +35,7 @@ from flowgraph.core import dtypes
 from flowgraph.core.device_spec import DeviceSpec
 from flowgraph.core.protos import GraphDef
 from flowgraph.kernels.cpu import fused_codegen
-from flowgraph.runtime.graph import Node, make_node
+from flowgraph.runtime.nodes import Node, make_node
 
 _BACK_EDGE_OPS = frozenset({"NextIteration", "RefNextIteration"})
 _FRESH_DEADNESS_OPS = frozenset({"Merge", "RefMerge", "Exit", "RefExit"})

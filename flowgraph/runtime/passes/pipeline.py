@@ -12,7 +12,7 @@ Constant folding belongs to both, so turning it off takes both switches, as in T
 from __future__ import annotations
 
 from flowgraph.core.protos import ConfigProto, RewriterConfig
-from flowgraph.runtime.graph import Node
+from flowgraph.runtime.nodes import Node
 from flowgraph.runtime.passes.arithmetic import simplify_arithmetic
 from flowgraph.runtime.passes.constant_folding import MAX_CONSTANT_BYTES, fold_constants
 from flowgraph.runtime.passes.cse import eliminate_common_subexpressions

@@ -24,7 +24,7 @@ from flowgraph.core import errors
 from flowgraph.core.device_spec import parse
 from flowgraph.kernels.base import find_kernel
 from flowgraph.runtime.cost_model import CostModel, Schedule, simulate
-from flowgraph.runtime.graph import Node
+from flowgraph.runtime.nodes import Node
 
 _CONTROL_FLOW = frozenset(
     {"Enter", "RefEnter", "Exit", "RefExit", "Merge", "RefMerge", "Switch", "RefSwitch",

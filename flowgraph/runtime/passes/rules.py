@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import heapq
 
-from flowgraph.runtime.graph import Node
+from flowgraph.runtime.nodes import Node
 
 CONTROL_FLOW = frozenset(
     {"Enter", "RefEnter", "Exit", "RefExit", "Merge", "RefMerge", "Switch", "RefSwitch",

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from flowgraph.core import shapes
-from flowgraph.runtime.graph import Node
+from flowgraph.runtime.nodes import Node
 
 _UNKNOWN = shapes.TensorShape(None)
 _PLACEHOLDERS = frozenset({"Placeholder", "PlaceholderV2", "PlaceholderWithDefault"})

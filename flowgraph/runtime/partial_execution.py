@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 from flowgraph.core import errors
 from flowgraph.core.rendezvous_keys import make_key
-from flowgraph.runtime.graph import Node, make_node, parse_input
+from flowgraph.runtime.nodes import Node, make_node, parse_input
 
 
 class Signature(NamedTuple):
