@@ -1,4 +1,4 @@
-"""`python -m flowgraph run SCRIPT.py [ARGS...]`: the same as the `flowgraph` command."""
+"""`python -m flowgraph run SCRIPT.py [ARGS...]` (or `server ...`): the `flowgraph` command."""
 
 import sys
 

@@ -9,6 +9,10 @@ The script runs as `__main__` with `sys.argv == [SCRIPT, *ARGS]` and its directo
 
 `flowgraph describe OP...` prints where each op's definition, kernels and gradient are
 registered (core/registry.py).
+
+`flowgraph server --cluster ps=127.0.0.1:2222,worker=127.0.0.1:2223,127.0.0.1:2224 --job worker
+--task 0` runs one task of a cluster (tf.train.Server) until it is killed: in `--cluster`, a
+`job=` entry starts a job and a bare address adds the next task to the job before it.
 """
 
 from __future__ import annotations
@@ -42,7 +46,45 @@ def _parser() -> argparse.ArgumentParser:
         "dtypes) and its gradient are registered (flowgraph/core/registry.py).",
     )
     describe.add_argument("op", metavar="OP", nargs="+", help="op type, e.g. MatMul")
+    server = commands.add_parser(
+        "server",
+        help="run one task of a cluster (tf.train.Server) until killed",
+        description="Serves the master and worker of task JOB:TASK of CLUSTER on the address "
+        "the cluster names for it.",
+    )
+    server.add_argument(
+        "--cluster",
+        required=True,
+        type=parse_cluster,
+        help="jobs and task addresses: ps=127.0.0.1:2222,worker=127.0.0.1:2223,127.0.0.1:2224",
+    )
+    server.add_argument("--job", required=True, help="this task's job name")
+    server.add_argument("--task", type=int, default=0, help="this task's index in its job")
     return parser
+
+
+def parse_cluster(text: str) -> dict[str, list[str]]:
+    """{"ps": ["a:1"], "worker": ["b:2", "c:3"]} from "ps=a:1,worker=b:2,c:3"."""
+    jobs: dict[str, list[str]] = {}
+    job = None
+    for entry in text.split(","):
+        name, sep, address = entry.rpartition("=")
+        if sep:
+            job = name.strip()
+            if not job or job in jobs:
+                raise argparse.ArgumentTypeError(f"bad or repeated job name in {entry!r}")
+            jobs[job] = []
+        if job is None or not address.strip():
+            raise argparse.ArgumentTypeError(f"{entry!r}: expected job=host:port or host:port")
+        jobs[job].append(address.strip())
+    return jobs
+
+
+def run_server(cluster: dict[str, list[str]], job: str, task: int) -> None:
+    """Serves task `job`:`task` of `cluster` until the process is killed."""
+    from flowgraph.train.server import Server
+
+    Server(cluster, job_name=job, task_index=task).join()
 
 
 def describe_ops(op_types: list[str]) -> int:
@@ -112,6 +154,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if opts.command == "describe":
         return describe_ops(opts.op)
+    if opts.command == "server":
+        run_server(opts.cluster, opts.job, opts.task)
+        return 0
     parser.print_help(sys.stderr)
     return 2
 

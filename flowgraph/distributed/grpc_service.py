@@ -3,8 +3,9 @@ request, calls a plain Python function and serializes its answer, and a client t
 reverse with a deadline on every call (STYLE.md 10: transports contain no logic).
 
 Names stay TensorFlow's: our protos are in package `flowgraph` (so a real TensorFlow can share
-the process), but the services are served under `/tensorflow.grpc.<Service>/<Method>`, the paths
-real TensorFlow processes call. Handlers take and return `bytes` (identity (de)serializers), so
+the process), but the services are served under `/tensorflow.<Service>/<Method>`, the paths real
+TensorFlow processes serve and call, and `/tensorflow.grpc.<Service>/<Method>`, the ones its
+.proto files declare. Handlers take and return `bytes` (identity (de)serializers), so
 a malformed request is answered with INVALID_ARGUMENT instead of failing inside grpcio, and any
 exception becomes a status: a bad request never crashes a server.
 """
@@ -43,6 +44,7 @@ CHANNEL_OPTIONS = (
 )
 SERVER_OPTIONS = (
     *_UNLIMITED,
+    ("grpc.so_reuseport", 0),  # a second server on a task's port fails instead of sharing it
     ("grpc.keepalive_permit_without_calls", 1),
     ("grpc.http2.min_recv_ping_interval_without_data_ms", 5_000),
     ("grpc.http2.max_ping_strikes", 0),
@@ -81,11 +83,16 @@ def methods_of(service: ServiceDescriptor) -> dict[str, Method]:
     }
 
 
-def wire_name(service: ServiceDescriptor) -> str:
-    """The name the service is served under: TF's `tensorflow.grpc.X` for our
-    `flowgraph.grpc.X`, so that real TensorFlow processes find it; other names stay."""
+def wire_names(service: ServiceDescriptor) -> tuple[str, ...]:
+    """The names a service is served under: first `tensorflow.X`, the path TensorFlow's own
+    runtime serves and calls (its hand-written grpc_*_service_impl.cc), then `tensorflow.grpc.X`,
+    the path its master_service.proto / worker_service.proto declare (generated stubs use it).
+    Our descriptors are `flowgraph.grpc.X`; names outside that package are served as they are."""
     name = service.full_name
-    return "tensorflow." + name[len("flowgraph.") :] if name.startswith("flowgraph.grpc.") else name
+    if not name.startswith("flowgraph.grpc."):
+        return (name,)
+    short = name[len("flowgraph.grpc.") :]
+    return (f"tensorflow.{short}", f"tensorflow.grpc.{short}")
 
 
 def snake_case(name: str) -> str:

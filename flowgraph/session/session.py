@@ -25,7 +25,7 @@ from flowgraph.distributed import local, messages
 from flowgraph.framework import default_graph, nest, sparse_tensor
 from flowgraph.framework.indexed_slices import IndexedSlices, IndexedSlicesValue
 from flowgraph.framework.operation import Operation, Tensor
-from flowgraph.session import default_session
+from flowgraph.session import default_session, remote
 
 
 class _FetchMapper:
@@ -140,8 +140,13 @@ class BaseSession:
             return self._local.master
         if isinstance(target, str) and target.startswith("inproc://"):
             return local.master_for(target)
+        if isinstance(target, str) and target.startswith(remote.SCHEME):
+            return remote.RemoteMaster(target, config)
         raise errors.UnimplementedError(
-            None, None, f"Session target {target!r} is not supported: use '' for the local runtime"
+            None,
+            None,
+            f"Session target {target!r} is not supported: use '' for the local runtime or "
+            "grpc://host:port for a server's",
         )
 
     # -- properties ---------------------------------------------------------------------------
@@ -464,6 +469,12 @@ class _DeviceAttributes(collections.namedtuple("_DeviceAttributes", ["name", "de
 
 class Session(BaseSession):
     """tf.Session: `with tf.Session() as sess: sess.run(fetches, feed_dict)`."""
+
+    @staticmethod
+    def reset(target, containers=None, config=None):
+        """Clears the resource containers (variables, queues) of the cluster at `target` and
+        closes its sessions; `containers` names them (None: the default container)."""
+        remote.reset(target, containers, config)
 
 
 class InteractiveSession(BaseSession):

@@ -24,6 +24,7 @@ Each name comes from the module that owns it:
     monitored_session.py    MonitoredSession, MonitoredTrainingSession, session creators
     supervisor.py           Supervisor (the older training-loop manager)
     cluster_spec.py         ClusterSpec (the tasks of a cluster, §3.3)
+    server.py               Server (one task's master and worker on a gRPC port, §3.3)
     device_setter.py        replica_device_setter (parameter servers, §7)
     sync_replicas_optimizer.py  SyncReplicasOptimizer (synchronous data parallelism, §7)
 """
@@ -244,8 +245,9 @@ __all__ += ["SessionRunHook", "SessionRunValues"]
 from flowgraph.core.protos import ClusterDef, JobDef, ServerDef
 from flowgraph.train.cluster_spec import ClusterSpec
 from flowgraph.train.device_setter import replica_device_setter
+from flowgraph.train.server import Server
 
-__all__ += ["ClusterDef", "ClusterSpec", "JobDef", "ServerDef", "replica_device_setter"]
+__all__ += ["ClusterDef", "ClusterSpec", "JobDef", "Server", "ServerDef", "replica_device_setter"]
 __all__ += ["CheckpointSaverHook", "CheckpointSaverListener", "FeedFnHook", "FinalOpsHook"]
 __all__ += ["GlobalStepWaiterHook", "LoggingTensorHook", "NanLossDuringTrainingError"]
 __all__ += ["NanTensorHook", "StepCounterHook", "StopAtStepHook", "SummarySaverHook"]

@@ -14,13 +14,18 @@ from flowgraph.distributed import grpc_service, rpc_errors, tensor_stream
 
 WORKER = worker_service_pb2.DESCRIPTOR.services_by_name["WorkerService"]
 MASTER = master_service_pb2.DESCRIPTOR.services_by_name["MasterService"]
-NAME = grpc_service.wire_name(WORKER)
+NAME = grpc_service.wire_names(WORKER)[0]
 METHODS = grpc_service.methods_of(WORKER)
 
 
 def test_services_keep_tensorflow_names():
-    assert NAME == "tensorflow.grpc.WorkerService"
-    assert grpc_service.wire_name(MASTER) == "tensorflow.grpc.MasterService"
+    # TF's runtime serves and calls /tensorflow.WorkerService/...; its .proto declares the
+    # package tensorflow.grpc, which generated stubs use.
+    assert grpc_service.wire_names(WORKER) == (
+        "tensorflow.WorkerService",
+        "tensorflow.grpc.WorkerService",
+    )
+    assert grpc_service.wire_names(MASTER)[0] == "tensorflow.MasterService"
     assert set(grpc_service.methods_of(MASTER)) >= {
         "CreateSession",
         "ExtendSession",
@@ -92,7 +97,7 @@ def test_call_round_trips_under_tensorflow_path(served):
     _, client, channel = served
     response = client.call("GetStatus", worker_pb2.GetStatusRequest())
     assert response.device_attributes[0].name == "/job:w/replica:0/task:0/device:CPU:0"
-    raw = channel.unary_unary("/tensorflow.grpc.WorkerService/GetStatus")
+    raw = channel.unary_unary("/tensorflow.WorkerService/GetStatus")
     assert worker_pb2.GetStatusResponse.FromString(raw(b"", timeout=10)) == response
 
 
@@ -122,7 +127,7 @@ def test_bugs_and_bad_requests_get_statuses_and_the_server_keeps_serving(served)
     service.error = KeyError("graph handle 'g9'")
     with pytest.raises(errors.InternalError, match="CleanupAll failed: KeyError: .*g9"):
         client.call("CleanupAll", worker_pb2.CleanupAllRequest())
-    garbage = channel.unary_unary("/tensorflow.grpc.WorkerService/CleanupAll")
+    garbage = channel.unary_unary("/tensorflow.WorkerService/CleanupAll")
     with pytest.raises(grpc.RpcError) as info:
         garbage(b"\xff\xff\xff", timeout=10)
     assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT

@@ -1,0 +1,256 @@
+"""The WorkerService over gRPC (whitepaper §3.3): a servicer that forwards each RPC to a
+`Worker`, a stub (`RemoteWorker`) with the Worker's methods for the master and peer workers,
+and the worker cache that hands out stubs by task name (TF's grpc_worker_service /
+grpc_remote_worker / grpc_worker_cache).
+
+RecvTensor is served twice: TF's unary `/tensorflow.WorkerService/RecvTensor` for interop (and
+for small tensors between flowgraph peers),
+and `/flowgraph.WorkerStream/RecvTensor`, the same request answered as a stream of ~1 MiB chunks
+(tensor_stream.py), which flowgraph peers use.
+"""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import grpc
+
+from flowgraph.core import errors
+from flowgraph.core.protos import ClusterDef, worker_pb2, worker_service_pb2
+from flowgraph.distributed import grpc_service, tensor_stream
+from flowgraph.distributed import messages as m
+from flowgraph.distributed.worker_cache import CallOptions
+
+SERVICE = worker_service_pb2.DESCRIPTOR.services_by_name["WorkerService"]
+SERVICE_NAMES = grpc_service.wire_names(SERVICE)
+SERVICE_NAME = SERVICE_NAMES[0]  # tensorflow.WorkerService: what TF's runtime calls
+METHODS = grpc_service.methods_of(SERVICE)
+STREAM_SERVICE = "flowgraph.WorkerStream"  # flowgraph's own: not a TF service
+STREAM_RECV_PATH = f"/{STREAM_SERVICE}/RecvTensor"
+UNARY_RECV_BYTES = 64 << 10  # up to this size a tensor takes the unary RecvTensor
+
+
+# -- server side -----------------------------------------------------------------------------
+def handlers(worker) -> list[grpc.GenericRpcHandler]:
+    """The grpcio handlers serving `worker` (a Worker) as WorkerService and WorkerStream."""
+    unary = {}
+    for name in METHODS:
+        method = getattr(worker, grpc_service.snake_case(name), None)
+        if method is not None:
+            unary[name] = _forward(method, getattr(m, f"{name}Request"))
+    unary["RunGraph"] = _run_graph(worker)
+
+    def recv_stream(request, context):
+        response = worker.recv_tensor(m.RecvTensorRequest.from_proto(request))
+        return tensor_stream.encode(response.tensor, response.is_dead, response.send_start_micros)
+
+    return [
+        *(grpc_service.handler(name, METHODS, unary) for name in SERVICE_NAMES),
+        grpc_service.handler(
+            STREAM_SERVICE,
+            {},
+            {},
+            streaming={"RecvTensor": (worker_pb2.RecvTensorRequest, recv_stream)},
+        ),
+    ]
+
+
+def _forward(method, request_class):
+    def impl(request, context):
+        return method(request_class.from_proto(request)).to_proto()
+
+    return impl
+
+
+def _run_graph(worker):
+    """RunGraph, cancelled when its caller cancels the RPC or goes away."""
+
+    def impl(request, context):
+        call_opts = CallOptions()
+        context.add_callback(
+            lambda: call_opts.start_cancel(
+                errors.CancelledError(None, None, "RunGraph was cancelled by its caller")
+            )
+        )
+        return worker.run_graph(m.RunGraphRequest.from_proto(request), call_opts).to_proto()
+
+    return impl
+
+
+# -- client side -----------------------------------------------------------------------------
+class RemoteWorker:
+    """A peer's Worker over gRPC: the WorkerInterface, each call with its deadline."""
+
+    def __init__(self, task: str, channel: grpc.Channel, pool: ThreadPoolExecutor):
+        self.task = task
+        self._client = grpc_service.Client(channel, SERVICE_NAME, METHODS, task)
+        self._pool = pool  # runs the streams of recv_tensor_async
+        self._sizes: dict[str, int] = {}  # edge -> bytes it carried last (dict ops are atomic)
+
+    def _call(self, name: str, req, timeout: float = grpc_service.CONTROL_TIMEOUT_S):
+        response = self._client.call(name, req.to_proto(), timeout)
+        return getattr(m, f"{name}Response").from_proto(response)
+
+    def get_status(self, req: m.GetStatusRequest | None = None) -> m.GetStatusResponse:
+        return self._call("GetStatus", req or m.GetStatusRequest())
+
+    def create_worker_session(self, req):
+        return self._call("CreateWorkerSession", req)
+
+    def delete_worker_session(self, req):
+        return self._call("DeleteWorkerSession", req)
+
+    def register_graph(self, req):
+        return self._call("RegisterGraph", req)
+
+    def deregister_graph(self, req):
+        return self._call("DeregisterGraph", req)
+
+    def cleanup_graph(self, req):
+        return self._call("CleanupGraph", req)
+
+    def cleanup_all(self, req):
+        return self._call("CleanupAll", req)
+
+    def run_graph(self, req: m.RunGraphRequest, call_opts: CallOptions | None = None):
+        """Runs the step's graph on the peer; cancelling `call_opts` cancels the RPC. A call
+        the peer never saw (it was restarting) is sent again once it is reachable."""
+        timeout_ms = call_opts.timeout_ms if call_opts is not None else 0
+        timeout = timeout_ms / 1000 if timeout_ms else grpc_service.STEP_TIMEOUT_S
+        proto = req.to_proto()
+        future = self._start_run_graph(proto, timeout, call_opts)
+        if self._client.retryable(future):
+            future = self._start_run_graph(proto, timeout, call_opts)
+        try:
+            return m.RunGraphResponse.from_proto(self._client.result("RunGraph", future))
+        finally:
+            if call_opts is not None:
+                call_opts.clear_cancel_callback()
+
+    def _start_run_graph(self, proto, timeout: float, call_opts: CallOptions | None):
+        future = self._client.call_future("RunGraph", proto, timeout)
+        if call_opts is not None:
+            call_opts.set_cancel_callback(lambda error: future.cancel())
+        return future
+
+    def recv_tensor(self, req: m.RecvTensorRequest) -> m.RecvTensorResponse:
+        """The tensor streamed in chunks from the peer (it waits until the step made it)."""
+        messages = self._client.stream(
+            STREAM_RECV_PATH, req.to_proto(), grpc_service.STEP_TIMEOUT_S
+        )
+        array, header = tensor_stream.decode(messages)
+        self._sizes[_edge(req.rendezvous_key)] = array.nbytes if array is not None else 0
+        return m.RecvTensorResponse(array, header.is_dead, header.send_start_micros)
+
+    def recv_tensor_async(self, req: m.RecvTensorRequest, done) -> None:
+        """A tensor that was small the last time this edge carried it comes by TF's unary
+        RecvTensor, answered on gRPC's own thread (a stream costs ~0.5 ms more per call);
+        one seen large, or never seen, by the chunked stream on a pool thread."""
+        size = self._sizes.get(_edge(req.rendezvous_key))
+        if size is not None and size <= UNARY_RECV_BYTES:
+            future = self._client.call_future(
+                "RecvTensor", req.to_proto(), grpc_service.STEP_TIMEOUT_S
+            )
+            future.add_done_callback(lambda f: self._unary_done(req, f, done))
+            return
+
+        def receive():
+            try:
+                response = self.recv_tensor(req)
+            except Exception as e:  # noqa: BLE001  (done reports every failure)
+                done(e, None)
+            else:
+                done(None, response)
+
+        self._pool.submit(receive)
+
+    def _unary_done(self, req: m.RecvTensorRequest, future: grpc.Future, done) -> None:
+        try:
+            response = m.RecvTensorResponse.from_proto(self._client.result("RecvTensor", future))
+        except Exception as e:  # noqa: BLE001  (done reports every failure)
+            done(e, None)
+            return
+        nbytes = response.tensor.nbytes if response.tensor is not None else 0
+        self._sizes[_edge(req.rendezvous_key)] = nbytes
+        done(None, response)
+
+
+def _edge(rendezvous_key: str) -> str:
+    """The key without its frame and iteration: the same edge in every step and iteration."""
+    return rendezvous_key.rpartition(";")[0]
+
+
+def task_name(job: str, task: int) -> str:
+    return f"/job:{job}/replica:0/task:{task}"
+
+
+class GrpcWorkerCache:
+    """Task name -> worker for every task of a cluster: this process's own Worker for the
+    local task (no RPC to itself, as in TF), a RemoteWorker (one channel, made on first use)
+    for the others. The local task is listed first: the master places there first."""
+
+    def __init__(self, cluster: ClusterDef, local_task: str | None = None, local_worker=None):
+        self._addresses = {
+            task_name(job.name, i): job.tasks[i] for job in cluster.job for i in sorted(job.tasks)
+        }
+        self._local_task = local_task
+        self._local_worker = local_worker
+        self._lock = threading.Lock()  # guards _stubs and _channels
+        self._stubs: dict[str, RemoteWorker] = {}
+        self._channels: list[grpc.Channel] = []
+        self._pool = ThreadPoolExecutor(32, thread_name_prefix="recv-tensor")
+        if local_worker is not None:
+            local_worker.worker_cache = self
+
+    def list_workers(self) -> list[str]:
+        tasks = sorted(self._addresses, key=_task_order)
+        if self._local_task in self._addresses:
+            tasks.remove(self._local_task)
+            tasks.insert(0, self._local_task)
+        return tasks
+
+    def address(self, task: str) -> str:
+        return self._addresses[task]
+
+    def get_worker(self, task: str):
+        if task == self._local_task and self._local_worker is not None:
+            return self._local_worker
+        with self._lock:
+            stub = self._stubs.get(task)
+            if stub is None:
+                if task not in self._addresses:
+                    raise errors.UnavailableError(
+                        None,
+                        None,
+                        f"No worker for task {task}; this cluster has {', '.join(self._addresses)}",
+                    )
+                channel = grpc.insecure_channel(
+                    self._addresses[task], options=grpc_service.CHANNEL_OPTIONS
+                )
+                self._channels.append(channel)
+                stub = self._stubs[task] = RemoteWorker(task, channel, self._pool)
+        return stub
+
+    def close(self) -> None:
+        with self._lock:
+            channels, self._channels, self._stubs = self._channels, [], {}
+        for channel in channels:
+            channel.close()
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _task_order(task: str):
+    job, _, index = task.rpartition("/task:")
+    return job, int(index)
+
+
+def wait_until_serving(address: str, timeout: float) -> m.GetStatusResponse:
+    """Waits (no polling: the call waits for the server) until the task at `address` answers
+    GetStatus; raises DeadlineExceededError after `timeout` seconds."""
+    with grpc.insecure_channel(address, options=grpc_service.CHANNEL_OPTIONS) as channel:
+        client = grpc_service.Client(channel, SERVICE_NAME, METHODS, address)
+        response = client.call(
+            "GetStatus", worker_pb2.GetStatusRequest(), timeout, wait_for_ready=True
+        )
+    return m.GetStatusResponse.from_proto(response)

@@ -1,0 +1,53 @@
+"""What one task of a cluster runs behind its gRPC port (whitepaper §3.3): a Worker over the
+task's own devices, a Master that places over every task of the cluster, and the worker cache
+joining them (its own worker in process, the others by gRPC), as TF's GrpcServer::Init does.
+"""
+
+from __future__ import annotations
+
+import grpc
+
+from flowgraph.core.protos import ClusterDef, ConfigProto, ServerDef
+from flowgraph.distributed import grpc_master, grpc_worker
+from flowgraph.distributed.master import Master
+from flowgraph.distributed.worker import Worker
+from flowgraph.runtime import blas
+from flowgraph.runtime import device as device_lib
+
+
+class TaskServices:
+    """The master, worker and worker cache of task `server_def` names, and their handlers."""
+
+    def __init__(self, server_def: ServerDef):
+        config = server_def.default_session_config
+        blas.single_threaded()  # intra-op parallelism is the devices' pools' (threadpool.py)
+        devices = device_lib.make_devices(
+            server_def.job_name,
+            server_def.task_index,
+            dict(config.device_count),
+            config.inter_op_parallelism_threads,
+            config.intra_op_parallelism_threads,
+        )
+        self.task = grpc_worker.task_name(server_def.job_name, server_def.task_index)
+        self.worker = Worker(self.task, devices)
+        self.worker_cache = grpc_worker.GrpcWorkerCache(server_def.cluster, self.task, self.worker)
+        self.master = Master(self.worker_cache, self.task)
+        self.handlers: list[grpc.GenericRpcHandler] = [
+            *grpc_worker.handlers(self.worker),
+            *grpc_master.handlers(self.master),
+        ]
+
+    def close(self) -> None:
+        self.worker.close()
+        self.worker_cache.close()
+
+
+def server_def(
+    cluster: ClusterDef, job: str, task: int, config: ConfigProto | None = None
+) -> ServerDef:
+    """The ServerDef of task job:task of `cluster`."""
+    result = ServerDef(job_name=job, task_index=task, protocol="grpc")
+    result.cluster.CopyFrom(cluster)
+    if config is not None:
+        result.default_session_config.CopyFrom(config)
+    return result

@@ -1,0 +1,21 @@
+"""Smoke test of bench/distributed.py: D1 and D2 run end to end and print their rows, so the
+benchmark cannot rot. Timings are never asserted (they belong to the benchmark's output)."""
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "distributed.py"
+
+
+def test_quick_run_prints_d1_and_d2():
+    out = subprocess.run(
+        [sys.executable, str(SCRIPT), "--quick"],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=True,
+    ).stdout
+    assert re.search(r"D1 RecvTensor 64 MiB float32: gRPC stream \d+ MB/s, raw socket \d+", out)
+    assert len(re.findall(r"D2 trivial step, grpc.*overhead [\d.]+ ms", out)) == 2
