@@ -36,14 +36,14 @@ def handlers(master) -> list[grpc.GenericRpcHandler]:
 
 def _forward(method, request_class):
     def impl(request, context):
-        return method(request_class.from_proto(request)).to_proto()
+        return method(grpc_service.from_wire(request_class, request)).to_proto()
 
     return impl
 
 
 def _extend_session(master):
     def impl(request, context):
-        req = m.ExtendSessionRequest.from_proto(request)
+        req = grpc_service.from_wire(m.ExtendSessionRequest, request)
         req.replace = _replace_of(request)
         return master.extend_session(req).to_proto()
 

@@ -122,6 +122,18 @@ def handler(
     return grpc.method_handlers_generic_handler(service_name, table)
 
 
+def from_wire(message_class, proto):
+    """The in-memory message (distributed/messages.py) of a parsed request. A value that
+    cannot be decoded (a tensor whose bytes do not fill its shape, an unknown dtype) is the
+    caller's error: INVALID_ARGUMENT, not a failure of the server."""
+    try:
+        return message_class.from_proto(proto)
+    except (ValueError, TypeError, KeyError) as e:
+        raise errors.InvalidArgumentError(
+            None, None, f"malformed {proto.DESCRIPTOR.name}: {type(e).__name__}: {e}"
+        ) from None
+
+
 def _parse(request_class: type[Message], data: bytes, rpc: str) -> Message:
     try:
         return request_class.FromString(data)

@@ -42,7 +42,7 @@ def handlers(worker) -> list[grpc.GenericRpcHandler]:
     unary["RunGraph"] = _run_graph(worker)
 
     def recv_stream(request, context):
-        response = worker.recv_tensor(m.RecvTensorRequest.from_proto(request))
+        response = worker.recv_tensor(grpc_service.from_wire(m.RecvTensorRequest, request))
         return tensor_stream.encode(response.tensor, response.is_dead, response.send_start_micros)
 
     return [
@@ -58,7 +58,7 @@ def handlers(worker) -> list[grpc.GenericRpcHandler]:
 
 def _forward(method, request_class):
     def impl(request, context):
-        return method(request_class.from_proto(request)).to_proto()
+        return method(grpc_service.from_wire(request_class, request)).to_proto()
 
     return impl
 
@@ -73,7 +73,9 @@ def _run_graph(worker):
                 errors.CancelledError(None, None, "RunGraph was cancelled by its caller")
             )
         )
-        return worker.run_graph(m.RunGraphRequest.from_proto(request), call_opts).to_proto()
+        return worker.run_graph(
+            grpc_service.from_wire(m.RunGraphRequest, request), call_opts
+        ).to_proto()
 
     return impl
 

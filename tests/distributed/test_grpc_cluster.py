@@ -104,6 +104,13 @@ def test_bad_rpcs_get_error_statuses_and_servers_keep_serving(shared):
             master.call("RunStep", master_pb2.RunStepRequest(session_handle=handle, target=["x"]))
         with pytest.raises(tf.errors.OpError):
             worker.call("RunGraph", worker_pb2.RunGraphRequest(graph_handle="g_unknown"))
+        short = worker_pb2.RunGraphRequest(graph_handle="g_unknown")
+        tensor = short.send.add(name="k").tensor
+        tensor.dtype = tf.float32.as_datatype_enum
+        tensor.tensor_shape.dim.add(size=4)
+        tensor.tensor_content = b"\0" * 12  # 3 floats for a shape of 4
+        with pytest.raises(tf.errors.InvalidArgumentError, match="malformed RunGraphRequest"):
+            worker.call("RunGraph", short)
         raw = channel.unary_unary("/tensorflow.grpc.MasterService/RunStep")
         with pytest.raises(grpc.RpcError) as info:
             raw(b"\x0a\xff", timeout=30)
