@@ -22,8 +22,15 @@ sys.path.insert(0, REPO_ROOT)
 
 import numpy as np
 
+from flowgraph.core.rendezvous_keys import make_key
+
 D1_BYTES = 64 << 20  # a 64 MiB float32 tensor
-D1_KEY = "/job:sender/replica:0/task:0/device:CPU:0;1;/job:receiver/replica:0/task:0/device:CPU:0;x:0;0:0"
+D1_KEY = make_key(
+    "/job:sender/replica:0/task:0/device:CPU:0",
+    1,
+    "/job:receiver/replica:0/task:0/device:CPU:0",
+    "x:0",
+)
 
 
 def _free_port() -> int:
