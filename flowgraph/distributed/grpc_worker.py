@@ -11,6 +11,7 @@ and `/flowgraph.WorkerStream/RecvTensor`, the same request answered as a stream 
 
 from __future__ import annotations
 
+import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -26,6 +27,8 @@ SERVICE = worker_service_pb2.DESCRIPTOR.services_by_name["WorkerService"]
 SERVICE_NAMES = grpc_service.wire_names(SERVICE)
 SERVICE_NAME = SERVICE_NAMES[0]  # tensorflow.WorkerService: what TF's runtime calls
 METHODS = grpc_service.methods_of(SERVICE)
+logger = logging.getLogger(__name__)
+_CLEANUP_TIMEOUT_S = 10.0
 STREAM_SERVICE = "flowgraph.WorkerStream"  # flowgraph's own: not a TF service
 STREAM_RECV_PATH = f"/{STREAM_SERVICE}/RecvTensor"
 UNARY_RECV_BYTES = 64 << 10  # up to this size a tensor takes the unary RecvTensor
@@ -110,7 +113,15 @@ class RemoteWorker:
         return self._call("DeregisterGraph", req)
 
     def cleanup_graph(self, req):
-        return self._call("CleanupGraph", req)
+        """Sent, not waited for (TF's master cleans up asynchronously too): a step that failed
+        because this peer died must not wait for, or report, the peer's cleanup as well."""
+        future = self._client.call_future("CleanupGraph", req.to_proto(), _CLEANUP_TIMEOUT_S)
+        future.add_done_callback(self._log_cleanup_failure)
+        return m.CleanupGraphResponse()
+
+    def _log_cleanup_failure(self, future: grpc.Future) -> None:
+        if not future.cancelled() and future.exception() is not None:
+            logger.debug("CleanupGraph to %s failed: %s", self.task, future.exception())
 
     def cleanup_all(self, req):
         return self._call("CleanupAll", req)
