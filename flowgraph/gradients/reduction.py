@@ -19,7 +19,6 @@ from flowgraph.gradients.util import (
     constant,
     reshape,
     shape,
-    size,
     static_value,
 )
 

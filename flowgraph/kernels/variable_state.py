@@ -26,7 +26,7 @@ class VariableState:
 
     Writers that must not interleave hold `lock`; reads never lock (TF's ref reads do not)."""
 
-    __slots__ = ("name", "dtype", "shape", "value", "lock", "_buffer")
+    __slots__ = ("_buffer", "dtype", "lock", "name", "shape", "value")
 
     def __init__(self, name: str, dtype, shape):
         self.name = name

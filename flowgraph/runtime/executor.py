@@ -237,7 +237,7 @@ class _Execution:
                         args.insert(1, self._continuation(st, nid, ins))
                         try:
                             item.compute(*args)
-                        except BaseException as exc:
+                        except BaseException as exc:  # noqa: BLE001 (the step's error, even Ctrl-C)
                             self.completions.put((st, nid, None, exc, 0.0, 0.0, 0, ins))
                         continue
                     if pool is not None and (ready or self.inflight):
@@ -247,7 +247,7 @@ class _Execution:
                 t0 = perf() if stats is not None else 0.0
                 try:
                     out = item.compute(*args)
-                except BaseException as exc:
+                except BaseException as exc:  # noqa: BLE001 (fails the step, re-raised there)
                     self._fail(item, exc)
                     break
                 if simple[nid] and mem is None:  # _done's common case, inlined
@@ -327,7 +327,7 @@ class _Execution:
         try:
             with np.errstate(all="ignore"):
                 out = self.items[nid].compute(*args)
-        except BaseException as e:  # handed to the scheduling thread
+        except BaseException as e:  # noqa: BLE001 (handed to the scheduling thread)
             self.completions.put((st, nid, None, e, 0.0, 0.0, 0, ins))
             return
         t1 = time.perf_counter()

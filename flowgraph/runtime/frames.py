@@ -31,14 +31,14 @@ class IterationState:
 
     __slots__ = (
         "context",
+        "dead",
         "frame",
+        "inputs",
         "iter",
         "key",
-        "pending",
-        "dead",
-        "inputs",
-        "outstanding_ops",
         "outstanding_frames",
+        "outstanding_ops",
+        "pending",
     )
 
     def __init__(self, frame, it: int, key: int, plan):
@@ -58,19 +58,19 @@ class FrameState:
     (num_pending_inputs == 0) and no iteration is outstanding."""
 
     __slots__ = (
-        "name",
+        "children",
+        "dead_exits",
         "id",
-        "parent",
-        "parent_iter",
-        "max_parallel",
-        "iterations",
+        "inv_values",
         "iteration_count",
+        "iterations",
+        "max_parallel",
+        "name",
+        "next_iter_roots",
         "num_outstanding_iterations",
         "num_pending_inputs",
-        "inv_values",
-        "next_iter_roots",
-        "dead_exits",
-        "children",
+        "parent",
+        "parent_iter",
     )
 
     def __init__(self, name, parent, parent_iter, max_parallel, num_enters):

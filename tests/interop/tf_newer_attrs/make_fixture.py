@@ -2,7 +2,8 @@
 folder): gradients TF builds with ConcatOffset, TopKV2 with Tk/index_type int64, GatherNd and
 ScatterNd with bad_indices_policy, FusedBatchNormV3 and its gradient, and their values."""
 
-import numpy as np, tensorflow as tf, json
+import numpy as np
+import tensorflow as tf
 
 tf1 = tf.compat.v1
 tf1.disable_v2_behavior()
@@ -32,7 +33,8 @@ with tf1.Session(graph=g) as s:
     out = s.run(fetch, {g.get_tensor_by_name(k): v for k, v in feeds.items()})
 ops = sorted({n.op for n in g.as_graph_def().node})
 print(ops)
-open("newer_attrs.pb", "wb").write(g.as_graph_def().SerializeToString())
+with open("newer_attrs.pb", "wb") as f:
+    f.write(g.as_graph_def().SerializeToString())
 np.savez(
     "newer_attrs.npz",
     **{f"feed_{k.split(':')[0]}": v for k, v in feeds.items()},
