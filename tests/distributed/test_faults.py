@@ -5,6 +5,7 @@ AbortedError naming the dead task (no hang), and a new MonitoredTrainingSession 
 last checkpoint; the resumed run's variables equal a local reference run restored from the
 same checkpoint and trained the same steps."""
 
+import threading
 import time
 
 import numpy as np
@@ -149,3 +150,59 @@ def test_kill_between_steps_and_resume(grpc_cluster, tmp_path, job, task):
             start = restored if got[0] == restored[0] + 2 else before
             want = _reference(start, 2)
             _assert_equal(got, want)
+
+
+def _blocked_step(queue_task: str, after_task: str):
+    """A step that tells `mark` it started, then waits on an empty queue on `queue_task`;
+    its value goes on to `after_task` (that task waits in a Recv from the queue's)."""
+    with tf.device("/job:worker/task:0"):
+        mark = tf.FIFOQueue(10, tf.float32, shapes=[[]], shared_name="mark")
+        started = mark.enqueue(1.0)
+    with tf.device(queue_task):
+        blocked = tf.FIFOQueue(10, tf.float32, shapes=[[]], shared_name="blocked")
+        with tf.control_dependencies([started]):
+            value = blocked.dequeue()
+    with tf.device(after_task):
+        out = value + 1.0
+    return mark.dequeue(), out
+
+
+def test_kill_mid_step_fails_the_step_on_surviving_tasks(grpc_cluster):
+    """Four kills while a step waits on the killed task: the step fails within 5 s on the
+    master with UnavailableError or AbortedError naming it (the survivor's Recv is
+    cancelled), and once the task is back the master runs steps again."""
+    cluster = grpc_cluster({"ps": 1, "worker": 2})
+    ps, w1 = "/job:ps/task:0", "/job:worker/task:1"
+    for job, task, (queue_task, after_task) in [
+        ("ps", 0, (ps, w1)),
+        ("worker", 1, (w1, ps)),
+        ("ps", 0, (ps, w1)),
+        ("worker", 1, (w1, ps)),
+    ]:
+        with tf.Graph().as_default():
+            wait_started, out = _blocked_step(queue_task, after_task)
+            step_sess = tf.Session(cluster.target("worker", 0))
+            test_sess = tf.Session(cluster.target("worker", 0))
+            outcome: list = []
+
+            def step():
+                try:
+                    step_sess.run(out)
+                except errors.OpError as e:
+                    outcome.append((time.monotonic(), e))
+
+            thread = threading.Thread(target=step)
+            thread.start()
+            test_sess.run(wait_started)  # the step is in flight: it enqueued its mark
+            killed_at = time.monotonic()
+            cluster.kill(job, task)
+            thread.join(timeout=30)
+            assert not thread.is_alive()
+            failed_at, error = outcome[0]
+            assert isinstance(error, (errors.UnavailableError, errors.AbortedError)), error
+            assert f"/job:{job}/replica:0/task:{task}" in str(error), error
+            assert failed_at - killed_at < FAIL_WITHIN_S
+            _restart(cluster, job, task)
+            assert test_sess.run(tf.constant(2.0) * 3.0) == 6.0
+            step_sess.close()
+            test_sess.close()
