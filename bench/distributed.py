@@ -1,8 +1,9 @@
 """Distributed benchmarks (issue 12): D1 RecvTensor throughput between two processes against a
-raw TCP socket copy in the same run, and D2 the per-step overhead of the gRPC master against
-a local Session. Prints one table; timings are never asserted (see bench/README.md).
+raw TCP socket copy in the same run, D2 the per-step overhead of the gRPC master against a
+local Session, and D3 asynchronous data-parallel training with 1, 2 and 4 worker processes
+(bench/dist_training.py). Prints tables; timings are never asserted (see bench/README.md).
 
-Usage: python bench/distributed.py [--only D1,D2] [--quick]
+Usage: python bench/distributed.py [--only D1,D2,D3] [--quick]
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ REPO_ROOT = os.path.dirname(BENCH_DIR)
 sys.path.insert(0, REPO_ROOT)
 
 import numpy as np
+from dist_training import d3, serve_worker
 
 from flowgraph.core.rendezvous_keys import make_key
 
@@ -198,12 +200,17 @@ def _step_ms(tf, target: str, task, steps: int) -> float:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", default="D1,D2")
+    parser.add_argument("--only", default="D1,D2,D3")
     parser.add_argument("--quick", action="store_true", help="few steps (the smoke test)")
     parser.add_argument("--serve-sender", nargs=4, type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--d3-worker", nargs=4, help=argparse.SUPPRESS)
     opts = parser.parse_args()
     if opts.serve_sender:
         serve_sender(*opts.serve_sender)
+        return 0
+    if opts.d3_worker:
+        cluster, task, seconds, traced = opts.d3_worker
+        serve_worker(cluster, int(task), float(seconds), int(traced))
         return 0
     only = set(opts.only.split(","))
     print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
@@ -224,6 +231,11 @@ def main() -> int:
                 f"local Session, overhead {overhead:.3f} ms (target <= 2 ms: "
                 f"{'met' if overhead <= 2 else 'not met'})"
             )
+    if "D3" in only:
+        counts = (1, 2) if opts.quick else (1, 2, 4)
+        seconds, traced = (0.5, 3) if opts.quick else (8.0, 20)
+        for line in d3(__file__, counts, seconds, traced, _free_port):
+            print(line, flush=True)
     return 0
 
 
