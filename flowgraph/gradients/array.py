@@ -13,7 +13,16 @@ from flowgraph.core import dtypes
 from flowgraph.framework.indexed_slices import IndexedSlices
 from flowgraph.gradients.math import reduce_to_inputs
 from flowgraph.gradients.registry import not_differentiable, register_gradient
-from flowgraph.gradients.util import build, cast, constant, reduce_sum, reshape, shape, static_value
+from flowgraph.gradients.util import (
+    build,
+    cast,
+    constant,
+    reduce_sum,
+    reshape,
+    shape,
+    size,
+    static_value,
+)
 
 
 @register_gradient("Identity")
@@ -161,13 +170,15 @@ def _strided_slice_grad_grad(op, grad):
     return None, None, None, None, build("StridedSlice", grad, begin, end, strides, **masks)
 
 
-def _gather_axis0(params, indices, grad):
-    """Gather along axis 0: the gradient is the gathered rows' gradients, kept sparse."""
-    dense_shape = shape(
-        params, dtypes.int64 if indices.dtype.base_dtype == dtypes.int64 else dtypes.int32
-    )
-    size = build("Size", indices, out_type=indices.dtype.base_dtype)
-    inner = params.shape[1:] if params.shape.ndims is not None else None
+def gathered_rows(dense_shape, indices, grad, inner) -> IndexedSlices:
+    """The gradient of a gather along axis 0, kept sparse: `grad` reshaped to one row per index,
+    on `dense_shape` (the params' shape, in the indices' integer type).
+
+    Gather, GatherV2 (axis 0) and ResourceGather share it, and so share TF's node names: Size,
+    ExpandDims, strided_slice and concat (only when `inner`, the rows' static shape, is not
+    fully known), Reshape (the values), Reshape_1 (the indices).
+    """
+    n = build("ExpandDims", size(indices, out_type=dense_shape.dtype), 0)
     if inner is not None and inner.is_fully_defined():
         values_shape = [-1] + inner.as_list()
     else:
@@ -177,17 +188,26 @@ def _gather_axis0(params, indices, grad):
             [1],
             [0],
             [1],
+            name="strided_slice",
             begin_mask=0,
             end_mask=1,
             ellipsis_mask=0,
             new_axis_mask=0,
             shrink_axis_mask=0,
         )
-        values_shape = build(
-            "ConcatV2", [cast(build("ExpandDims", size, 0), dense_shape.dtype), tail], 0
-        )
+        values_shape = build("ConcatV2", [n, tail], 0, name="concat")
     values = reshape(grad, values_shape)
-    return IndexedSlices(values, reshape(indices, build("ExpandDims", size, 0)), dense_shape)
+    return IndexedSlices(values, reshape(indices, n), dense_shape)
+
+
+def index_type(indices):
+    """The integer type of a gather gradient's shapes: int64 for int64 indices, else int32."""
+    return dtypes.int64 if indices.dtype.base_dtype == dtypes.int64 else dtypes.int32
+
+
+def _gather_axis0(params, indices, grad):
+    inner = params.shape[1:] if params.shape.ndims is not None else None
+    return gathered_rows(shape(params, index_type(indices)), indices, grad, inner)
 
 
 @register_gradient("Gather")

@@ -8,10 +8,9 @@ update.
 
 from __future__ import annotations
 
-from flowgraph.core import dtypes
-from flowgraph.framework.indexed_slices import IndexedSlices
+from flowgraph.gradients.array import gathered_rows, index_type
 from flowgraph.gradients.registry import not_differentiable, register_gradient
-from flowgraph.gradients.util import build, cast, reshape
+from flowgraph.gradients.util import build
 
 
 @register_gradient("ReadVariableOp")
@@ -27,28 +26,9 @@ def _resource_gather_grad(op, grad):
     if op.get_attr("batch_dims") != 0:
         raise NotImplementedError(f"the gradient of ResourceGather {op.name} with batch_dims != 0")
     handle, indices = op.inputs
-    index_type = dtypes.int64 if indices.dtype.base_dtype == dtypes.int64 else dtypes.int32
-    params_shape = build("VariableShape", handle, out_type=index_type)
-    size = build("ExpandDims", build("Size", indices, out_type=index_type), 0)
+    params_shape = build("VariableShape", handle, out_type=index_type(indices))
     inner = grad.shape[indices.shape.ndims :] if indices.shape.ndims is not None else None
-    if inner is not None and inner.is_fully_defined():
-        values_shape = [-1] + inner.as_list()
-    else:
-        tail = build(
-            "StridedSlice",
-            params_shape,
-            [1],
-            [0],
-            [1],
-            begin_mask=0,
-            end_mask=1,
-            ellipsis_mask=0,
-            new_axis_mask=0,
-            shrink_axis_mask=0,
-        )
-        values_shape = build("ConcatV2", [cast(size, index_type), tail], 0)
-    values = reshape(grad, values_shape)
-    return IndexedSlices(values, reshape(indices, size), params_shape), None
+    return gathered_rows(params_shape, indices, grad, inner), None
 
 
 for _op_type in (

@@ -142,6 +142,35 @@ def test_gather_gives_indexed_slices_and_densifies_on_sum():
     np.testing.assert_allclose(_run(g3), want)
 
 
+@pytest.mark.parametrize("kind", ["Gather", "GatherV2", "ResourceGather"])
+def test_gather_grads_share_tf_node_names_on_unknown_row_shape(kind):
+    """TF's _GatherGrad/_GatherV2Grad/_ResourceGatherGrad node names, in TF's order; int64
+    indices give int64 shapes."""
+    idx = tf.placeholder(tf.int64)
+    rows = np.arange(8, dtype=np.float32).reshape(4, 2)
+    if kind == "ResourceGather":
+        p = tf.Variable(rows, use_resource=True)
+        y, scope, shape_op = p.sparse_read(idx), "gradients/Gather_grad/", "VariableShape"
+    else:
+        p = tf.placeholder(tf.float32, [None, None])
+        y = tf.gather(p, idx) if kind == "Gather" else tf.gather(p, idx, axis=0)
+        scope, shape_op = f"gradients/{y.op.name}_grad/", "Shape"
+    (g,) = tf.gradients(y, p)
+    made = [op.name[len(scope) :] for op in g.graph.get_operations() if op.name.startswith(scope)]
+    want = [shape_op, "Size", "ExpandDims", "strided_slice", "concat", "Reshape", "Reshape_1"]
+    assert [n for n in made if "/" not in n] == want
+    assert g.dense_shape.dtype == tf.int64 and g.indices.dtype == tf.int64
+    feed = {idx: [[3, 0], [3, 1]]}
+    if kind != "ResourceGather":
+        feed[p] = rows
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        values, indices, shape = sess.run([g.values, g.indices, g.dense_shape], feed)
+    np.testing.assert_allclose(values, np.ones((4, 2)))
+    np.testing.assert_array_equal(indices, [3, 0, 3, 1])
+    np.testing.assert_array_equal(shape, [4, 2])
+
+
 def test_gradient_override_map_and_register_gradient():
     @tf.RegisterGradient("TestOverrideSquare")
     def _custom(op, grad):
