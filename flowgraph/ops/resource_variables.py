@@ -29,7 +29,11 @@ from flowgraph.framework.apply_op import apply_op
 from flowgraph.framework.convert import convert_to_tensor, register_tensor_conversion_function
 from flowgraph.framework.operation import Tensor
 from flowgraph.ops import variables
-from flowgraph.ops.variables import VariableAggregation, VariableSynchronization
+from flowgraph.ops.variable_settings import (
+    VariableAggregation,
+    VariableSynchronization,
+    outside_control_flow,
+)
 
 __all__ = ["disable_resource_variables", "enable_resource_variables", "resource_variables_enabled"]
 
@@ -124,26 +128,22 @@ class ResourceVariable(variables.Variable):
             )
         if use_resource is False:
             raise ValueError("ResourceVariable(use_resource=False): it is a resource variable")
-        self._save_slice_info = None
         self._cached_value = None
-        if variable_def is not None:
-            if initial_value is not None:
-                raise ValueError("variable_def and initial_value are mutually exclusive.")
-            self._init_from_proto(variable_def, import_scope)
-            return
-        self._init_from_args(
-            initial_value,
-            trainable,
-            collections,
-            validate_shape,
-            caching_device,
-            name,
-            dtype,
-            expected_shape,
-            constraint,
-            synchronization,
-            aggregation,
-            shape,
+        super().__init__(
+            initial_value=initial_value,
+            trainable=trainable,
+            collections=collections,
+            validate_shape=validate_shape,
+            caching_device=caching_device,
+            name=name,
+            variable_def=variable_def,
+            dtype=dtype,
+            expected_shape=expected_shape,
+            import_scope=import_scope,
+            constraint=constraint,
+            synchronization=synchronization,
+            aggregation=aggregation,
+            shape=shape,
         )
 
     # -- construction -------------------------------------------------------------------------
@@ -167,7 +167,7 @@ class ResourceVariable(variables.Variable):
         )
         graph = default_graph.get()
         with (
-            variables._outside_control_flow(graph),
+            outside_control_flow(graph),
             graph.control_dependencies(None),
             graph.name_scope(name or "Variable") as scope,
         ):
@@ -175,13 +175,7 @@ class ResourceVariable(variables.Variable):
             first_init_op = len(graph.get_operations())
             self._initial_value = self._make_initial_value(graph, initial_value, dtype)
             value_shape = self._initial_value.shape
-            if expected_shape is not None and not as_shape(expected_shape).is_compatible_with(
-                value_shape
-            ):
-                raise ValueError(
-                    f"initial_value shape {value_shape} is not compatible with expected_shape "
-                    f"{as_shape(expected_shape)}"
-                )
+            shape = self._checked_shape(value_shape, expected_shape, shape)
             self._shape = self._variable_shape(value_shape, validate_shape, shape)
             self._dtype = self._initial_value.dtype.base_dtype
             self._handle = apply_op(
@@ -192,7 +186,8 @@ class ResourceVariable(variables.Variable):
                 dtype=self._dtype,
                 shared_name=handle_name,
             ).outputs[0]
-            self._colocate_with_handle(graph.get_operations()[first_init_op:-1], handle_name)
+            new_ops = graph.get_operations()[first_init_op:-1]  # all but VarHandleOp itself
+            self._colocate(new_ops, handle_name, self._handle.op.device)
             device = self._handle.device
             with graph.name_scope("IsInitialized"):
                 self._is_initialized_op = apply_op("VarIsInitializedOp", [self._handle]).outputs[0]
@@ -223,52 +218,23 @@ class ResourceVariable(variables.Variable):
         with graph.name_scope("Initializer"):
             value = initial_value() if callable(initial_value) else initial_value
             value = convert_to_tensor(value, dtype=dtype, name="initial_value")
-        if getattr(value.op, "_control_flow_context", None) is not None:
-            raise ValueError(
-                f"Initializer for variable {graph.get_name_scope()} is from inside a control-flow "
-                "construct, such as a loop or conditional. When creating a variable inside a loop "
-                "or conditional, use a lambda as the initializer."
-            )
-        if value.dtype.is_ref_dtype:
-            value = apply_op("Identity", [value]).outputs[0]
-        return value
-
-    def _colocate_with_handle(self, new_ops, handle_name: str):
-        """Puts the initial value's ops in the variable's colocation group (TF's attr scope)."""
-        for op in new_ops:
-            op._set_attr("_class", [f"loc:@{handle_name}"])
-            op._set_device(self._handle.op.device)
+        return self._checked_initial_value(graph, value)
 
     @staticmethod
     def _variable_shape(value_shape: TensorShape, validate_shape: bool, shape) -> TensorShape:
-        """The VarHandleOp shape: `shape` if given, else the initial value's (partially known
-        shapes are allowed), unknown when validate_shape is False."""
+        """The VarHandleOp shape: `shape` if given (checked), else the initial value's
+        (partially known shapes are allowed), unknown when validate_shape is False."""
         if shape is not None:
-            shape = as_shape(shape)
-            if not shape.is_compatible_with(value_shape):
-                raise ValueError(
-                    f"The initial value's shape ({value_shape}) is not compatible with the "
-                    f"explicitly supplied `shape` argument ({shape})."
-                )
             return shape
         return value_shape if validate_shape else unknown_shape()
 
     def _init_from_proto(self, variable_def, import_scope):
-        graph = default_graph.get()
-
-        def element(name):
-            return graph.as_graph_element(variables._prepend_scope(name, import_scope))
-
+        element = self._settings_from_proto(variable_def, import_scope)
         self._handle = element(variable_def.variable_name)
         self._shape = as_shape(self._handle.op.get_attr("shape"))
         self._dtype = dtypes.as_dtype(self._handle.op.get_attr("dtype")).base_dtype
-        self._initializer_op = element(variable_def.initializer_name)
-        self._initial_value = (
-            element(variable_def.initial_value_name) if variable_def.initial_value_name else None
-        )
         self._graph_element = element(variable_def.snapshot_name)
         self._is_initialized_op = None
-        self._settings_from_proto(variable_def)
 
     # -- identity -----------------------------------------------------------------------------
     @property
@@ -369,7 +335,7 @@ class ResourceVariable(variables.Variable):
         from flowgraph.ops.control_flow import cond
 
         graph = self.graph
-        with variables._outside_control_flow(graph), graph.control_dependencies(None):
+        with outside_control_flow(graph), graph.control_dependencies(None):
             return cond(self.is_initialized(), self.read_value, lambda: self._initial_value)
 
     def eval(self, session=None):
@@ -478,27 +444,8 @@ class ResourceVariable(variables.Variable):
         return apply_op("ResourceCountUpTo", [self._handle], limit=limit, T=self._dtype).outputs[0]
 
     # -- serialization ------------------------------------------------------------------------
-    def to_proto(self, export_scope=None):
-        """A VariableDef with is_resource set (None if outside `export_scope`)."""
-        from flowgraph.core.protos import VariableDef
-
-        if export_scope is not None and not self._handle.name.startswith(export_scope):
-            return None
-        strip = variables._strip_scope
-        var_def = VariableDef()
-        var_def.variable_name = strip(self._handle.name, export_scope)
-        if self._initial_value is not None:
-            var_def.initial_value_name = strip(self._initial_value.name, export_scope)
-        var_def.initializer_name = strip(self._initializer_op.name, export_scope)
-        snapshot = self._cached_value if self._cached_value is not None else self._graph_element
-        var_def.snapshot_name = strip(snapshot.name, export_scope)
-        var_def.is_resource = True
-        var_def.trainable = self._trainable
-        var_def.synchronization = self._synchronization.value
-        var_def.aggregation = self._aggregation.value
-        if self._save_slice_info is not None:
-            var_def.save_slice_info_def.CopyFrom(self._save_slice_info)
-        return var_def
+    def _proto_snapshot(self) -> Tensor:
+        return self._cached_value if self._cached_value is not None else self._graph_element
 
     @staticmethod
     def from_proto(variable_def, import_scope=None) -> ResourceVariable:

@@ -14,9 +14,6 @@ fails with FailedPreconditionError naming the variable.
 
 from __future__ import annotations
 
-import contextlib
-import enum
-
 from flowgraph.core import dtypes
 from flowgraph.core.shapes import TensorShape, as_shape, unknown_shape
 from flowgraph.framework import default_graph
@@ -41,6 +38,14 @@ from flowgraph.ops.variable_collections import (
     trainable_variables,
     variables_initializer,
 )
+from flowgraph.ops.variable_settings import (
+    VariableAggregation,
+    VariableSynchronization,
+    outside_control_flow,
+    prepend_scope,
+    strip_scope,
+    validate_distribution,
+)
 
 __all__ = [
     "Variable",
@@ -61,79 +66,6 @@ __all__ = [
     "trainable_variables",
     "variables_initializer",
 ]
-
-
-@contextlib.contextmanager
-def _outside_control_flow(graph):
-    """Builds ops at the top level of `graph`, outside any while loop or cond (TF1 clears the
-    control-flow context with the control dependencies), so a variable's initializer and
-    snapshot run once per step, and loops reach the variable through a constant Enter."""
-    saved = graph._control_flow_context
-    graph._control_flow_context = None
-    try:
-        yield
-    finally:
-        graph._control_flow_context = saved
-
-
-class VariableSynchronization(enum.Enum):
-    """When a distributed variable is aggregated (TF's tf.VariableSynchronization)."""
-
-    AUTO = 0
-    NONE = 1
-    ON_WRITE = 2
-    ON_READ = 3
-
-
-class VariableAggregation(enum.Enum):
-    """How replicas' updates of a distributed variable combine (TF's tf.VariableAggregation)."""
-
-    NONE = 0
-    SUM = 1
-    MEAN = 2
-    ONLY_FIRST_REPLICA = 3
-    ONLY_FIRST_TOWER = 3  # noqa: PIE796 (TF1's deprecated alias)
-
-
-def _validate_distribution(synchronization, aggregation, trainable, name):
-    """TF's checks: enum members only, and ON_READ variables cannot be trainable."""
-    if aggregation is None:
-        aggregation = VariableAggregation.NONE
-    elif not isinstance(aggregation, VariableAggregation):
-        try:
-            aggregation = VariableAggregation(aggregation)
-        except ValueError:
-            raise ValueError(
-                f"Invalid variable aggregation mode: {aggregation} for variable: {name}"
-            ) from None
-    if synchronization is None:
-        synchronization = VariableSynchronization.AUTO
-    elif not isinstance(synchronization, VariableSynchronization):
-        try:
-            synchronization = VariableSynchronization(synchronization)
-        except ValueError:
-            raise ValueError(
-                f"Invalid variable synchronization mode: {synchronization} for variable: {name}"
-            ) from None
-    if trainable is None:
-        trainable = synchronization != VariableSynchronization.ON_READ
-    elif trainable and synchronization == VariableSynchronization.ON_READ:
-        raise ValueError(
-            "Synchronization value can be set to VariableSynchronization.ON_READ only for "
-            f"non-trainable variables. You have specified trainable=True and "
-            f"synchronization=VariableSynchronization.ON_READ for variable {name}."
-        )
-    return synchronization, aggregation, bool(trainable)
-
-
-def _prepend_scope(name: str, import_scope) -> str:
-    return f"{import_scope}/{name}" if import_scope else name
-
-
-def _strip_scope(name: str, export_scope) -> str:
-    if export_scope and name.startswith(export_scope + "/"):
-        return name[len(export_scope) + 1 :]
-    return name
 
 
 class _VariableMeta(type):
@@ -221,7 +153,7 @@ class Variable(metaclass=_VariableMeta):
             )
         if constraint is not None and not callable(constraint):
             raise ValueError("The `constraint` argument must be a callable.")
-        self._synchronization, self._aggregation, self._trainable = _validate_distribution(
+        self._synchronization, self._aggregation, self._trainable = validate_distribution(
             synchronization, aggregation, trainable, name
         )
         if self._trainable and GraphKeys.TRAINABLE_VARIABLES not in collections:
@@ -250,20 +182,14 @@ class Variable(metaclass=_VariableMeta):
         # Like TF's init_scope: a variable is never created under the caller's control deps,
         # nor inside the caller's loop body or cond branch (a cell's first step in dynamic_rnn).
         with (
-            _outside_control_flow(graph),
+            outside_control_flow(graph),
             graph.control_dependencies(None),
             graph.name_scope(name or "Variable") as scope,
         ):
             var_name = scope[:-1]
             self._initial_value = self._make_initial_value(graph, initial_value, dtype)
             value_shape = self._initial_value.shape
-            if expected_shape is not None and not as_shape(expected_shape).is_compatible_with(
-                value_shape
-            ):
-                raise ValueError(
-                    f"initial_value shape {value_shape} is not compatible with expected_shape "
-                    f"{as_shape(expected_shape)}"
-                )
+            shape = self._checked_shape(value_shape, expected_shape, shape)
             var_shape, validate_shape = self._variable_shape(value_shape, validate_shape, shape)
             self._variable = variable_ops.variable_op_v2(
                 var_shape, self._initial_value.dtype, name=scope
@@ -297,6 +223,12 @@ class Variable(metaclass=_VariableMeta):
         else:
             value = convert_to_tensor(initial_value, dtype=dtype, name="initial_value")
             self._first_init_op = None
+        return self._checked_initial_value(graph, value)
+
+    @staticmethod
+    def _checked_initial_value(graph, value: Tensor) -> Tensor:
+        """Refuses an initial value built inside a loop or cond (it would not exist when the
+        initializer runs); a reference-typed one is read through an Identity."""
         if getattr(value.op, "_control_flow_context", None) is not None:
             raise ValueError(
                 f"Initializer for variable {graph.get_name_scope()} is from inside a control-flow "
@@ -307,26 +239,46 @@ class Variable(metaclass=_VariableMeta):
             value = apply_op("Identity", [value]).outputs[0]
         return value
 
+    @staticmethod
+    def _checked_shape(value_shape: TensorShape, expected_shape, shape) -> TensorShape | None:
+        """Checks the initial value's shape against `expected_shape` and `shape`; returns
+        `shape` as a TensorShape (None when not given)."""
+        if expected_shape is not None and not as_shape(expected_shape).is_compatible_with(
+            value_shape
+        ):
+            raise ValueError(
+                f"initial_value shape {value_shape} is not compatible with expected_shape "
+                f"{as_shape(expected_shape)}"
+            )
+        if shape is None:
+            return None
+        shape = as_shape(shape)
+        if not shape.is_compatible_with(value_shape):
+            raise ValueError(
+                f"The initial value's shape ({value_shape}) is not compatible with the "
+                f"explicitly supplied `shape` argument ({shape})."
+            )
+        return shape
+
+    @staticmethod
+    def _colocate(ops, name: str, device: str) -> None:
+        """Puts the ops of a callable initial value in the variable's colocation group (TF
+        does it with an attr scope)."""
+        for op in ops:
+            op._set_attr("_class", [f"loc:@{name}"])
+            op._set_device(device)
+
     def _colocate_initializer_ops(self, var_name: str):
-        """Puts the ops a callable initial value created in the variable's colocation group."""
         if self._first_init_op is None:
             return
         graph = self._variable.graph
         new_ops = graph.get_operations()[self._first_init_op : -1]  # all but VariableV2 itself
-        for op in new_ops:
-            op._set_attr("_class", [f"loc:@{var_name}"])
-            op._set_device(self._variable.op.device)
+        self._colocate(new_ops, var_name, self._variable.op.device)
 
     @staticmethod
     def _variable_shape(value_shape: TensorShape, validate_shape: bool, shape):
-        """The VariableV2 shape attr and whether Assign checks shapes."""
+        """The VariableV2 shape attr and whether Assign checks shapes (`shape` is checked)."""
         if shape is not None:
-            shape = as_shape(shape)
-            if not shape.is_compatible_with(value_shape):
-                raise ValueError(
-                    f"The initial value's shape ({value_shape}) is not compatible with the "
-                    f"explicitly supplied `shape` argument ({shape})."
-                )
             return shape, validate_shape and shape.is_fully_defined()
         if not validate_shape:
             return unknown_shape(), False
@@ -335,22 +287,23 @@ class Variable(metaclass=_VariableMeta):
         return value_shape, True
 
     def _init_from_proto(self, variable_def, import_scope):
+        element = self._settings_from_proto(variable_def, import_scope)
+        self._variable = element(variable_def.variable_name)
+        self._snapshot = element(variable_def.snapshot_name)
+
+    def _settings_from_proto(self, variable_def, import_scope):
+        """Sets what a VariableDef says besides the variable's own nodes (ref and resource
+        alike); returns the function that finds a node it names in the default graph."""
         graph = default_graph.get()
 
         def element(name):
-            return graph.as_graph_element(_prepend_scope(name, import_scope))
+            return graph.as_graph_element(prepend_scope(name, import_scope))
 
-        self._variable = element(variable_def.variable_name)
         self._initializer_op = element(variable_def.initializer_name)
         self._initial_value = (
             element(variable_def.initial_value_name) if variable_def.initial_value_name else None
         )
-        self._snapshot = element(variable_def.snapshot_name)
-        self._settings_from_proto(variable_def)
-
-    def _settings_from_proto(self, variable_def):
-        """The settings a VariableDef carries besides tensor names (ref and resource alike)."""
-        self._synchronization, self._aggregation, self._trainable = _validate_distribution(
+        self._synchronization, self._aggregation, self._trainable = validate_distribution(
             variable_def.synchronization,
             variable_def.aggregation,
             variable_def.trainable,
@@ -360,6 +313,7 @@ class Variable(metaclass=_VariableMeta):
             self._save_slice_info = variable_def.save_slice_info_def
         self._caching_device = None
         self._constraint = None
+        return element
 
     # -- identity -----------------------------------------------------------------------------
     @property
@@ -447,7 +401,7 @@ class Variable(metaclass=_VariableMeta):
         from flowgraph.ops.control_flow import cond
 
         graph = self.graph
-        with _outside_control_flow(graph), graph.control_dependencies(None):
+        with outside_control_flow(graph), graph.control_dependencies(None):
             initialized = variable_ops.is_variable_initialized(self._variable)
             return cond(initialized, self.read_value, lambda: self._initial_value)
 
@@ -539,21 +493,26 @@ class Variable(metaclass=_VariableMeta):
         return variable_ops.count_up_to(self._variable, limit=limit)
 
     # -- serialization ------------------------------------------------------------------------
+    def _proto_snapshot(self) -> Tensor:
+        """The tensor a VariableDef records as the snapshot."""
+        return self._snapshot
+
     def to_proto(self, export_scope=None):
         """A VariableDef naming this variable's nodes (None if outside `export_scope`)."""
         from flowgraph.core.protos import VariableDef
 
-        if export_scope is not None and not self._variable.name.startswith(export_scope):
+        if export_scope is not None and not self._ref().name.startswith(export_scope):
             return None
         var_def = VariableDef()
-        var_def.variable_name = _strip_scope(self._variable.name, export_scope)
+        var_def.variable_name = strip_scope(self._ref().name, export_scope)
         if self._initial_value is not None:
-            var_def.initial_value_name = _strip_scope(self._initial_value.name, export_scope)
+            var_def.initial_value_name = strip_scope(self._initial_value.name, export_scope)
         var_def.trainable = self._trainable
         var_def.synchronization = self._synchronization.value
         var_def.aggregation = self._aggregation.value
-        var_def.initializer_name = _strip_scope(self._initializer_op.name, export_scope)
-        var_def.snapshot_name = _strip_scope(self._snapshot.name, export_scope)
+        var_def.initializer_name = strip_scope(self._initializer_op.name, export_scope)
+        var_def.snapshot_name = strip_scope(self._proto_snapshot().name, export_scope)
+        var_def.is_resource = self._ref().dtype.base_dtype == dtypes.resource
         if self._save_slice_info is not None:
             var_def.save_slice_info_def.CopyFrom(self._save_slice_info)
         return var_def
