@@ -185,9 +185,24 @@ def test_an_error_names_its_task_and_ends_every_task_s_step(cluster):
         assert len(worker.rendezvous_mgr) == 0 and not worker._steps
 
 
-def test_close_cancels_a_step_blocked_on_another_task(cluster):
+def test_close_cancels_a_step_blocked_on_another_task(cluster, monkeypatch):
+    """close() while the dequeue waits on ps and worker:1 waits in a Recv from ps: the run
+    fails with CancelledError. close() is called once the dequeue has parked on ps (its
+    CancelHook armed with the ps step's cancellation manager), never before the step runs."""
     import threading
 
+    from flowgraph.kernels.cpu import blocking
+
+    ps = cluster.workers["/job:ps/replica:0/task:0"]
+    parked = threading.Event()
+    arm = blocking.CancelHook.arm
+
+    def arm_and_signal(hook):
+        arm(hook)
+        if any(step.cancellation is hook._manager for step in list(ps._steps.values())):
+            parked.set()
+
+    monkeypatch.setattr(blocking.CancelHook, "arm", arm_and_signal)
     q = tf.FIFOQueue(1, tf.float32)
     with tf.device(PS):
         item = q.dequeue()
@@ -199,20 +214,16 @@ def test_close_cancels_a_step_blocked_on_another_task(cluster):
     def run():
         try:
             s.run(out)
-        except tf.errors.OpError as e:
+        except BaseException as e:  # noqa: BLE001 - the test asserts its type
             box["error"] = e
 
     t = threading.Thread(target=run, daemon=True)
     t.start()
-    ps = cluster.workers["/job:ps/replica:0/task:0"]
-    for _ in range(5000):  # bounded: until the dequeue is blocked on ps
-        steps = list(ps._steps.values())
-        if steps and len(steps[0].cancellation):
-            break
-        threading.Event().wait(0.002)
+    assert parked.wait(60), "the dequeue never blocked on ps"
     s.close()
-    t.join(5)
-    assert isinstance(box.get("error"), tf.errors.CancelledError)
+    t.join(60)
+    assert not t.is_alive(), "close() left the step running"
+    assert isinstance(box.get("error"), tf.errors.CancelledError), repr(box.get("error"))
 
 
 def test_partial_run_across_tasks(cluster):
