@@ -68,6 +68,22 @@ def _padding_attrs(padding, data_format) -> dict:
     return {"padding": padding.upper()}
 
 
+def _conv2d_op(op_type, inputs, strides, padding, data_format, dilations, name, **attrs):
+    """A 2-D convolution op (forward or a backprop) with its strides, dilations, padding and
+    data format checked and written as the OpDef's attrs."""
+    data_format = _check_format(data_format)
+    return apply_op(
+        op_type,
+        inputs,
+        name=name,
+        strides=_sequence(strides, 2, data_format, "strides"),
+        data_format=data_format,
+        dilations=_sequence(dilations, 2, data_format, "dilations"),
+        **_padding_attrs(padding, data_format),
+        **attrs,
+    ).outputs[0]
+
+
 def conv2d(
     input,
     filter=None,
@@ -84,17 +100,16 @@ def conv2d(
     Example: y = tf.nn.conv2d(images, w, strides=[1, 1, 1, 1], padding="SAME")
     """
     filter = _one_of(filter, filters, "filter", "filters")
-    data_format = _check_format(data_format)
-    return apply_op(
+    return _conv2d_op(
         "Conv2D",
         [input, filter],
-        name=name,
-        strides=_sequence(strides, 2, data_format, "strides"),
+        strides,
+        padding,
+        data_format,
+        dilations,
+        name,
         use_cudnn_on_gpu=bool(use_cudnn_on_gpu),
-        data_format=data_format,
-        dilations=_sequence(dilations, 2, data_format, "dilations"),
-        **_padding_attrs(padding, data_format),
-    ).outputs[0]
+    )
 
 
 def _one_of(a, b, name_a, name_b):
@@ -119,17 +134,16 @@ def conv2d_backprop_input(
 ):
     """The gradient of conv2d with respect to its input, whose shape is `input_sizes`."""
     filter = _one_of(filter, filters, "filter", "filters")
-    data_format = _check_format(data_format)
-    return apply_op(
+    return _conv2d_op(
         "Conv2DBackpropInput",
         [input_sizes, filter, out_backprop],
-        name=name,
-        strides=_sequence(strides, 2, data_format, "strides"),
+        strides,
+        padding,
+        data_format,
+        dilations,
+        name,
         use_cudnn_on_gpu=bool(use_cudnn_on_gpu),
-        data_format=data_format,
-        dilations=_sequence(dilations, 2, data_format, "dilations"),
-        **_padding_attrs(padding, data_format),
-    ).outputs[0]
+    )
 
 
 def conv2d_backprop_filter(
@@ -144,17 +158,16 @@ def conv2d_backprop_filter(
     name=None,
 ):
     """The gradient of conv2d with respect to its filter, whose shape is `filter_sizes`."""
-    data_format = _check_format(data_format)
-    return apply_op(
+    return _conv2d_op(
         "Conv2DBackpropFilter",
         [input, filter_sizes, out_backprop],
-        name=name,
-        strides=_sequence(strides, 2, data_format, "strides"),
+        strides,
+        padding,
+        data_format,
+        dilations,
+        name,
         use_cudnn_on_gpu=bool(use_cudnn_on_gpu),
-        data_format=data_format,
-        dilations=_sequence(dilations, 2, data_format, "dilations"),
-        **_padding_attrs(padding, data_format),
-    ).outputs[0]
+    )
 
 
 def conv2d_transpose(
@@ -201,16 +214,9 @@ def depthwise_conv2d_native(
     input, filter, strides, padding, data_format="NHWC", dilations=(1, 1, 1, 1), name=None
 ):
     """Per-channel convolution: filter [kh, kw, in, multiplier] gives in*multiplier channels."""
-    data_format = _check_format(data_format)
-    return apply_op(
-        "DepthwiseConv2dNative",
-        [input, filter],
-        name=name,
-        strides=_sequence(strides, 2, data_format, "strides"),
-        data_format=data_format,
-        dilations=_sequence(dilations, 2, data_format, "dilations"),
-        **_padding_attrs(padding, data_format),
-    ).outputs[0]
+    return _conv2d_op(
+        "DepthwiseConv2dNative", [input, filter], strides, padding, data_format, dilations, name
+    )
 
 
 def depthwise_conv2d_native_backprop_input(
@@ -223,16 +229,15 @@ def depthwise_conv2d_native_backprop_input(
     dilations=(1, 1, 1, 1),
     name=None,
 ):
-    data_format = _check_format(data_format)
-    return apply_op(
+    return _conv2d_op(
         "DepthwiseConv2dNativeBackpropInput",
         [input_sizes, filter, out_backprop],
-        name=name,
-        strides=_sequence(strides, 2, data_format, "strides"),
-        data_format=data_format,
-        dilations=_sequence(dilations, 2, data_format, "dilations"),
-        **_padding_attrs(padding, data_format),
-    ).outputs[0]
+        strides,
+        padding,
+        data_format,
+        dilations,
+        name,
+    )
 
 
 def depthwise_conv2d_native_backprop_filter(
@@ -245,16 +250,15 @@ def depthwise_conv2d_native_backprop_filter(
     dilations=(1, 1, 1, 1),
     name=None,
 ):
-    data_format = _check_format(data_format)
-    return apply_op(
+    return _conv2d_op(
         "DepthwiseConv2dNativeBackpropFilter",
         [input, filter_sizes, out_backprop],
-        name=name,
-        strides=_sequence(strides, 2, data_format, "strides"),
-        data_format=data_format,
-        dilations=_sequence(dilations, 2, data_format, "dilations"),
-        **_padding_attrs(padding, data_format),
-    ).outputs[0]
+        strides,
+        padding,
+        data_format,
+        dilations,
+        name,
+    )
 
 
 def _rate(rate, dilations):
