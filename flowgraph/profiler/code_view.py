@@ -16,15 +16,12 @@ from flowgraph.core.protos.tfprof_output_pb2 import MultiGraphNodeProto
 from flowgraph.framework.operation import user_stack
 from flowgraph.profiler import report
 from flowgraph.profiler.report import (
-    FIELDS,
     MEMORY,
-    MEMORY_LABELS,
-    MINIMA,
     ROOT,
+    GroupView,
     ShowNode,
     _matches,
     _time_columns,
-    _zeros,
     fmt_bytes,
     fmt_number,
     fmt_time,
@@ -91,28 +88,9 @@ def code_root(nodes) -> CodeNode:
     return root
 
 
-class CodeView:
+class CodeView(GroupView):
     """TFCode: account, filter and print the call-site tree (model_analyzer.py's rules, with
     the op view's filters: params and float ops on totals, no min_occurrence)."""
-
-    def __init__(self, opts):
-        self.opts = opts
-        self.select = set(opts["select"])
-
-    def reaccount(self, node) -> bool:
-        regexes, step = self.opts["account_type_regexes"], self.opts["step"]
-        if regexes == [".*"]:
-            node.picked = list(node.members)
-        else:
-            node.picked = [p for p in node.members if any(_matches(regexes, t) for t in p.types)]
-        node.own, node.types, node.devices = _zeros(), set(), set()
-        for p in node.picked:
-            values = p.stats(step)
-            for k in FIELDS:
-                node.own[k] += values[k]
-            node.types |= p.types
-            node.devices.add(p.device)
-        return bool(node.picked) or regexes == [".*"]
 
     def account(self, nodes) -> list:
         accounted = []
@@ -136,18 +114,6 @@ class CodeView:
             else:
                 found.extend(self.search_root(node.show_children))
         return found
-
-    def should_show(self, node, depth) -> bool:
-        o = self.opts
-        if node.name == ROOT:
-            return True
-        for key, (field, _) in MINIMA.items():
-            if key != "min_occurrence" and node.total[field] < o[key]:
-                return False
-        if depth > o["max_depth"]:
-            return False
-        shows = o["show_name_regexes"] == [".*"] or _matches(o["show_name_regexes"], node.name)
-        return shows and not _matches(o["hide_name_regexes"], node.name)
 
     def print_tree(self, nodes, depth, indent) -> list:
         o = self.opts
@@ -190,14 +156,7 @@ class CodeView:
             self._flatten(child, text, child_proto)
 
     def legend(self) -> str:
-        s = self.select
-        names = [label for key, label in MEMORY_LABELS.items() if key in s]
-        names += [label for label, _ in _time_columns(s)]
-        more = [("params", "# parameters"), ("float_ops", "# float_ops")]
-        more += [("device", "assigned devices"), ("op_types", "op types")]
-        more += [("occurrence", "op occurrence (run|defined)"), ("input_shapes", "input shapes")]
-        names += [label for key, label in more if key in s]
-        return "node name | " + " | ".join(names) + "\n"
+        return "node name | " + " | ".join(self.column_names()) + "\n"
 
     def format_node(self, node) -> str:
         s, own, total = self.select, node.own, node.total
@@ -224,7 +183,7 @@ class CodeView:
     def proto(self, node) -> MultiGraphNodeProto:
         step = self.opts["step"]
         out = MultiGraphNodeProto(name=node.name)
-        report._set_multi(out, node)
+        report.set_multi(out, node)
         for p in node.picked:
             g = out.graph_nodes.add(name=p.name)
             for field, value in p.stats(step).items():

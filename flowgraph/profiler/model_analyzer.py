@@ -27,7 +27,7 @@ from flowgraph.core.shapes import TensorShape
 from flowgraph.framework import default_graph
 from flowgraph.framework.graph import GraphKeys
 from flowgraph.framework.operation import user_stack
-from flowgraph.profiler import advisor, code_view, flops, report
+from flowgraph.profiler import advisor, code_view, flops, op_view, report
 from flowgraph.profiler.advisor import ALL_ADVICE
 from flowgraph.profiler.option_builder import (
     ALL_DEFAULTS,
@@ -320,7 +320,7 @@ class Profiler:
         # The views recurse along the tree; a graph view of a long chain is as deep as it.
         sys.setrecursionlimit(max(sys.getrecursionlimit(), 4 * len(self._nodes) + 1000))
         if cmd == "op":
-            result, text = report.OpView(opts).show(self._nodes)
+            result, text = op_view.OpView(opts).show(self._nodes)
         elif cmd == "code":
             result, text = code_view.CodeView(opts).show(code_view.code_root(self._nodes))
         else:
