@@ -6,6 +6,11 @@ A TensorProto carries its elements either as raw little-endian row-major bytes i
 elements equal), which is written as its single value: readers repeat the last `*_val` value to
 fill the shape, which is how TF itself writes `tf.zeros`-like constants. `*_val` fields are slow
 for large tensors (FORMATS.md measures 2.8 s for 64 MiB), so they are only for scalars and splats.
+
+A DT_RESOURCE tensor of any shape holds ResourceHandles (core/resource_handle.py), one
+ResourceHandleProto per element in `resource_handle_val` (field 14; TF's AsProtoField), so a
+handle can be fed, fetched and sent between tasks like any value. In memory a scalar handle is
+the ResourceHandle itself or a 0-d object array holding it.
 """
 
 from typing import Any, NamedTuple
@@ -14,6 +19,7 @@ import ml_dtypes
 import numpy as np
 
 from flowgraph.core.protos import DataType, TensorProto
+from flowgraph.core.resource_handle import ResourceHandle
 
 _REF_OFFSET = 100  # DT_FLOAT_REF = DT_FLOAT + 100: a ref tensor holds values of the base type.
 
@@ -56,8 +62,11 @@ _ENCODINGS = {
         np.dtype(np.complex128), "dcomplex_val", np.dtype(np.float64), True
     ),
     DataType.DT_STRING: _Encoding(np.dtype(object), "string_val", np.dtype(object)),
+    DataType.DT_RESOURCE: _Encoding(np.dtype(object), "resource_handle_val", np.dtype(object)),
 }
-_BY_NUMPY = {enc.np_dtype: enum for enum, enc in _ENCODINGS.items() if enc.field != "string_val"}
+_BY_NUMPY = {
+    enc.np_dtype: enum for enum, enc in _ENCODINGS.items() if enc.np_dtype != np.dtype(object)
+}
 
 
 def _encoding(enum: int) -> _Encoding:
@@ -92,7 +101,11 @@ def _to_array(values: Any, dtype: Any) -> tuple[int, np.ndarray]:
     when they fit, while NumPy inputs keep their dtype. A cast that would drop a fraction or an
     imaginary part, or turn strings into numbers or back, is refused as in TF.
     """
-    array = np.asarray(values, order="C")
+    if isinstance(values, ResourceHandle):  # NumPy would see a sequence in its slots
+        array = np.empty((), dtype=object)
+        array[()] = values
+    else:
+        array = np.asarray(values, order="C")
     if array.dtype.kind in "SU" and not isinstance(values, np.ndarray):
         array = np.asarray(values, dtype=object)  # 'S' arrays would drop trailing NUL bytes.
     if dtype is None:
@@ -102,12 +115,18 @@ def _to_array(values: Any, dtype: Any) -> tuple[int, np.ndarray]:
             elif array.dtype == np.int64 and np.array_equal(array.astype(np.int32), array):
                 array = array.astype(np.int32)
         enum = _datatype(array.dtype)
+        if enum == DataType.DT_STRING and array.size and _is_handle(array.flat[0]):
+            enum = DataType.DT_RESOURCE
     else:
         enum = _datatype(dtype)
         if array.size and not _castable(array.dtype, _encoding(enum).np_dtype):
             raise TypeError(f"cannot convert {array.dtype} values to {DataType.Name(enum)}")
     target = _encoding(enum).np_dtype
     return enum, array if target.kind == "O" else np.asarray(array, dtype=target, order="C")
+
+
+def _is_handle(value: Any) -> bool:
+    return type(value) is ResourceHandle
 
 
 def _castable(source: np.dtype, target: np.dtype) -> bool:
@@ -158,6 +177,8 @@ def make_tensor_proto(values: Any, dtype: Any = None, shape: Any = None) -> Tens
     flat = array.reshape(-1)
     if encoding.field == "string_val":
         proto.string_val.extend(_as_bytes(v) for v in flat)
+    elif encoding.field == "resource_handle_val":
+        proto.resource_handle_val.extend(_handle_proto(v) for v in flat)
     elif array.size == num_elements and num_elements > 1 and not _is_splat(flat):
         proto.tensor_content = flat.astype(flat.dtype.newbyteorder("<"), copy=False).tobytes()
     else:
@@ -171,6 +192,14 @@ def make_tensor_proto(values: Any, dtype: Any = None, shape: Any = None) -> Tens
     return proto
 
 
+def _handle_proto(value: Any):
+    if not _is_handle(value):
+        raise TypeError(
+            f"expected a ResourceHandle for a DT_RESOURCE tensor, got {type(value).__name__}"
+        )
+    return value.to_proto()
+
+
 def make_ndarray(proto: TensorProto) -> np.ndarray:
     """Returns the value of proto as a new, writable array (strings as an object array of bytes).
 
@@ -180,6 +209,11 @@ def make_ndarray(proto: TensorProto) -> np.ndarray:
     shape = tuple(d.size for d in proto.tensor_shape.dim)
     num_elements = int(np.prod(shape, dtype=np.int64))
     if proto.tensor_content:
+        if encoding.field == "resource_handle_val":
+            raise TypeError(
+                "DT_RESOURCE in tensor_content (TF's encoded handle list) is not read: send "
+                "handles in resource_handle_val"
+            )
         stored = np.frombuffer(proto.tensor_content, dtype=encoding.np_dtype.newbyteorder("<"))
         return stored.astype(encoding.np_dtype).reshape(shape)
 
@@ -187,11 +221,16 @@ def make_ndarray(proto: TensorProto) -> np.ndarray:
     if encoding.field == "string_val":
         flat = np.empty(len(values), dtype=object)
         flat[:] = list(values)
+    elif encoding.field == "resource_handle_val":
+        flat = np.empty(len(values), dtype=object)
+        flat[:] = [ResourceHandle.from_proto(h) for h in values]
     else:
         flat = np.array(values, dtype=encoding.field_dtype)
         flat = flat.view(encoding.np_dtype) if encoding.bits else flat.astype(encoding.np_dtype)
     if flat.size > num_elements:
         raise ValueError(f"{flat.size} values for shape {list(shape)} in {encoding.field}")
+    if flat.size == 0 and num_elements and encoding.field == "resource_handle_val":
+        raise ValueError(f"a DT_RESOURCE tensor of shape {list(shape)} holds no handles")
     if flat.size == 0:
         # TF reads a tensor without values as all zeros (empty strings for DT_STRING).
         flat = np.full(min(num_elements, 1), b"" if encoding.field == "string_val" else 0)

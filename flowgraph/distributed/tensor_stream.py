@@ -6,8 +6,8 @@ One large protobuf message is 5-15x slower than the loopback limit in Python (ea
 into a preallocated array runs within ~2x of a raw socket. So a stream is:
 
     message 0   a serialized RecvTensorResponse whose `tensor` holds dtype and shape only (and
-                is_dead, send_start_micros); for a string or empty tensor it holds the whole
-                value, for a dead one none, and nothing follows
+                is_dead, send_start_micros); for a string, resource-handle or empty tensor
+                it holds the whole value, for a dead one none, and nothing follows
     message 1.. the tensor's raw little-endian row-major bytes, CHUNK_BYTES each (the last one
                 shorter), which the receiver copies into `np.empty(shape, dtype)`
 
@@ -64,9 +64,10 @@ def decode(messages: Iterable[bytes]) -> tuple[np.ndarray | None, RecvTensorResp
         return None, header
     tensor = header.tensor
     shape = tuple(d.size for d in tensor.tensor_shape.dim)
-    if tensor.dtype == dtypes.string.as_datatype_enum or 0 in shape:
+    np_dtype = np.dtype(dtypes.as_dtype(tensor.dtype).as_numpy_dtype)
+    if np_dtype == object or 0 in shape:  # strings, resource handles, empty tensors
         return tensor_util.make_ndarray(tensor), header  # carried whole by message 0
-    array = np.empty(shape, dtype=dtypes.as_dtype(tensor.dtype).as_numpy_dtype)
+    array = np.empty(shape, dtype=np_dtype)
     _fill(array.reshape(-1).view(np.uint8), stream)
     return array, header
 

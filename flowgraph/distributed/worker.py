@@ -184,6 +184,7 @@ class Worker:
             raise
         finally:
             self._steps.pop(step_id, None)
+            step.end()  # its TensorArrays and stacks go with it
             if call_opts is not None:
                 call_opts.clear_cancel_callback()
         recv = [(key, _fetched(rendezvous, key)) for key in req.recv_key]
@@ -260,6 +261,7 @@ class Worker:
             state.step.cancel(e)
         finally:
             self._steps.pop(state.step.step_id, None)
+            state.step.end()
             if state.call_opts is not None:
                 state.call_opts.clear_cancel_callback()
             state.done.set()

@@ -4,8 +4,9 @@ A kernel whose op outputs a DT_RESOURCE tensor finds or creates its resource in 
 containers; the binding below turns the resource it returns into a ResourceHandle naming it.
 A kernel whose op takes a DT_RESOURCE input gets the resource that its handle names, looked
 up in its own device's containers: a handle of another device is an error, a handle whose
-resource is gone (its container was reset) is NotFound. Step-local resources (TensorArrays,
-stacks) live with their step, not in a device container, and pass as they are.
+resource is gone (its container was reset) is NotFound. Per-step resources (TensorArrays,
+stacks) are no different: they live in their step's container of their device
+(runtime/resources.py StepContainer) until the step ends.
 """
 
 from __future__ import annotations
@@ -63,9 +64,16 @@ def _making(compute, ctx, outputs: list[int], single: bool) -> Callable:
 
 
 def _handle(ctx, resource):
-    names = ctx.resources.name_of(resource)
-    if names is None:  # a step-local resource, or already a handle
+    if type(resource) is ResourceHandle:  # a kernel that made the handle itself
         return resource
+    names = ctx.resources.name_of(resource)
+    if names is None:
+        raise errors.InternalError(
+            None,
+            None,
+            f"{ctx.op_type} '{ctx.name}' returned a {type(resource).__name__} that is in no "
+            f"container of {ctx.device.name}: a resource output must name a resource",
+        )
     return ResourceHandle(ctx.device.name, names[0], names[1], type(resource).__name__)
 
 

@@ -43,6 +43,9 @@ from flowgraph.runtime.plan import (
     ExecutorPlan,
     NodeItem,
 )
+from flowgraph.runtime.resources import StepContainer
+
+_CONTAINER_LOCK = threading.Lock()
 
 
 class Step:
@@ -53,18 +56,45 @@ class Step:
     the root frame's: kernels of the root iteration receive the Step itself as their context
     (one object less per step), as do callers that run kernels outside the executor."""
 
-    __slots__ = ("cancellation", "deadline", "rendezvous", "resources", "stats", "step_id")
+    __slots__ = (
+        "_container",
+        "cancellation",
+        "deadline",
+        "rendezvous",
+        "resources",
+        "stats",
+        "step_id",
+    )
 
     frame_id = 0
     iter_id = 0
 
-    def __init__(self, step_id, rendezvous, stats=None, timeout_ms: int = 0):
+    def __init__(self, step_id, rendezvous, stats=None, timeout_ms: int = 0, container=None):
         self.step_id = step_id
         self.rendezvous = rendezvous
-        self.resources = {}  # step-local containers (stacks, tensor arrays): dropped with the step
+        self.resources = {}  # a function call's arguments and results (kernels/functional.py)
         self.stats = stats
         self.cancellation = CancellationManager()  # Session.close, the deadline, a failure
         self.deadline = time.monotonic() + timeout_ms / 1000 if timeout_ms > 0 else None
+        # The per-step resources (TensorArrays, stacks), made on first use; a function call
+        # shares its caller's (TF's step_container), so a handle made outside resolves inside.
+        self._container = container
+
+    @property
+    def container(self) -> StepContainer:
+        """The step's resource container on every device of this worker."""
+        container = self._container
+        if container is None:
+            with _CONTAINER_LOCK:  # two partitions may make their first TensorArray at once
+                container = self._container
+                if container is None:
+                    container = self._container = StepContainer(f"__per_step_{self.step_id}")
+        return container
+
+    def end(self) -> None:
+        """Drops the step's per-step resources: called once its kernels on this worker are done."""
+        if self._container is not None:
+            self._container.cleanup()
 
     @property
     def cancelled(self) -> bool:
@@ -105,6 +135,7 @@ class StepContext:
     step_id = property(lambda self: self.step.step_id)
     rendezvous = property(lambda self: self.step.rendezvous)
     resources = property(lambda self: self.step.resources)
+    container = property(lambda self: self.step.container)
     stats = property(lambda self: self.step.stats)
     cancelled = property(lambda self: self.step.cancelled)
     cancellation = property(lambda self: self.step.cancellation)

@@ -109,17 +109,16 @@ class FunctionBody:
             raise errors.CancelledError(None, None, "The calling step was cancelled")
         if self._inline is not None:
             return self._run_inline(args, parent)
-        step = Step(next(_call_ids), LocalRendezvous())
-        if parent is not None:
-            if parent.cancelled:
-                raise errors.CancelledError(None, None, "The calling step was cancelled")
-            step.deadline = parent.deadline
+        step = _call_step(parent)
         rets = [None] * len(self.output_types)
         step.resources[ARGS] = args
         step.resources[RETS] = rets
         manager = getattr(parent, "cancellation", None)  # the caller's cancellation ends the call
         if manager is None:
-            execute(self.plan, step)
+            try:
+                execute(self.plan, step)
+            finally:
+                step.end()  # no caller: the call is its own step
             return rets
         token = manager.get_cancellation_token()
         if not manager.register_callback(token, step.cancel):
@@ -139,25 +138,40 @@ class FunctionBody:
         for slot, value in zip(arg_slots, args):
             vals[slot] = value
         step = None
-        for item in program:
-            inputs = [vals[s] for s in item.inputs]
-            try:
-                if item.step_arg:
-                    if step is None:
-                        step = Step(next(_call_ids), LocalRendezvous())
-                        if parent is not None:
-                            step.deadline = parent.deadline
-                    out = item.compute(step, *inputs)
-                else:
-                    out = item.compute(*inputs)
-            except Exception as e:  # noqa: BLE001  (any kernel failure becomes the node's error)
-                raise node_error(item, self.device.name, e) from None
-            n = item.num_outputs
-            if n == 1:
-                vals[item.base] = out
-            elif n:
-                vals[item.base : item.base + n] = out
+        try:
+            for item in program:
+                inputs = [vals[s] for s in item.inputs]
+                try:
+                    if item.step_arg:
+                        if step is None:
+                            step = _call_step(parent)
+                        out = item.compute(step, *inputs)
+                    else:
+                        out = item.compute(*inputs)
+                except Exception as e:  # noqa: BLE001  (any kernel failure is the node's error)
+                    raise node_error(item, self.device.name, e) from None
+                n = item.num_outputs
+                if n == 1:
+                    vals[item.base] = out
+                elif n:
+                    vals[item.base : item.base + n] = out
+        finally:
+            if step is not None and parent is None:
+                step.end()  # no caller: the call is its own step
         return [vals[s] for s in ret_slots]
+
+
+def _call_step(parent) -> Step:
+    """The step of one function call. Called from a step (`parent`), it has the caller's
+    deadline and per-step container (TF passes the caller's step_container), so the
+    TensorArrays and stacks it makes or receives live as long as the caller's step."""
+    if parent is None:
+        return Step(next(_call_ids), LocalRendezvous())
+    if parent.cancelled:
+        raise errors.CancelledError(None, None, "The calling step was cancelled")
+    step = Step(next(_call_ids), LocalRendezvous(), container=parent.container)
+    step.deadline = parent.deadline
+    return step
 
 
 def _inline_program(plan):

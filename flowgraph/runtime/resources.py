@@ -3,6 +3,11 @@
 A ResourceMgr belongs to one device and outlives steps: state written in one `run` is visible to
 the next. Resources live in named containers (default 'localhost'); `cleanup(container)` drops
 one container, which is how a Session's state is reset without touching another's.
+
+Per-step resources (TensorArrays, the stacks of while-loop gradients) live in the same device
+containers, in a container named after their step (TF's ScopedStepContainer): a handle to one
+is a value like any other, resolved on its device, and the step drops the container when it
+ends on its worker.
 """
 
 from __future__ import annotations
@@ -89,3 +94,26 @@ class ResourceMgr:
     def containers(self) -> list[str]:
         with self._lock:
             return list(self._containers)
+
+
+class StepContainer:
+    """The container of one step's per-step resources on every device of a worker (TF's
+    ScopedStepContainer). Kernels create resources through it, which records the device's
+    ResourceMgr; `cleanup()`, when the step ends, drops the container from each of them.
+    `_mgrs` is written by concurrent partitions with atomic dict stores only."""
+
+    __slots__ = ("_mgrs", "name")
+
+    def __init__(self, name: str):
+        self.name = name  # "__per_step_<step id>", as in TF
+        self._mgrs: dict[int, ResourceMgr] = {}
+
+    def create(self, mgr: ResourceMgr, name: str, resource) -> None:
+        """Adds `resource` under `name` in this step's container of `mgr`'s device."""
+        self._mgrs[id(mgr)] = mgr
+        mgr.create(self.name, name, resource)
+
+    def cleanup(self) -> None:
+        for mgr in list(self._mgrs.values()):
+            mgr.cleanup(self.name)
+        self._mgrs.clear()

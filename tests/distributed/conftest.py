@@ -113,12 +113,22 @@ def grpc_cluster():
         c.close()
 
 
-@pytest.fixture(scope="module")
-def ps_worker_cluster():
-    """One ps and two workers shared by a module's tests that leave every task running."""
-    c = Cluster({"ps": 1, "worker": 2})
+def _shared(tasks: dict[str, int]):
+    c = Cluster(tasks)
     try:
         c.start_all()
         yield c
     finally:
         c.close()
+
+
+@pytest.fixture(scope="module")
+def ps_worker_cluster():
+    """One ps and two workers shared by a module's tests that leave every task running."""
+    yield from _shared({"ps": 1, "worker": 2})
+
+
+@pytest.fixture(scope="module")
+def ps_worker_pair():
+    """One ps and one worker (two processes) shared by a module's tests."""
+    yield from _shared({"ps": 1, "worker": 1})

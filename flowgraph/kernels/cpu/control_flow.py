@@ -6,6 +6,7 @@ types itself. Their kernels here state the value semantics and let placement fin
 
 from __future__ import annotations
 
+import itertools
 import threading
 
 import numpy as np
@@ -61,7 +62,9 @@ def abort(ctx):
 
 
 class Stack:
-    """A LIFO created by StackV2 for one step; its handle is the object itself."""
+    """A LIFO made by StackV2 in its step's container on its device (TF's per-step Stack): its
+    handle is a value naming it, and the push and pop kernels resolve that handle on their
+    own device (kernels/resource_handles.py). The container goes when the step ends."""
 
     def __init__(self, name: str, max_size: int, elem_type):
         self.name = name
@@ -72,9 +75,15 @@ class Stack:
         self.lock = threading.Lock()
 
 
-@register_kernel("StackV2")
-def stack_v2(ctx, max_size):
-    return Stack(ctx.attrs.get("stack_name") or ctx.name, int(max_size), ctx.attrs["elem_type"])
+_stack_ids = itertools.count()  # a stack made inside a loop gets one name per iteration
+
+
+@register_kernel("StackV2", step=True)
+def stack_v2(ctx, step, max_size):
+    name = f"{ctx.attrs.get('stack_name') or ctx.name}_{next(_stack_ids)}"
+    stack = Stack(name, int(max_size), ctx.attrs["elem_type"])
+    step.container.create(ctx.resources, name, stack)
+    return stack
 
 
 @register_kernel("StackPushV2")
@@ -95,6 +104,10 @@ def stack_push(ctx, stack: Stack, elem):
 @register_kernel("StackPopV2")
 def stack_pop(ctx, stack: Stack):
     with stack.lock:
+        if stack.closed:
+            raise errors.InvalidArgumentError(
+                None, None, f"Stack {stack.name} has already been closed."
+            )
         if not stack.items:
             raise errors.InvalidArgumentError(
                 None, None, f"Stack[{stack.name}] is empty when calling Pop()."

@@ -1,8 +1,13 @@
-"""Kernels of TensorArray: the array is a Python object made by TensorArrayV3 in each step
-(its handle is the object itself), so it lives exactly as long as the step."""
+"""Kernels of TensorArray (TF's V3 ops). TensorArrayV3 makes the array in its step's
+container on its device (runtime/resources.py StepContainer) and outputs a handle naming it,
+a value like a variable's handle (core/resource_handle.py); the other kernels receive the
+array that handle names, resolved on their own device (kernels/resource_handles.py). The
+array lives until its step ends on its worker: TensorArrayCloseV3 only clears and closes it,
+as in TensorFlow."""
 
 from __future__ import annotations
 
+import itertools
 import threading
 
 import numpy as np
@@ -11,9 +16,10 @@ from flowgraph.core import errors
 from flowgraph.kernels.base import register_kernel
 
 _FLOW = np.float32(0.0)
+_ids = itertools.count()  # makes each array's name unique (a loop may create one per iteration)
 
 
-class TensorArrayState:
+class TensorArray:
     """Elements by index. Guarded by `lock` (iterations may write concurrently). A gradient
     array sums repeated writes to one index instead of refusing them.
 
@@ -35,16 +41,21 @@ class TensorArrayState:
         self.clear_after_read = clear_after_read
         self.element_shape = element_shape
         self.accumulate = accumulate
-        self.grads = {}
         self.closed = False
         self.lock = threading.Lock()
 
     def _err(self, msg):
         return errors.InvalidArgumentError(None, None, f"TensorArray {self.name}: {msg}")
 
+    def _check_open(self):
+        """Guarded by `lock`."""
+        if self.closed:
+            raise self._err("has already been closed.")
+
     def write(self, index, value):
         value = np.asarray(value)
         with self.lock:
+            self._check_open()
             if index < 0:
                 raise self._err(
                     f"Tried to write to index {index} but array size is: {len(self.items)}"
@@ -98,6 +109,7 @@ class TensorArrayState:
 
     def read(self, index):
         with self.lock:
+            self._check_open()
             if not 0 <= index < len(self.items):
                 raise self._err(
                     f"Tried to read from index {index} but array size is: {len(self.items)}"
@@ -124,18 +136,20 @@ class TensorArrayState:
             return value
 
 
-@register_kernel("TensorArrayV3")
-def tensor_array(ctx, size):
+@register_kernel("TensorArrayV3", step=True)
+def tensor_array(ctx, step, size):
     a = ctx.attrs
-    shape = a.get("element_shape")
-    return TensorArrayState(
-        a.get("tensor_array_name") or ctx.name,
+    name = f"{a.get('tensor_array_name') or ctx.name}_{next(_ids)}"
+    ta = TensorArray(
+        name,
         a["dtype"],
         int(size),
         a["dynamic_size"],
         a["clear_after_read"],
-        shape,
-    ), _FLOW
+        a.get("element_shape"),
+    )
+    step.container.create(ctx.resources, name, ta)
+    return ta, _FLOW
 
 
 @register_kernel("TensorArrayWriteV3")
@@ -206,30 +220,40 @@ def ta_split(ctx, ta, value, lengths, flow):
 
 @register_kernel("TensorArraySizeV3")
 def ta_size(ctx, ta, flow):
-    return np.int32(len(ta.items))
+    with ta.lock:
+        ta._check_open()
+        return np.int32(len(ta.items))
 
 
 @register_kernel("TensorArrayCloseV3")
 def ta_close(ctx, ta):
-    ta.closed = True
+    """Clears and closes the array; its container drops it when the step ends (TF keeps it
+    until then too, so a late use fails as closed rather than as missing)."""
+    with ta.lock:
+        ta.items = [None] * len(ta.items)
+        ta.closed = True
 
 
 @register_kernel("TensorArrayGradV3")
 def ta_grad(ctx, ta, flow):
-    """The gradient array of `ta` for one source (created once per source and step)."""
+    """The gradient array of `ta` for one source: made once per (array, source) in the
+    forward array's container, named `<array>@<source>` as in TensorFlow."""
+    container, name = ctx.resources.name_of(ta)
     source = ctx.attrs["source"]
-    with ta.lock:
-        grad = ta.grads.get(source)
-        if grad is None:
-            grad = TensorArrayState(
-                f"{ta.name}@{source}",
-                ta.dtype,
-                len(ta.items),
-                ta.dynamic_size,
-                False,
-                ta.element_shape,
-                accumulate=True,
-            )
-            grad.shapes = list(ta.shapes)
-            ta.grads[source] = grad
+
+    def make():
+        grad = TensorArray(
+            f"{name}@{source}",
+            ta.dtype,
+            len(ta.items),
+            ta.dynamic_size,
+            False,
+            ta.element_shape,
+            accumulate=True,
+        )
+        grad.shapes = list(ta.shapes)
+        return grad
+
+    with ta.lock:  # the shapes copied are those of the writes so far
+        grad = ctx.resources.lookup_or_create(container, f"{name}@{source}", make)
     return grad, _FLOW
