@@ -151,7 +151,11 @@ def generate(num_args: int, members, args, used, outputs, scalar, ndim: int) -> 
     `args` are the input value ids it reads (its parameters, in order), `used` the indices of
     the members it computes (in order: the cone of its outputs). `scalar[v]` says value v has
     one element (read as `a[0]`, computed before the loop); the others are indexed by `ndim`
-    loop indices (i0 from lo to hi, i1 .. over d1 ..). Scalar outputs are written as `o[0]`."""
+    loop indices (i0 over rows lo..hi, i1 .. over d1 ..). Scalar outputs are written as `o[0]`.
+
+    The arrays are first sliced to rows lo..hi so that i0 counts from 0: numba then knows every
+    index is non-negative, drops its negative-index wraparound and LLVM vectorizes the loop
+    (about 6x faster on a flat float32 loop than indexing from lo)."""
     dims = [f"d{k}" for k in range(1, ndim)]
     params = ["lo", "hi", *dims] + [f"a{v}" for v in args]
     params += [f"o{k}" for k in range(len(outputs))]
@@ -170,11 +174,14 @@ def generate(num_args: int, members, args, used, outputs, scalar, ndim: int) -> 
         (head if scalar[v] else body).append(line)
     for k, v in enumerate(outputs):
         (head if scalar[v] else body).append(f"o{k}[{'0' if scalar[v] else index}] = {name(v)}")
+    if body:  # the rows lo..hi of every loop-indexed array, so that i0 counts from 0
+        head += [f"a{v} = a{v}[lo:hi]" for v in args if not scalar[v]]
+        head += [f"o{k} = o{k}[lo:hi]" for k, v in enumerate(outputs) if not scalar[v]]
     lines = head[:1] + ["    " + s for s in head[1:]]
     if body:
         indent = "    "
         for k in range(ndim):
-            extent = "lo, hi" if k == 0 else f"d{k}"
+            extent = "hi - lo" if k == 0 else f"d{k}"
             lines.append(f"{indent}for i{k} in range({extent}):")
             indent += "    "
         lines += [indent + s for s in body]
