@@ -145,15 +145,8 @@ class CodeView(GroupView):
         (root,) = self.print_tree([root], 1, 0)
         text = [self.legend(), root.line]
         proto = self.proto(root)
-        self._flatten(root, text, proto)
+        report.flatten(self, root, text, proto)
         return proto, "".join(text)
-
-    def _flatten(self, node, text, proto):
-        for child in node.show_children:
-            text.append(child.line)
-            child_proto = proto.children.add()
-            child_proto.CopyFrom(self.proto(child))
-            self._flatten(child, text, child_proto)
 
     def legend(self) -> str:
         return "node name | " + " | ".join(self.column_names()) + "\n"

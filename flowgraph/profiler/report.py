@@ -345,15 +345,8 @@ class TreeView:
         (root,) = self.print_tree([root], 1, 0, set())
         text = [self.legend(), root.line]
         proto = self.proto(root)
-        self._flatten(root, text, proto)
+        flatten(self, root, text, proto)
         return proto, "".join(text)
-
-    def _flatten(self, node, text, proto):
-        for child in node.show_children:
-            text.append(child.line)
-            child_proto = proto.children.add()
-            child_proto.CopyFrom(self.proto(child))
-            self._flatten(child, text, child_proto)
 
     def legend(self) -> str:
         s = self.select
@@ -472,6 +465,16 @@ class GroupView:
         more += [("device", "assigned devices"), ("op_types", "op types")]
         more += [("occurrence", "op occurrence (run|defined)"), ("input_shapes", "input shapes")]
         return names + [label for key, label in more if key in s]
+
+
+def flatten(view, node, text: list, proto) -> None:
+    """Appends the shown descendants of `node` to `text` (their lines, depth first) and to
+    `proto` (each as `view.proto` builds it), as a tree view prints them."""
+    for child in node.show_children:
+        text.append(child.line)
+        child_proto = proto.children.add()
+        child_proto.CopyFrom(view.proto(child))
+        flatten(view, child, text, child_proto)
 
 
 def set_multi(proto, row):
