@@ -64,30 +64,31 @@ class Initializer:
         return cls(**config)
 
 
-class zeros_initializer(Initializer):
+class _FillInitializer(Initializer):
+    """Fills the shape with one value through `_fill` (array_ops.zeros or array_ops.ones)."""
+
+    _fill = None
+
+    def __init__(self, dtype=dtypes.float32):
+        self.dtype = dtypes.as_dtype(dtype)
+
+    def __call__(self, shape, dtype=None, partition_info=None):
+        return type(self)._fill(_as_list(shape), dtypes.as_dtype(dtype or self.dtype))
+
+    def get_config(self):
+        return {"dtype": self.dtype.name}
+
+
+class zeros_initializer(_FillInitializer):
     """Initializes to 0 (False for bools)."""
 
-    def __init__(self, dtype=dtypes.float32):
-        self.dtype = dtypes.as_dtype(dtype)
-
-    def __call__(self, shape, dtype=None, partition_info=None):
-        return array_ops.zeros(_as_list(shape), dtypes.as_dtype(dtype or self.dtype))
-
-    def get_config(self):
-        return {"dtype": self.dtype.name}
+    _fill = staticmethod(array_ops.zeros)
 
 
-class ones_initializer(Initializer):
+class ones_initializer(_FillInitializer):
     """Initializes to 1 (True for bools)."""
 
-    def __init__(self, dtype=dtypes.float32):
-        self.dtype = dtypes.as_dtype(dtype)
-
-    def __call__(self, shape, dtype=None, partition_info=None):
-        return array_ops.ones(_as_list(shape), dtypes.as_dtype(dtype or self.dtype))
-
-    def get_config(self):
-        return {"dtype": self.dtype.name}
+    _fill = staticmethod(array_ops.ones)
 
 
 class constant_initializer(Initializer):
