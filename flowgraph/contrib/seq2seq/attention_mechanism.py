@@ -419,10 +419,29 @@ class _BaseMonotonicAttentionMechanism(_BaseAttentionMechanism):
         zeros = array_ops.zeros(array_ops.reshape(batch_size, [1]), dtype=dtypes.int32)
         return array_index.one_hot(zeros, self._alignments_size, dtype=dtype)
 
+    def _biased_alignments(self, default_name, score_fn, state):
+        """`score_fn()` plus the learnt scalar `attention_score_bias`, both under the variable
+        scope `default_name`, turned into monotonic alignments (also the next state)."""
+        with vs.variable_scope(None, default_name=default_name):
+            score = score_fn()
+            score_bias = vs.get_variable(
+                "attention_score_bias",
+                dtype=score.dtype,
+                initializer=init_ops.constant_initializer(self._score_bias_init),
+                shape=(),
+            )
+            score = score + score_bias
+        alignments = self._probability_fn(score, state)
+        return alignments, alignments
 
-def _check_mode(mode):
+
+def _monotonic_fn(mode, sigmoid_noise, seed):
+    """The probability_fn of a monotonic mechanism; `mode` must be one TF knows."""
     if mode not in ("recursive", "parallel", "hard"):
         raise ValueError(f"mode must be 'recursive', 'parallel', or 'hard', saw {mode!r}")
+    return functools.partial(
+        _monotonic_probability_fn, sigmoid_noise=sigmoid_noise, mode=mode, seed=seed
+    )
 
 
 class BahdanauMonotonicAttention(_BaseMonotonicAttentionMechanism):
@@ -442,14 +461,8 @@ class BahdanauMonotonicAttention(_BaseMonotonicAttentionMechanism):
         dtype=None,
         name="BahdanauMonotonicAttention",
     ):
-        _check_mode(mode)
+        probability_fn = _monotonic_fn(mode, sigmoid_noise, sigmoid_noise_seed)
         dtype = dtypes.float32 if dtype is None else dtype
-        probability_fn = functools.partial(
-            _monotonic_probability_fn,
-            sigmoid_noise=sigmoid_noise,
-            mode=mode,
-            seed=sigmoid_noise_seed,
-        )
         super().__init__(
             query_layer=_memory_dense(num_units, dtype, name="query_layer"),
             memory_layer=_memory_dense(num_units, dtype),
@@ -465,18 +478,11 @@ class BahdanauMonotonicAttention(_BaseMonotonicAttentionMechanism):
         self._score_bias_init = score_bias_init
 
     def __call__(self, query, state):
-        with vs.variable_scope(None, default_name="bahdanau_monotonic_attention"):
+        def score():
             processed_query = self.query_layer(query) if self.query_layer else query
-            score = _bahdanau_score(processed_query, self._keys, self._normalize)
-            score_bias = vs.get_variable(
-                "attention_score_bias",
-                dtype=processed_query.dtype,
-                initializer=init_ops.constant_initializer(self._score_bias_init),
-                shape=(),
-            )
-            score = score + score_bias
-        alignments = self._probability_fn(score, state)
-        return alignments, alignments
+            return _bahdanau_score(processed_query, self._keys, self._normalize)
+
+        return self._biased_alignments("bahdanau_monotonic_attention", score, state)
 
 
 class LuongMonotonicAttention(_BaseMonotonicAttentionMechanism):
@@ -496,14 +502,8 @@ class LuongMonotonicAttention(_BaseMonotonicAttentionMechanism):
         dtype=None,
         name="LuongMonotonicAttention",
     ):
-        _check_mode(mode)
+        probability_fn = _monotonic_fn(mode, sigmoid_noise, sigmoid_noise_seed)
         dtype = dtypes.float32 if dtype is None else dtype
-        probability_fn = functools.partial(
-            _monotonic_probability_fn,
-            sigmoid_noise=sigmoid_noise,
-            mode=mode,
-            seed=sigmoid_noise_seed,
-        )
         super().__init__(
             query_layer=None,
             memory_layer=_memory_dense(num_units, dtype),
@@ -519,14 +519,7 @@ class LuongMonotonicAttention(_BaseMonotonicAttentionMechanism):
         self._name = name
 
     def __call__(self, query, state):
-        with vs.variable_scope(None, default_name="luong_monotonic_attention"):
-            score = _luong_score(query, self._keys, self._scale)
-            score_bias = vs.get_variable(
-                "attention_score_bias",
-                dtype=query.dtype,
-                initializer=init_ops.constant_initializer(self._score_bias_init),
-                shape=(),
-            )
-            score = score + score_bias
-        alignments = self._probability_fn(score, state)
-        return alignments, alignments
+        def score():
+            return _luong_score(query, self._keys, self._scale)
+
+        return self._biased_alignments("luong_monotonic_attention", score, state)
