@@ -25,19 +25,12 @@ import tempfile
 import time
 
 import numpy as np
-from workloads import Case, Target, Workload, session
+from workloads import DIGITS, Case, Target, Workload, session
 
 I1_RECORDS = 20_000
 I1_BATCH = 128
 I2_BATCH = 64
 I2_STEPS = 20  # training steps per measured step
-_DIGITS = os.path.join(
-    os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-    "flowgraph",
-    "examples",
-    "data",
-    "digits.npz",
-)
 
 
 def _example(tf, x, y) -> bytes:
@@ -163,7 +156,7 @@ def _digits_cnn_train(tf, images, labels):
 
 
 def _digits():
-    data = np.load(_DIGITS)
+    data = np.load(DIGITS)
     return (data["images"].reshape(len(data["images"]), -1) / 16.0).astype(np.float32), data[
         "labels"
     ].astype(np.int64)

@@ -15,23 +15,15 @@ A measured step is PROGRAM_STEPS training steps; the unit is ms per training ste
 
 from __future__ import annotations
 
-import os
 import time
 
 import numpy as np
-from workloads import Case, Target, Workload, session
+from workloads import DIGITS, Case, Target, Workload, session
 
 PROGRAM_STEPS = 50
 P1_BATCH = 64
 P2_BATCH = 100
 P2_EXAMPLES = 5_500
-_DIGITS = os.path.join(
-    os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-    "flowgraph",
-    "examples",
-    "data",
-    "digits.npz",
-)
 
 
 class DataSet:
@@ -83,7 +75,7 @@ def _dense(tf, x, n_in, n_out, name):
 
 def build_p1(tf) -> Case:
     """The digits CNN main job's training loop (see the module docstring)."""
-    data = np.load(_DIGITS)
+    data = np.load(DIGITS)
     images = (data["images"].reshape(len(data["images"]), -1) / 16.0).astype(np.float32)
     digits = DataSet(images, data["labels"].astype(np.int64), seed=0)
     g = tf.Graph()

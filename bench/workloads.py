@@ -30,6 +30,14 @@ MLP_SIZES = (784, 1024, 1024, 10)
 MLP_BATCH = 256
 CNN_BATCH = 64
 LEARNING_RATE = 0.01
+# The bundled digits (flowgraph/examples/data), read by the input and program workloads.
+DIGITS = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+    "flowgraph",
+    "examples",
+    "data",
+    "digits.npz",
+)
 
 
 @dataclass
