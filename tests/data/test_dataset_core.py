@@ -3,20 +3,11 @@ against Python/NumPy references."""
 
 import numpy as np
 import pytest
+from dataset_helpers import drain_element
 
 import flowgraph as tf
 
 Dataset = tf.data.Dataset
-
-
-def drain(sess, element, limit=10_000):
-    out = []
-    for _ in range(limit):
-        try:
-            out.append(sess.run(element))
-        except tf.errors.OutOfRangeError:
-            return out
-    raise AssertionError("the dataset did not end")
 
 
 def test_from_tensor_slices_map_batch_matches_numpy():
@@ -27,7 +18,7 @@ def test_from_tensor_slices_map_batch_matches_numpy():
     assert [s.as_list() for s in ds.output_shapes] == [[None, 1], [None]]
     a, b = ds.make_one_shot_iterator().get_next()
     with tf.Session() as sess:
-        got = drain(sess, (a, b))
+        got = drain_element(sess, (a, b))
     assert [len(g[0]) for g in got] == [4, 4, 2]
     np.testing.assert_allclose(np.concatenate([g[0] for g in got]), x * 2.0)
     np.testing.assert_array_equal(np.concatenate([g[1] for g in got]), y + 1)
@@ -38,7 +29,7 @@ def test_batch_drop_remainder_gives_static_batch_dimension():
     assert ds.output_shapes.as_list() == [3]
     nxt = ds.make_one_shot_iterator().get_next()
     with tf.Session() as sess:
-        got = drain(sess, nxt)
+        got = drain_element(sess, nxt)
     np.testing.assert_array_equal(np.stack(got), np.arange(9).reshape(3, 3))
 
 
@@ -49,7 +40,7 @@ def test_nested_dict_structure_and_output_classes():
     ds = ds.map(lambda d: {"sum": d["a"] + 1, "s": d["b"][1]})
     nxt = ds.make_one_shot_iterator().get_next()
     with tf.Session() as sess:
-        got = drain(sess, nxt)
+        got = drain_element(sess, nxt)
     assert [int(g["sum"]) for g in got] == [1, 2, 3]
     assert [g["s"] for g in got] == [b"x", b"y", b"z"]
 
@@ -58,8 +49,8 @@ def test_from_tensors_and_range_forms():
     t = Dataset.from_tensors(([1, 2], 3.0)).repeat(2)
     r = [Dataset.range(5), Dataset.range(2, 5), Dataset.range(10, 0, -3)]
     with tf.Session() as sess:
-        got = drain(sess, t.make_one_shot_iterator().get_next())
-        ranges = [drain(sess, d.make_one_shot_iterator().get_next()) for d in r]
+        got = drain_element(sess, t.make_one_shot_iterator().get_next())
+        ranges = [drain_element(sess, d.make_one_shot_iterator().get_next()) for d in r]
     assert len(got) == 2
     np.testing.assert_array_equal(got[1][0], [1, 2])
     assert ranges == [list(range(5)), list(range(2, 5)), list(range(10, 0, -3))]
@@ -67,8 +58,8 @@ def test_from_tensors_and_range_forms():
 
 def test_repeat_counts():
     with tf.Session() as sess:
-        three = drain(sess, Dataset.range(3).repeat(3).make_one_shot_iterator().get_next())
-        zero = drain(sess, Dataset.range(3).repeat(0).make_one_shot_iterator().get_next())
+        three = drain_element(sess, Dataset.range(3).repeat(3).make_one_shot_iterator().get_next())
+        zero = drain_element(sess, Dataset.range(3).repeat(0).make_one_shot_iterator().get_next())
         forever = Dataset.range(2).repeat().make_one_shot_iterator().get_next()
         endless = [sess.run(forever) for _ in range(7)]
         empty_forever = Dataset.range(0).repeat().make_one_shot_iterator().get_next()
@@ -86,7 +77,7 @@ def _shuffled(seed, reshuffle=True, epochs=2, graph_seed=None):
         ds = Dataset.range(20).shuffle(8, seed=seed, reshuffle_each_iteration=reshuffle)
         nxt = ds.repeat(epochs).make_one_shot_iterator().get_next()
         with tf.Session() as sess:
-            return drain(sess, nxt)
+            return drain_element(sess, nxt)
 
 
 def test_shuffle_is_a_permutation_reproducible_with_a_seed():
@@ -119,17 +110,17 @@ def test_initializable_iterator_with_fed_parameters_reinitializes():
         with pytest.raises(tf.errors.FailedPreconditionError, match="not been initialized"):
             sess.run(nxt)
         sess.run(it.initializer, {n: 2, data: [1.0, 2.0, 3.0]})
-        assert drain(sess, nxt) == [2.0, 4.0]
+        assert drain_element(sess, nxt) == [2.0, 4.0]
         sess.run(it.initializer, {n: 3, data: [1.0, 5.0, 7.0, 9.0]})
         assert sess.run(nxt) == 3.0
         sess.run(it.initializer, {n: 1, data: [4.0]})  # restarts mid-way
-        assert drain(sess, nxt) == [4.0]
+        assert drain_element(sess, nxt) == [4.0]
 
 
 def test_one_shot_iterator_ends_with_out_of_range_and_stays_ended():
     nxt = Dataset.range(2).make_one_shot_iterator().get_next()
     with tf.Session() as sess:
-        assert drain(sess, nxt) == [0, 1]
+        assert drain_element(sess, nxt) == [0, 1]
         for _ in range(2):
             with pytest.raises(tf.errors.OutOfRangeError, match="End of sequence"):
                 sess.run(nxt)
@@ -147,7 +138,7 @@ def test_map_captures_outer_tensor_and_errors_name_the_function_node():
     bad = Dataset.range(3).map(lambda v: tf.reshape(v, tf.cast(tf.stack([v + 2]), tf.int32)))
     bad = bad.make_one_shot_iterator().get_next()
     with tf.Session() as sess:
-        assert drain(sess, nxt) == [0, 3, 6]
+        assert drain_element(sess, nxt) == [0, 3, 6]
         with pytest.raises(tf.errors.InvalidArgumentError, match="Reshape"):
             sess.run(bad)
 
@@ -171,7 +162,7 @@ def test_graph_def_carries_dataset_functions():
     with tf.Graph().as_default():
         tf.import_graph_def(gd, name="")
         with tf.Session() as sess:
-            assert drain(sess, "IteratorGetNext:0") == [3, 4]
+            assert drain_element(sess, "IteratorGetNext:0") == [3, 4]
 
 
 def test_meta_graph_round_trip_keeps_the_dataset_functions(tmp_path):

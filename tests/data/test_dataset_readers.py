@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from dataset_helpers import drain
 
 import flowgraph as tf
 
@@ -19,17 +20,6 @@ FEATURES = {
     "pixels": tf.FixedLenFeature([6], tf.float32),
     "name": tf.FixedLenFeature([], tf.string),
 }
-
-
-def drain(dataset):
-    nxt = dataset.make_one_shot_iterator().get_next()
-    out = []
-    with tf.Session() as sess:
-        while True:
-            try:
-                out.append(sess.run(nxt))
-            except tf.errors.OutOfRangeError:
-                return out
 
 
 @pytest.mark.parametrize(

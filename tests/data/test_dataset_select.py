@@ -3,22 +3,12 @@ get_single_element, Counter and Options, against Python references."""
 
 import numpy as np
 import pytest
+from dataset_helpers import drain
 
 import flowgraph as tf
 
 Dataset = tf.data.Dataset
 exp = tf.data.experimental
-
-
-def drain(dataset):
-    nxt = dataset.make_one_shot_iterator().get_next()
-    out = []
-    with tf.Session() as sess:
-        while True:
-            try:
-                out.append(sess.run(nxt))
-            except tf.errors.OutOfRangeError:
-                return out
 
 
 def test_shard_partitions_the_elements():

@@ -2,21 +2,11 @@
 unbatch, VarLenFeature parsing and reinitializable iterators with output_classes."""
 
 import numpy as np
+from dataset_helpers import drain
 
 import flowgraph as tf
 
 Dataset = tf.data.Dataset
-
-
-def drain(dataset):
-    nxt = dataset.make_one_shot_iterator().get_next()
-    out = []
-    with tf.Session() as sess:
-        while True:
-            try:
-                out.append(sess.run(nxt))
-            except tf.errors.OutOfRangeError:
-                return out
 
 
 def _dense(v):

@@ -4,22 +4,11 @@ from_generator and the tf.data.experimental aliases."""
 
 import numpy as np
 import pytest
+from dataset_helpers import drain
 
 import flowgraph as tf
 
 Dataset = tf.data.Dataset
-
-
-def drain(dataset, limit=10_000):
-    nxt = dataset.make_one_shot_iterator().get_next()
-    out = []
-    with tf.Session() as sess:
-        for _ in range(limit):
-            try:
-                out.append(sess.run(nxt))
-            except tf.errors.OutOfRangeError:
-                return out
-    raise AssertionError("the dataset did not end")
 
 
 def test_filter_take_skip():
