@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from profiler_models import mlp
 
 import flowgraph as tf
 from flowgraph.profiler import flops
@@ -19,22 +20,6 @@ PO = tf.profiler.ProfileOptionBuilder
 ROOT = Path(__file__).resolve().parents[2]
 FULL_TRACE = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
 QUIET = {"output": "none"}
-
-
-def _mlp(batch=8):
-    """x[b,16] -> MatMul w1[16,32] + b1 -> Relu -> MatMul w2[32,4] -> Square -> Mean."""
-    g = tf.Graph()
-    with g.as_default():
-        x = tf.placeholder(tf.float32, [batch, 16], name="x")
-        with tf.variable_scope("layer1"):
-            w = tf.get_variable("w", [16, 32], initializer=tf.ones_initializer())
-            b = tf.get_variable("b", [32], initializer=tf.zeros_initializer())
-            h = tf.nn.relu(tf.matmul(x, w) + b)
-        with tf.variable_scope("layer2"):
-            w2 = tf.get_variable("w", [32, 4], initializer=tf.ones_initializer())
-            y = tf.matmul(h, w2)
-        loss = tf.reduce_mean(tf.square(y), name="loss")
-    return g, x, loss
 
 
 # Hand-computed: a MatMul [m,k]x[k,n] costs 2*k*m*n; AddV2/Square one per output element;
@@ -55,7 +40,7 @@ def _flat(node):
 
 
 def test_float_operations_by_scope_equal_hand_computed_counts():
-    g, _, _ = _mlp()
+    g, _, _ = mlp()
     out = tf.profiler.profile(g, cmd="scope", options=PO.float_operation() | QUIET)
     got = {n.name: n.float_ops for n in _flat(out) if n.float_ops}
     assert got == MLP_FLOPS
@@ -64,7 +49,7 @@ def test_float_operations_by_scope_equal_hand_computed_counts():
 
 
 def test_float_operations_by_op_type():
-    g, _, _ = _mlp()
+    g, _, _ = mlp()
     out = tf.profiler.profile(g, cmd="op", options=PO.float_operation() | QUIET)
     rows = []
     node = out
@@ -116,7 +101,7 @@ def test_registered_statistics_are_extensible():
 
 
 def test_trainable_parameters_by_scope():
-    g, _, _ = _mlp()
+    g, _, _ = mlp()
     with g.as_default():
         tf.Variable(0, trainable=False, name="counter")
     out = tf.profiler.profile(g)  # default: trainable_variables_parameter, by scope
@@ -132,7 +117,7 @@ def test_trainable_parameters_by_scope():
 
 
 def _traced(batch=8):
-    g, x, loss = _mlp(batch=None)
+    g, x, loss = mlp(batch=None)
     with g.as_default(), tf.Session() as sess:
         sess.run(tf.global_variables_initializer())
         md = tf.RunMetadata()
@@ -245,7 +230,7 @@ def test_text_report_to_stdout_and_file(tmp_path, capsys):
 
 
 def test_profiler_averages_steps():
-    g, x, loss = _mlp()
+    g, x, loss = mlp()
     profiler = tf.profiler.Profiler(g)
     with g.as_default(), tf.Session() as sess:
         sess.run(tf.global_variables_initializer())

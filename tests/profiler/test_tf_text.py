@@ -7,6 +7,7 @@ for STDOUT what `profile` printed with the default stdout output."""
 from __future__ import annotations
 
 import pytest
+from profiler_models import mlp
 
 import flowgraph as tf
 
@@ -29,21 +30,6 @@ FLOPS_DOC = (
 
 def _doc(view, column):
     return "\nDoc:\n" + view + column + "\nProfile:\n"
-
-
-def _mlp():
-    g = tf.Graph()
-    with g.as_default():
-        x = tf.placeholder(tf.float32, [8, 16], name="x")
-        with tf.variable_scope("layer1"):
-            w = tf.get_variable("w", [16, 32], initializer=tf.ones_initializer())
-            b = tf.get_variable("b", [32], initializer=tf.zeros_initializer())
-            h = tf.nn.relu(tf.matmul(x, w) + b)
-        with tf.variable_scope("layer2"):
-            w2 = tf.get_variable("w", [32, 4], initializer=tf.ones_initializer())
-            y = tf.matmul(h, w2)
-        tf.reduce_mean(tf.square(y), name="loss")
-    return g
 
 
 CASES = {
@@ -110,7 +96,7 @@ def test_file_report_is_tensorflows_text(case, tmp_path):
     cmd, options, expected = CASES[case]
     path = tmp_path / "report.txt"
     options = PO(options).with_file_output(str(path)).build()
-    tf.profiler.profile(_mlp(), cmd=cmd, options=options)
+    tf.profiler.profile(mlp()[0], cmd=cmd, options=options)
     assert path.read_text() == expected
 
 
