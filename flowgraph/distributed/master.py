@@ -163,7 +163,7 @@ class Master:
         if session.closed:
             raise RuntimeError("Attempted to use a closed Session.")
         sig = Signature(tuple(req.feed), tuple(req.fetch), tuple(req.target))
-        plan = session.plan(sig)
+        plan = session.plan(sig, partial=True)
         state = _PartialRun(plan, sig, session.next_step_id())
         handle = f"partial_run_{state.step_id}"
         with self._lock:

@@ -5,8 +5,9 @@ Per (feeds, fetches, targets) signature a StepPlan is built once: the graph prun
 signature with feed/fetch nodes on the client device, optimized, placed, partitioned per
 device, and each task's partitions registered with its worker (one RegisterGraph per worker
 per signature). A step is then one RunGraph per worker, run concurrently, followed by one
-CleanupGraph per worker; the feeds go to, and the fetches come from, the worker of the client
-device, by rendezvous key.
+CleanupGraph per worker. Each feed goes in the RunGraphRequest of the worker that uses it,
+and each fetch comes in the RunGraphResponse of the worker that makes it, by rendezvous key
+(direct_terminals.py); a partial run's all go through the client device's worker.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from flowgraph.core.protos import (
     RunMetadata,
     StepStats,
 )
+from flowgraph.distributed import direct_terminals
 from flowgraph.distributed import messages as m
 from flowgraph.distributed.worker_cache import CallOptions, task_of
 from flowgraph.runtime import nodes as rt_nodes
@@ -55,23 +57,26 @@ class DeviceInfo:
 
 
 class _WorkerCall:
-    """One worker's share of a StepPlan: its graph handle and the rendezvous keys it is fed
-    and fetched under (empty except for the client device's worker)."""
+    """One worker's share of a StepPlan: its graph handle, the rendezvous keys it is fed under
+    with the feeds' positions in the signature, and the keys it is fetched under."""
 
-    __slots__ = ("feed_keys", "fetch_keys", "graph_handle", "task", "worker")
+    __slots__ = ("feeds", "fetch_keys", "graph_handle", "task", "worker")
 
-    def __init__(self, worker, task, graph_handle, feed_keys=(), fetch_keys=()):
+    def __init__(self, worker, task, graph_handle):
         self.worker = worker
         self.task = task
         self.graph_handle = graph_handle
-        self.feed_keys = list(feed_keys)
-        self.fetch_keys = list(fetch_keys)
+        self.feeds: list[tuple[str, int]] = []  # (key, index into the step's feed values)
+        self.fetch_keys: list[str] = []
 
 
 class StepPlan:
-    """Everything a signature needs, built once: partitions registered with their workers."""
+    """Everything a signature needs, built once: partitions registered with their workers.
+    `fetch_slots[i]` is (call index, position in its RunGraphResponse.recv) of fetch i. With
+    `partial`, every feed and fetch stays on the client device (a partial run feeds and
+    fetches through one worker, call by call)."""
 
-    def __init__(self, session: MasterSession, sig: Signature):
+    def __init__(self, session: MasterSession, sig: Signature, partial: bool = False):
         client = session.client_device
         nodes = rewrite(session.placed, sig, client.name, client.incarnation)
         keep = frozenset(rt_nodes.parse_input(t)[0] for t in sig.targets)
@@ -79,16 +84,19 @@ class StepPlan:
         nodes = optimize(nodes, session.config, keep, feed_shapes)
         nodes = place(nodes, PlacementOptions(session.devices, session.config.allow_soft_placement))
         incarnations = {d.name: d.incarnation for d in session.devices}
+        if not partial:
+            cpus = {d.name for d in session.devices if d.device_type == "CPU"}
+            nodes = direct_terminals.colocate(nodes, client.name, incarnations, cpus.__contains__)
         compress = session.config.graph_options.enable_bfloat16_sendrecv
         self.graphs = partition(nodes, PartitionOptions(incarnations, compress_float32=compress))
         if session.config.graph_options.enable_recv_scheduling and len(self.graphs) > 1:
             self.graphs = schedule_recvs(nodes, self.graphs, session.cost_model)
-        self.feed_keys = [
-            feed_key(client.name, client.incarnation, _canonical(n)) for n in sig.feeds
-        ]
-        self.fetch_keys = [
-            feed_key(client.name, client.incarnation, _canonical(n)) for n in sig.fetches
-        ]
+        feed_devices = direct_terminals.terminal_devices(nodes, "_Recv")
+        fetch_devices = direct_terminals.terminal_devices(nodes, "_Send")
+        feeds = [_keyed(n, feed_devices, client, incarnations) for n in sig.feeds]
+        fetches = [_keyed(n, fetch_devices, client, incarnations) for n in sig.fetches]
+        self.feed_keys = [key for key, _ in feeds]
+        self.fetch_keys = [key for key, _ in fetches]
         by_task: dict[str, list] = {}
         for device, part in self.graphs.items():
             by_task.setdefault(task_of(device), []).extend(part)
@@ -109,16 +117,32 @@ class StepPlan:
             )
             call = _WorkerCall(worker, task, resp.graph_handle)
             if task == client_task:
-                call.feed_keys, call.fetch_keys = self.feed_keys, self.fetch_keys
                 self.calls.insert(0, call)  # the client's worker runs in the caller's thread
             else:
                 self.calls.append(call)
             self.handles.append((worker, resp.graph_handle))
+        index = {call.task: i for i, call in enumerate(self.calls)}
+        for i, (key, task) in enumerate(feeds):
+            if task in index:  # else nothing uses the feed (pruned away)
+                self.calls[index[task]].feeds.append((key, i))
+        self.fetch_slots = []
+        for key, task in fetches:
+            call = self.calls[index[task]]
+            self.fetch_slots.append((index[task], len(call.fetch_keys)))
+            call.fetch_keys.append(key)
 
 
 def _canonical(name: str) -> str:
     src, port = rt_nodes.parse_input(name)
     return f"{src}:{port}"
+
+
+def _keyed(name: str, devices: dict, client: DeviceInfo, incarnations: dict) -> tuple[str, str]:
+    """(rendezvous key, task) of a feed or fetch: on the device of its terminal node, else
+    (pruned away) the client's."""
+    tensor = _canonical(name)
+    device = devices.get(tensor, client.name)
+    return feed_key(device, incarnations.get(device, client.incarnation), tensor), task_of(device)
 
 
 class MasterSession:
@@ -147,7 +171,7 @@ class MasterSession:
         self.nodes: dict[str, rt_nodes.Node] = {}
         self.placed: dict[str, rt_nodes.Node] = {}  # every node with its stable device
         self.graph_version = 0
-        self._plans: dict[Signature, StepPlan] = {}
+        self._plans: dict[Signature | tuple, StepPlan] = {}  # (sig, True): a partial run's
         self._lock = threading.Lock()
         self._step_ids = itertools.count(int.from_bytes(os.urandom(6), "little") << 8)
         self.running: set[CallOptions] = set()  # calls of running steps, cancelled by close
@@ -249,13 +273,14 @@ class MasterSession:
                 self._plans.clear()
 
     # -- Run ---------------------------------------------------------------------------------
-    def plan(self, sig: Signature) -> StepPlan:
-        plan = self._plans.get(sig)
+    def plan(self, sig: Signature, partial: bool = False) -> StepPlan:
+        key = (sig, True) if partial else sig
+        plan = self._plans.get(key)
         if plan is None:
             with self._lock:
-                plan = self._plans.get(sig)
+                plan = self._plans.get(key)
                 if plan is None:
-                    plan = self._plans[sig] = StepPlan(self, sig)
+                    plan = self._plans[key] = StepPlan(self, sig, partial)
         return plan
 
     def run(self, sig: Signature, feed_values, options=None):
@@ -285,7 +310,7 @@ class MasterSession:
             cleanup = m.CleanupGraphRequest(step_id=step_id)
             for call in calls:
                 call.worker.cleanup_graph(cleanup)
-        out = [value for _, value in responses[0].recv] if calls else []
+        out = [responses[c].recv[k][1] for c, k in plan.fetch_slots]
         stats = None
         if traced or learn:
             stats = StepStats()
@@ -307,7 +332,7 @@ class MasterSession:
     def _request(self, call: _WorkerCall, step_id, feed_values, exec_opts, *partial):
         """RunGraph's request (positional: the per-run path); `partial` is (is_partial,
         is_last_partial_run) for a partial run's call."""
-        send = list(zip(call.feed_keys, feed_values)) if call.feed_keys else []
+        send = [(key, feed_values[i]) for key, i in call.feeds] if call.feeds else []
         return m.RunGraphRequest(
             self.handle,
             True,

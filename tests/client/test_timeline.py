@@ -47,9 +47,11 @@ def _two_device_step():
             b = tf.matmul(a, a, name="b")
         with tf.device("/cpu:1"):
             c = tf.reduce_sum(b * 2.0, name="c")
+        with tf.device("/cpu:0"):
+            d = tf.add(c, 1.0, name="d")
         with tf.Session(config=tf.ConfigProto(device_count={"CPU": 2})) as sess:
             md = tf.RunMetadata()
-            sess.run(c, {a: np.ones((64, 64), np.float32)}, options=FULL_TRACE, run_metadata=md)
+            sess.run(d, {a: np.ones((64, 64), np.float32)}, options=FULL_TRACE, run_metadata=md)
     return md
 
 
@@ -97,7 +99,7 @@ def test_send_recv_pairs_are_joined_by_flow_arrows():
         if e["ph"] in "st":
             flows[e["id"]][e["ph"]] = e
     pairs = {f["s"]["name"]: f for f in flows.values()}
-    # b goes from CPU:0 to CPU:1, c comes back to CPU:0 (the client's fetch).
+    # b goes from CPU:0 to CPU:1, c comes back to CPU:0 (for d).
     transfers = [f for name, f in pairs.items() if name.startswith("edge_")]
     assert len(transfers) == 2
     for f in transfers:
