@@ -127,25 +127,24 @@ class RemoteWorker:
         return self._call("CleanupAll", req)
 
     def run_graph(self, req: m.RunGraphRequest, call_opts: CallOptions | None = None):
-        """Runs the step's graph on the peer; cancelling `call_opts` cancels the RPC. A call
-        the peer never saw (it was restarting) is sent again once it is reachable."""
+        """Runs the step's graph on the peer: a blocking call in the caller's thread (a gRPC
+        future costs a thread start per call, ~0.3 ms of a 2 ms step). Cancelling `call_opts`
+        sends the peer CleanupGraph for the step, which cancels it there and so ends this
+        call with its CancelledError (a peer that is gone ends it with UnavailableError). A
+        call the peer never saw (it was restarting) is sent again once it is reachable."""
         timeout_ms = call_opts.timeout_ms if call_opts is not None else 0
         timeout = timeout_ms / 1000 if timeout_ms else grpc_service.STEP_TIMEOUT_S
-        proto = req.to_proto()
-        future = self._start_run_graph(proto, timeout, call_opts)
-        if self._client.retryable(future):
-            future = self._start_run_graph(proto, timeout, call_opts)
+        if call_opts is not None:
+            cleanup = m.CleanupGraphRequest(step_id=req.step_id)
+            call_opts.set_cancel_callback(lambda error: self.cleanup_graph(cleanup))
+            if call_opts.error is not None:
+                raise call_opts.error  # cancelled before it was sent (the peer was told)
         try:
-            return m.RunGraphResponse.from_proto(self._client.result("RunGraph", future))
+            response = self._client.call("RunGraph", req.to_proto(), timeout)
+            return m.RunGraphResponse.from_proto(response)
         finally:
             if call_opts is not None:
                 call_opts.clear_cancel_callback()
-
-    def _start_run_graph(self, proto, timeout: float, call_opts: CallOptions | None):
-        future = self._client.call_future("RunGraph", proto, timeout)
-        if call_opts is not None:
-            call_opts.set_cancel_callback(lambda error: future.cancel())
-        return future
 
     def recv_tensor(self, req: m.RecvTensorRequest) -> m.RecvTensorResponse:
         """The tensor streamed in chunks from the peer (it waits until the step made it)."""

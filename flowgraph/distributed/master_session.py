@@ -5,7 +5,7 @@ Per (feeds, fetches, targets) signature a StepPlan is built once: the graph prun
 signature with feed/fetch nodes on the client device, optimized, placed, partitioned per
 device, and each task's partitions registered with its worker (one RegisterGraph per worker
 per signature). A step is then one RunGraph per worker, run concurrently, followed by one
-CleanupGraph per worker. Each feed goes in the RunGraphRequest of the worker that uses it,
+CleanupGraph per worker whose graph sends tensors to another task (worker.py). Each feed goes in the RunGraphRequest of the worker that uses it,
 and each fetch comes in the RunGraphResponse of the worker that makes it, by rendezvous key
 (direct_terminals.py); a partial run's all go through the client device's worker.
 """
@@ -29,6 +29,7 @@ from flowgraph.core.protos import (
 )
 from flowgraph.distributed import direct_terminals
 from flowgraph.distributed import messages as m
+from flowgraph.distributed.worker import sends_to_other_task
 from flowgraph.distributed.worker_cache import CallOptions, task_of
 from flowgraph.runtime import nodes as rt_nodes
 from flowgraph.runtime.cost_model import CostModel
@@ -60,12 +61,13 @@ class _WorkerCall:
     """One worker's share of a StepPlan: its graph handle, the rendezvous keys it is fed under
     with the feeds' positions in the signature, and the keys it is fetched under."""
 
-    __slots__ = ("feeds", "fetch_keys", "graph_handle", "task", "worker")
+    __slots__ = ("cleanup", "feeds", "fetch_keys", "graph_handle", "task", "worker")
 
-    def __init__(self, worker, task, graph_handle):
+    def __init__(self, worker, task, graph_handle, cleanup: bool):
         self.worker = worker
         self.task = task
         self.graph_handle = graph_handle
+        self.cleanup = cleanup  # its graph sends to another task: CleanupGraph ends its step
         self.feeds: list[tuple[str, int]] = []  # (key, index into the step's feed values)
         self.fetch_keys: list[str] = []
 
@@ -115,7 +117,8 @@ class StepPlan:
                     nodes=part,
                 )
             )
-            call = _WorkerCall(worker, task, resp.graph_handle)
+            cleanup = any(sends_to_other_task(n, task) for n in part)
+            call = _WorkerCall(worker, task, resp.graph_handle, cleanup)
             if task == client_task:
                 self.calls.insert(0, call)  # the client's worker runs in the caller's thread
             else:
@@ -308,8 +311,9 @@ class MasterSession:
                 responses = self._run_many(calls, step_id, feed_values, exec_opts, timeout)
         finally:
             cleanup = m.CleanupGraphRequest(step_id=step_id)
-            for call in calls:
-                call.worker.cleanup_graph(cleanup)
+            for call in calls:  # a self-contained graph's worker ended the step itself
+                if call.cleanup:
+                    call.worker.cleanup_graph(cleanup)
         out = [responses[c].recv[k][1] for c, k in plan.fetch_slots]
         stats = None
         if traced or learn:

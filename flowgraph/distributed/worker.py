@@ -5,7 +5,12 @@ Each registered graph is the task's share of one (feeds, fetches, targets) signa
 partitions, one per device, compiled once into executor plans. A step's rendezvous is keyed by
 its step id; it is made by the first RunGraph or RecvTensor of the step to arrive and torn down
 by CleanupGraph, which the master sends once every worker of the step has finished (a peer
-may still be receiving this worker's tensors after its own RunGraph returned). Values enter
+may still be receiving this worker's tensors after its own RunGraph returned). A graph that
+sends nothing to another task is "self-contained": no peer can ask for its tensors, so its
+step's rendezvous goes when its RunGraph ends and the master sends it no CleanupGraph
+(StepPlan knows the same from the same nodes). A CleanupGraph that arrives while the step
+runs (the master cancelled it) cancels it, and one that arrives first makes that step's
+RunGraph fail: a master cancels a remote RunGraph that way. Values enter
 and leave a step by rendezvous key (RunGraphRequest.send and .recv_key): the master's feeds
 and fetches. Method names are TensorFlow's WorkerService RPCs in snake case.
 """
@@ -14,6 +19,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 
 import flowgraph.kernels.cpu
@@ -60,6 +66,8 @@ class Worker:
         self._graph_ids = itertools.count(1)
         self._steps: dict[int, Step] = {}  # running steps by id (cancelled by close)
         self._partial: dict[int, _PartialStep] = {}
+        self._self_contained: set[str] = set()  # graph handles that send to no other task
+        self._ended: OrderedDict[int, None] = OrderedDict()  # recently cleaned-up step ids
         self._pool: ThreadPoolExecutor | None = None
         self._attributes = [
             m.DeviceAttributes(
@@ -102,6 +110,7 @@ class Worker:
         with self._lock:
             for handle in self._sessions.pop(req.session_handle, ()):
                 self._graphs.pop(handle, None)
+                self._self_contained.discard(handle)
         return m.DeleteWorkerSessionResponse()
 
     def register_graph(self, req: m.RegisterGraphRequest) -> m.RegisterGraphResponse:
@@ -135,11 +144,14 @@ class Worker:
             handle = f"{req.session_handle}/{next(self._graph_ids)}"
             graphs.add(handle)
             self._graphs[handle] = plans
+            if not any(sends_to_other_task(n, self.task) for n in nodes):
+                self._self_contained.add(handle)
         return m.RegisterGraphResponse(graph_handle=handle)
 
     def deregister_graph(self, req: m.DeregisterGraphRequest) -> m.DeregisterGraphResponse:
         with self._lock:
             self._graphs.pop(req.graph_handle, None)
+            self._self_contained.discard(req.graph_handle)
             self._sessions.get(req.session_handle, set()).discard(req.graph_handle)
         return m.DeregisterGraphResponse()
 
@@ -159,9 +171,22 @@ class Worker:
         the partitions, returns the values under `recv_key`."""
         if call_opts is not None and call_opts.error is not None:
             raise call_opts.error  # cancelled before it arrived (its session closed)
+        step_id = req.step_id
+        if step_id in self._ended:
+            raise errors.CancelledError(
+                None, None, f"Step {step_id} was ended by its master before it ran on {self.task}"
+            )
         plans = self._plans(req.graph_handle)
         if req.is_partial:
             return self._run_partial(req, plans, call_opts)
+        if req.graph_handle in self._self_contained:
+            try:
+                return self._run_step(req, plans, call_opts)
+            finally:
+                self.rendezvous_mgr.cleanup(step_id)
+        return self._run_step(req, plans, call_opts)
+
+    def _run_step(self, req: m.RunGraphRequest, plans, call_opts) -> m.RunGraphResponse:
         step_id = req.step_id
         rendezvous = self.rendezvous_mgr.find(step_id)
         for key, value in req.send:
@@ -171,6 +196,8 @@ class Worker:
         stats = StepStatsCollector(self.devices) if traced else None
         step = Step(step_id, rendezvous, stats, call_opts.timeout_ms if call_opts else 0)
         self._steps[step_id] = step
+        if step_id in self._ended:  # its CleanupGraph came between the check and here
+            step.cancel(errors.CancelledError(None, None, f"Step {step_id} was cancelled"))
         if call_opts is not None:
             call_opts.set_cancel_callback(step.cancel)
         try:
@@ -269,9 +296,15 @@ class Worker:
     def cleanup_graph(self, req: m.CleanupGraphRequest) -> m.CleanupGraphResponse:
         """Ends a step on this worker: its rendezvous goes, failing receivers still waiting."""
         step_id = req.step_id
+        self._ended[step_id] = None
+        while len(self._ended) > _ENDED_KEPT:
+            self._ended.popitem(last=False)
         state = self._partial.pop(step_id, None) if self._partial else None
         if state is not None:
             state.step.cancel(errors.CancelledError(None, None, f"Step {step_id} was ended"))
+        step = self._steps.get(step_id)
+        if step is not None:  # still running: its master cancelled it
+            step.cancel(errors.CancelledError(None, None, f"Step {step_id} was cancelled"))
         self.rendezvous_mgr.cleanup(step_id)
         return m.CleanupGraphResponse()
 
@@ -325,6 +358,17 @@ class Worker:
             d.close()
         if self._pool is not None:
             self._pool.shutdown(wait=False)
+
+
+_ENDED_KEPT = 4096  # step ids a late RunGraph is refused for (cleanups of ~4096 steps back)
+
+
+def sends_to_other_task(node, task: str) -> bool:
+    """True for a _Send whose receiver is on another task than `task` (a peer's RecvTensor
+    will ask for it); a client-terminated one stays with this task's RunGraph."""
+    if node.op != "_Send" or node.attrs.get("client_terminated"):
+        return False
+    return task_of(node.attrs["recv_device"]) != task
 
 
 def _fetched(rendezvous, key: str):
