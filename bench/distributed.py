@@ -153,8 +153,8 @@ def _two_task_cluster(sender_address: str):
 def d2(steps: int) -> dict:
     """ms per trivial step (a feed, an add, a fetch): in a local Session; through the master of
     server process 0 with the add on its own worker (one in-process RunGraph); and with the add
-    on server process 1 (RunGraph by RPC to task 1, which receives the feed from task 0 by
-    RecvTensor)."""
+    on server process 1 (one RunGraph by RPC to task 1, the feed in its request and the fetch
+    in its response: master_session.py)."""
     import flowgraph as tf
     from flowgraph.distributed import grpc_worker
 
