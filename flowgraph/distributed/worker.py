@@ -10,9 +10,9 @@ sends nothing to another task is "self-contained": no peer can ask for its tenso
 step's rendezvous goes when its RunGraph ends and the master sends it no CleanupGraph
 (StepPlan knows the same from the same nodes). A CleanupGraph that arrives while the step
 runs (the master cancelled it) cancels it, and one that arrives first makes that step's
-RunGraph fail: a master cancels a remote RunGraph that way. Values enter
-and leave a step by rendezvous key (RunGraphRequest.send and .recv_key): the master's feeds
-and fetches. Method names are TensorFlow's WorkerService RPCs in snake case.
+RunGraph fail: a master cancels a remote RunGraph that way. Values enter and leave a step by
+rendezvous key (RunGraphRequest.send and .recv_key): the master's feeds and fetches. Method
+names are TensorFlow's WorkerService RPCs in snake case.
 """
 
 from __future__ import annotations
