@@ -53,6 +53,7 @@ from flowgraph.core.shapes import Dimension, TensorShape
 from flowgraph.framework.convert import register_tensor_conversion_function
 from flowgraph.framework.graph import Graph, GraphKeys, get_default_graph, reset_default_graph
 from flowgraph.framework.importer import import_graph_def
+from flowgraph.framework.recompute import recompute_grad
 from flowgraph.framework.scopes import *  # noqa: F403
 from flowgraph.framework.tensor_util import *  # noqa: F403
 from flowgraph.framework.operation import Operation, Tensor

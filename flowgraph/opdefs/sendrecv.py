@@ -4,7 +4,7 @@ device boundary or between the client and the graph, through the rendezvous."""
 from __future__ import annotations
 
 from flowgraph.core.op_def import OpDef, register_op
-from flowgraph.opdefs.shape_fns import no_outputs, unknown
+from flowgraph.opdefs.shape_fns import no_outputs, unchanged, unknown
 
 _EDGE_ATTRS = [
     "tensor_name: string",
@@ -32,3 +32,9 @@ register_op(
         is_stateful=True,
     )
 )
+
+# The memory optimizer's swap copies (passes/swapping.py), TensorFlow's names: a tensor copied out
+# of a device's own memory to its host and back. Real copies, so each memory counts its buffer.
+for _op in ("_CopyFromGpuToHost", "_CopyFromHostToGpu"):
+    register_op(OpDef(_op, inputs=["input: T"], outputs=["output: T"], attrs=["T: type"],
+                      shape_fn=unchanged))  # fmt: skip

@@ -1,7 +1,8 @@
 """The graph passes change what runs, never what it computes: every fixture graph TensorFlow
 exported, the examples' training steps and random graphs give the same values with the passes on
-(the defaults) and off (opt_level L0, Grappler's rewrites OFF), bit for bit (up to the sign of
-zero, which `x + 0` may change as in TensorFlow)."""
+(the defaults) and off (opt_level L0, Grappler's rewrites OFF, NO_MEM_OPT), bit for bit (up to
+the sign of zero, which `x + 0` may change as in TensorFlow); the examples' training steps also
+with every memory optimization on (HEURISTICS: recomputation and accumulated sums)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,13 @@ def _off() -> tf.ConfigProto:
     config.graph_options.optimizer_options.opt_level = tf.OptimizerOptions.L0
     rw = config.graph_options.rewrite_options
     rw.constant_folding = rw.arithmetic_optimization = RewriterConfig.OFF
+    rw.memory_optimization = RewriterConfig.NO_MEM_OPT
+    return config
+
+
+def _memory_heuristics() -> tf.ConfigProto:
+    config = tf.ConfigProto()
+    config.graph_options.rewrite_options.memory_optimization = RewriterConfig.HEURISTICS
     return config
 
 
@@ -48,8 +56,8 @@ def _assert_same(on, off):
             np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
-def _compare(graph: tf.Graph, steps: list) -> tuple[int, int]:
-    on, n_on = _runs(graph, steps, None)
+def _compare(graph: tf.Graph, steps: list, on_config=None) -> tuple[int, int]:
+    on, n_on = _runs(graph, steps, on_config)
     off, n_off = _runs(graph, steps, _off())
     _assert_same(on, off)
     return n_on, n_off
@@ -84,6 +92,7 @@ def test_example_training_steps(name):
     steps = [(init, None)] + [([graph.loss, graph.train], graph.feeds)] * 3
     n_on, n_off = _compare(g, steps)
     assert n_on < n_off  # the passes did something
+    _compare(g, steps, _memory_heuristics())
 
 
 def _random_graph(rng: np.random.RandomState):

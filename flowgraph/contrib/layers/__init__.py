@@ -7,6 +7,7 @@ import numbers
 from flowgraph.core import dtypes
 from flowgraph.framework import default_graph
 from flowgraph.framework.convert import convert_to_tensor
+from flowgraph.framework.recompute import recompute_grad
 from flowgraph.layers.core import Dense, Flatten
 from flowgraph.ops import init_ops
 from flowgraph.ops import math as math_ops
@@ -19,6 +20,7 @@ __all__ = [
     "l1_l2_regularizer",
     "l1_regularizer",
     "l2_regularizer",
+    "recompute_grad",
     "sum_regularizer",
     "variance_scaling_initializer",
     "xavier_initializer",

@@ -7,6 +7,8 @@ partitions running the same loop concurrently never see each other's tags."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from flowgraph.core.dead_value import DEAD
 from flowgraph.core.rendezvous_keys import key_prefix, with_frame
 from flowgraph.kernels.base import register_kernel
@@ -36,3 +38,10 @@ def recv(ctx, step, done):
             done(DEAD if is_dead else value)
 
     step.rendezvous.recv_async(_key(ctx, step), on_value)
+
+
+@register_kernel("_CopyFromGpuToHost")
+@register_kernel("_CopyFromHostToGpu")
+def swap_copy(ctx, x):
+    """The memory optimizer's swap-out and swap-in: a fresh buffer in the memory it runs in."""
+    return np.array(x, copy=True)

@@ -7,16 +7,20 @@ whatever the flags say; L0 (-1) leaves them to `do_common_subexpression_eliminat
 `arithmetic_optimization` are on unless OFF, all of it is off with `disable_meta_optimizer`, and
 it leaves alone graphs of fewer than `min_graph_nodes` nodes (0 means TF's 4, negative never).
 Constant folding belongs to both, so turning it off takes both switches, as in TensorFlow.
+The memory optimizer (`memory_optimization`, memory.py) is Grappler's too, and runs after the
+rewrites that remove nodes, as in TensorFlow's meta optimizer.
 """
 
 from __future__ import annotations
 
+from flowgraph.core.device_spec import parse
 from flowgraph.core.protos import ConfigProto, RewriterConfig
 from flowgraph.runtime.nodes import Node
 from flowgraph.runtime.passes.arithmetic import simplify_arithmetic
 from flowgraph.runtime.passes.constant_folding import MAX_CONSTANT_BYTES, fold_constants
 from flowgraph.runtime.passes.cse import eliminate_common_subexpressions
 from flowgraph.runtime.passes.fusion import fuse, global_jit
+from flowgraph.runtime.passes.memory import optimize_memory
 
 _L0 = -1
 _MIN_GRAPH_NODES = 4  # TensorFlow's kDefaultMinGraphNodes
@@ -48,6 +52,20 @@ def arithmetic_enabled(config: ConfigProto, nodes: list[Node]) -> bool:
     return rw.arithmetic_optimization != RewriterConfig.OFF and _meta_optimizer_runs(config, nodes)
 
 
+def separate_memory(config: ConfigProto):
+    """Whether a device has a memory of its own (memory.py swaps out of it): every device not of
+    type CPU, and those `experimental.separate_memory_devices` declares."""
+    declared = [parse(spec) for spec in config.experimental.separate_memory_devices]
+
+    def has(device: str) -> bool:
+        spec = parse(device)
+        return spec.device_type not in (None, "CPU") or any(
+            d.is_compatible_with(spec) for d in declared
+        )
+
+    return has
+
+
 def optimize(
     nodes: list[Node], config: ConfigProto, keep: frozenset, feed_shapes: dict | None = None
 ) -> list[Node]:
@@ -62,6 +80,8 @@ def optimize(
         nodes = simplify_arithmetic(nodes, keep, feed_shapes)
     if cse_enabled(config):
         nodes = eliminate_common_subexpressions(nodes, keep)
+    if _meta_optimizer_runs(config, nodes):
+        nodes = optimize_memory(nodes, config, keep, feed_shapes, separate_memory(config))
     # last: compiled fusion (§10) sees the graph the other passes left
     nodes = fuse(nodes, global_jit(config), keep)
     return nodes

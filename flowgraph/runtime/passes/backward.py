@@ -1,0 +1,80 @@
+"""The two halves of a training graph, as the memory optimizer sees them (whitepaper §4.1).
+
+A forward activation that the backward pass reads stays in memory from its producer until its
+last gradient consumer; recomputation and swapping both move that read to a copy made "just
+before" the consumer. Which nodes are the backward pass is a naming fact, as in TensorFlow's
+Grappler: `tf.gradients` builds them under the `gradients/` name scope
+(RewriterConfig.memory_optimizer_target_node_name_scope changes it). "Just before" is a control
+edge from the consumer's other backward inputs (the incoming gradient): the copy cannot start
+before the gradient reaching that consumer exists.
+
+Every copy is triggered from the *first* backward consumer (in topological order) that reads it
+directly or through other copies. Ordering the graph by topological index, with a copy sitting
+just before its first consumer, every edge then runs forward, so these control edges never
+close a cycle: a trigger is an input of that first consumer, hence earlier, and every other
+consumer of the copy is later.
+"""
+
+from __future__ import annotations
+
+from flowgraph.runtime.nodes import Node
+from flowgraph.runtime.passes import rules
+
+DEFAULT_SCOPE = "gradients/"  # TensorFlow's default memory_optimizer_target_node_name_scope
+
+
+class Backward:
+    """A signature graph's topological order, its data readers and its backward nodes."""
+
+    def __init__(self, nodes: list[Node], scope: str):
+        self.scope = scope or DEFAULT_SCOPE
+        self.order = rules.topological_order(nodes)
+        self.index = {n.name: i for i, n in enumerate(self.order)}
+        self.by_name = {n.name: n for n in nodes}
+        self.readers: dict[str, list[Node]] = {}
+        for n in self.order:
+            for src in dict.fromkeys(s for s, _ in n.inputs):
+                self.readers.setdefault(src, []).append(n)
+
+    def is_target(self, name: str) -> bool:
+        """Whether `name` is a backward node (Grappler's test: in the scope at any depth)."""
+        return name.startswith(self.scope) or ("/" + self.scope) in name
+
+    def read_by_target(self, name: str) -> bool:
+        return any(self.is_target(r.name) for r in self.readers.get(name, ()))
+
+    def trigger(self, target: Node, exclude: set) -> tuple:
+        """Control inputs that hold a copy back until `target` is about to run: the producers
+        of its backward data inputs (not in `exclude`, the copies themselves), else its backward
+        control inputs; empty when it has neither (the copy then runs as soon as it can)."""
+        data = [s for s, _ in target.inputs if self.is_target(s) and s not in exclude]
+        if not data:
+            data = [c for c in target.control if self.is_target(c) and c not in exclude]
+        return tuple(dict.fromkeys(data))
+
+
+def fresh_name(base: str, taken: set) -> str:
+    """`base`, or `base_1`, `base_2`...: the first not in `taken` (which then holds it)."""
+    name, k = base, 0
+    while name in taken:
+        k += 1
+        name = f"{base}_{k}"
+    taken.add(name)
+    return name
+
+
+def has_control_flow(nodes: list[Node]) -> bool:
+    """Graphs with frames are left alone: a copy of a node inside a loop would need the
+    iteration its consumer runs in, which a control edge from outside cannot give."""
+    return any(n.op in rules.CONTROL_FLOW for n in nodes)
+
+
+def place_before(nodes: list[Node], extra: dict[str, list[Node]]) -> list[Node]:
+    """`nodes` with each list `extra[name]` inserted just before node `name`. The executor's
+    ready queue prefers nodes earlier in the graph, so a copy placed next to its consumer runs
+    when the consumer is about to, not whenever nothing else is ready."""
+    out = []
+    for n in nodes:
+        out.extend(extra.get(n.name, ()))
+        out.append(n)
+    return out
