@@ -216,3 +216,11 @@ def test_no_swapping_on_a_cpu_that_shares_the_host_memory():
     g, fetches, feed, init = _swap_graph(mark=True)
     _, nodes, _ = _run(g, fetches, feed, _config(R.HEURISTICS, cpus=2), init)
     assert not any(n.startswith("swap_") for n in nodes)
+
+
+def test_a_swap_mark_naming_a_missing_input_is_refused():
+    g, fetches, feed, init = _swap_graph()
+    g.get_operation_by_name("gradients/MatMul_1_grad/MatMul_1")._set_attr("_swap_to_host", [5])
+    config = _config(R.MANUAL, separate=["/device:CPU:1"], cpus=2)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="_swap_to_host .* names input 5"):
+        _run(g, fetches, feed, config, init)

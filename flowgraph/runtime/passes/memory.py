@@ -38,10 +38,9 @@ from __future__ import annotations
 from flowgraph.core import dtypes
 from flowgraph.core.protos import ConfigProto, RewriterConfig
 from flowgraph.runtime.nodes import Node, make_node
-from flowgraph.runtime.passes import rules
+from flowgraph.runtime.passes import rules, static_shapes
 from flowgraph.runtime.passes.backward import DEFAULT_SCOPE, fresh_name, has_control_flow
 from flowgraph.runtime.passes.recompute import recompute
-from flowgraph.runtime.passes.static_shapes import StaticShapes
 from flowgraph.runtime.passes.swapping import swap
 
 MIN_SAVED_BYTES = 64 << 10
@@ -85,6 +84,34 @@ def _summable(dtype) -> bool:
 
 def accumulate_sums(nodes: list[Node], keep: frozenset, feed_shapes: dict) -> list[Node]:
     """Each large AddN of 3 or more inputs becomes a chain of AddV2 (see the module doc)."""
+    sums = _large_sums(nodes, feed_shapes)
+    if not sums:
+        return nodes
+    position = {n.name: i for i, n in enumerate(nodes)}
+    taken = set(position)
+    after: dict[str, list[Node]] = {}  # node name -> links placed right after it
+    for n in sums:
+        acc, last = n.inputs[0], position.get(n.inputs[0][0], -1)
+        for k, x in enumerate(n.inputs[1:], 1):
+            final = k == len(n.inputs) - 1
+            name = n.name if final else fresh_name(f"{n.name}/Accumulate_{k}", taken)
+            control = n.control if k == 1 else ()
+            link = make_node(name, "AddV2", (acc, x), control, n.device, {"T": n.attrs["T"]})
+            last = max(last, position.get(x[0], -1))
+            after.setdefault(nodes[last].name if last >= 0 else n.name, []).append(link)
+            acc = (name, 0)
+    replaced = {n.name for n in sums}
+    out = []
+    for n in nodes:
+        if n.name not in replaced:
+            out.append(n)
+        out.extend(after.get(n.name, ()))
+    return out
+
+
+def _large_sums(nodes: list[Node], feed_shapes: dict) -> list[Node]:
+    """The AddN nodes worth a chain: 3 or more same-shaped inputs of a numeric type, and at
+    least MIN_SAVED_BYTES that would otherwise wait for the last input."""
     by_name = {n.name: n for n in nodes}
     sums = [
         n
@@ -95,46 +122,16 @@ def accumulate_sums(nodes: list[Node], keep: frozenset, feed_shapes: dict) -> li
         and rules.is_pure(n, by_name)
     ]
     if not sums:
-        return nodes
-    props = StaticShapes(
-        by_name, {n.name: (n.attrs["value"],) for n in nodes if n.op == "Const"}, feed_shapes
-    )
-    for n in rules.topological_order(nodes):
-        props.record(n)
-    position = {n.name: i for i, n in enumerate(nodes)}
-    after: dict[str, list[Node]] = {}
-    replaced: set = set()
-    taken = set(by_name)
+        return []
+    props = static_shapes.infer(nodes, feed_shapes)
+    out = []
     for n in sums:
         shape = _common_shape([props.shape(s, p) for s, p in n.inputs])
-        if shape is None:
-            continue
         itemsize = dtypes.as_dtype(n.attrs["T"]).base_dtype.size
-        if (len(n.inputs) - 2) * shape.num_elements() * itemsize < MIN_SAVED_BYTES:
-            continue
-        replaced.add(n.name)
-        acc, last = n.inputs[0], position.get(n.inputs[0][0], -1)
-        for k, x in enumerate(n.inputs[1:], 1):
-            final = k == len(n.inputs) - 1
-            name = n.name if final else fresh_name(f"{n.name}/Accumulate_{k}", taken)
-            link = make_node(
-                name,
-                "AddV2",
-                (acc, x),
-                n.control if k == 1 else (),
-                n.device,
-                {"T": n.attrs["T"]},
-            )
-            last = max(last, position.get(x[0], -1))
-            after.setdefault(nodes[last].name if last >= 0 else n.name, []).append(link)
-            acc = (name, 0)
-    if not replaced:
-        return nodes
-    out = []
-    for n in nodes:
-        if n.name not in replaced:
+        if shape is not None and (len(n.inputs) - 2) * shape.num_elements() * itemsize >= (
+            MIN_SAVED_BYTES
+        ):
             out.append(n)
-        out.extend(after.get(n.name, ()))
     return out
 
 

@@ -14,6 +14,7 @@ import numpy as np
 
 from flowgraph.core import shapes
 from flowgraph.runtime.nodes import Node
+from flowgraph.runtime.passes.rules import topological_order
 
 _UNKNOWN = shapes.TensorShape(None)
 _PLACEHOLDERS = frozenset({"Placeholder", "PlaceholderV2", "PlaceholderWithDefault"})
@@ -121,3 +122,14 @@ class StaticShapes:
         result = list(result)[:count]
         result += [None] * (count - len(result))
         return [_UNKNOWN if s is None else shapes.as_shape(s) for s in result]
+
+
+def infer(nodes: list[Node], feed_shapes: dict) -> StaticShapes:
+    """The static shapes of every node of `nodes` (constants' values included)."""
+    by_name = {n.name: n for n in nodes}
+    props = StaticShapes(
+        by_name, {n.name: (n.attrs["value"],) for n in nodes if n.op == "Const"}, feed_shapes
+    )
+    for n in topological_order(nodes):
+        props.record(n)
+    return props

@@ -25,9 +25,8 @@ from flowgraph.core import dtypes, errors
 from flowgraph.core.device_spec import parse
 from flowgraph.kernels.base import find_kernel
 from flowgraph.runtime.nodes import Node, make_node
-from flowgraph.runtime.passes import rules
+from flowgraph.runtime.passes import rules, static_shapes
 from flowgraph.runtime.passes.backward import Backward, fresh_name, place_before
-from flowgraph.runtime.passes.static_shapes import StaticShapes
 
 SWAP_HINT = "_swap_to_host"
 MIN_SWAP_BYTES = 1 << 20
@@ -46,7 +45,11 @@ def swap(
     nodes: list[Node], scope: str, separate_memory, heuristics: bool, feed_shapes: dict
 ) -> list[Node]:
     """Returns `nodes` with the chosen tensors swapped out to host memory and back."""
-    devices = {n.device for n in nodes if n.device and separate_memory(n.device)}
+    devices = {
+        n.device
+        for n in nodes
+        if n.device and separate_memory(n.device) and host_of(n.device) != n.device
+    }
     if not devices:
         return nodes
     bw = Backward(nodes, scope)
@@ -86,12 +89,9 @@ def _marked(bw: Backward, devices: set) -> set:
 
 
 def _long_lived(nodes: list[Node], bw: Backward, devices: set, feed_shapes: dict) -> set:
-    props = StaticShapes(
-        bw.by_name, {n.name: (n.attrs["value"],) for n in nodes if n.op == "Const"}, feed_shapes
-    )
+    props = static_shapes.infer(nodes, feed_shapes)
     out = set()
     for n in bw.order:
-        props.record(n)
         if not _swappable(bw, n.name, devices):
             continue
         readers = bw.readers.get(n.name, ())

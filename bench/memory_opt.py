@@ -1,0 +1,125 @@
+"""Peak memory and step time of training steps with the memory optimizer off and on (whitepaper
+§4.1, issue 13: target at least 30% less peak memory at no more than 25% more step time).
+
+    python bench/memory_opt.py [--steps 20]
+
+Workloads: the LSTM example (flowgraph/examples/lstm_lm.py with its default sizes: batch 16,
+32 unrolled steps, 128 units, Adam on clipped gradients; one window of the bundled text) and
+W4 (bench/workloads.py: the 784-1024-1024-10 MLP, SGD, batch 256). Configurations are
+RewriterConfig.memory_optimization levels: `off` NO_MEM_OPT, `default` DEFAULT_MEM_OPT,
+`heuristics` HEURISTICS (adds recomputation of cheap activations). Peak is the step's peak
+bytes from its StepStats allocation records (tracing.peak_memory, one traced step); time is the
+median of `--steps` untraced steps, the configurations' sessions taking turns so that load on
+the machine hits them alike.
+
+What to expect: the LSTM's peak is its gradient sums (tf.gradients adds the kernel's 32
+per-step contributions with one AddN, 32 x 288 KiB alive at once), which DEFAULT_MEM_OPT
+accumulates as they come. W4's peak is the gradient of the second layer's 1024x1024 weights
+(4 MiB) while its inputs (relu output and incoming gradient, 1 MiB each) and the layer's input
+gradient (1 MiB, which the optimizer's gradient tuple makes wait for it) are alive: every
+rewrite here leaves those four buffers coexisting, so W4 has no headroom (7 MiB, of which 6 are
+the operands and result of that one MatMul).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import flowgraph as tf
+from flowgraph.core.protos import RewriterConfig
+from flowgraph.examples import lstm_lm, text_data
+from flowgraph.runtime.tracing import peak_memory
+
+LEVELS = {
+    "off": RewriterConfig.NO_MEM_OPT,
+    "default": RewriterConfig.DEFAULT_MEM_OPT,
+    "heuristics": RewriterConfig.HEURISTICS,
+}
+
+
+def lstm_step():
+    """(graph, fetches, feed, init) of one training step of the LSTM example."""
+    args = lstm_lm._parse([])
+    text = text_data.characters()
+    vocab = text_data.vocabulary(text)
+    rows = lstm_lm.streams(text_data.as_ids(text, vocab), args.batch_size)
+    x, y = next(lstm_lm.windows(rows, args.num_steps))
+    g = tf.Graph()
+    with g.as_default():
+        tf.set_random_seed(args.seed)
+        model = lstm_lm.Model(len(vocab), args.num_steps, args)
+        targets, loss, train_op, _ = lstm_lm.build_training(model, args)
+        init = tf.global_variables_initializer()
+    return g, [train_op, loss], {model.inputs: x, targets: y}, init
+
+
+def w4_step():
+    """(graph, fetches, feed, init) of W4's SGD step."""
+    import workloads
+
+    g = tf.Graph()
+    with g.as_default():
+        x, labels, loss = workloads.mlp_loss(tf)
+        train = tf.train.GradientDescentOptimizer(workloads.LEARNING_RATE).minimize(loss)
+        init = tf.global_variables_initializer()
+    xs, ys = workloads.batch((workloads.MLP_BATCH, workloads.MLP_SIZES[0]), seed=0)
+    return g, [train, loss], {x: xs, labels: ys}, init
+
+
+WORKLOADS = {"LSTM example": lstm_step, "W4 MLP": w4_step}
+
+
+def measure(build, steps: int) -> dict:
+    """{level name: (peak bytes, median seconds per step)}."""
+    g, fetches, feed, init = build()
+    sessions = {}
+    for name, level in LEVELS.items():
+        config = tf.ConfigProto()
+        config.graph_options.rewrite_options.memory_optimization = level
+        s = tf.Session(graph=g, config=config)
+        s.run(init)
+        s.run(fetches, feed)  # plans the signature
+        md = tf.RunMetadata()
+        opts = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
+        s.run(fetches, feed, options=opts, run_metadata=md)
+        sessions[name] = (s, sum(peak_memory(md).values()))
+    times = {name: [] for name in LEVELS}
+    for _ in range(steps):
+        for name, (s, _) in sessions.items():
+            t0 = time.perf_counter()
+            s.run(fetches, feed)
+            times[name].append(time.perf_counter() - t0)
+    out = {}
+    for name, (s, peak) in sessions.items():
+        s.close()
+        out[name] = (peak, statistics.median(times[name]))
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=20)
+    args = parser.parse_args()
+    header = f"{'workload':<14}{'memory_optimization':<21}{'peak MiB':>9}{'vs off':>8}"
+    header += f"{'ms/step':>9}{'vs off':>8}"
+    print(header)
+    print("-" * len(header))
+    for workload, build in WORKLOADS.items():
+        results = measure(build, args.steps)
+        peak_off, time_off = results["off"]
+        for name, (peak, seconds) in results.items():
+            print(
+                f"{workload:<14}{name:<21}{peak / 2**20:>9.2f}{peak / peak_off - 1:>+8.0%}"
+                f"{seconds * 1e3:>9.2f}{seconds / time_off - 1:>+8.0%}"
+            )
+
+
+if __name__ == "__main__":
+    main()
