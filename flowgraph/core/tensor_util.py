@@ -9,8 +9,10 @@ for large tensors (FORMATS.md measures 2.8 s for 64 MiB), so they are only for s
 
 A DT_RESOURCE tensor of any shape holds ResourceHandles (core/resource_handle.py), one
 ResourceHandleProto per element in `resource_handle_val` (field 14; TF's AsProtoField), so a
-handle can be fed, fetched and sent between tasks like any value. In memory a scalar handle is
-the ResourceHandle itself or a 0-d object array holding it.
+handle can be fed, fetched and sent between tasks like any value. We also read TF's other form
+(AsProtoTensorContent, what TF's own RecvTensor sends): `tensor_content` holding one varint32
+size per handle, then the serialized ResourceHandleProtos one after another. In memory a scalar
+handle is the ResourceHandle itself or a 0-d object array holding it.
 """
 
 from typing import Any, NamedTuple
@@ -18,7 +20,7 @@ from typing import Any, NamedTuple
 import ml_dtypes
 import numpy as np
 
-from flowgraph.core.protos import DataType, TensorProto
+from flowgraph.core.protos import DataType, ResourceHandleProto, TensorProto
 from flowgraph.core.resource_handle import ResourceHandle
 
 _REF_OFFSET = 100  # DT_FLOAT_REF = DT_FLOAT + 100: a ref tensor holds values of the base type.
@@ -200,6 +202,35 @@ def _handle_proto(value: Any):
     return value.to_proto()
 
 
+def _decode_handle_list(content: bytes, n: int) -> np.ndarray:
+    """TF's EncodeResourceHandleList: n varint32 sizes, then the n serialized protos."""
+    sizes, pos = [], 0
+    for _ in range(n):
+        size, shift = 0, 0
+        while True:
+            if pos >= len(content) or shift > 28:
+                raise ValueError("a DT_RESOURCE tensor_content ends inside its sizes")
+            byte = content[pos]
+            pos += 1
+            size |= (byte & 0x7F) << shift
+            shift += 7
+            if byte < 0x80:
+                break
+        sizes.append(size)
+    if pos + sum(sizes) != len(content):
+        raise ValueError(
+            f"a DT_RESOURCE tensor_content of {len(content)} bytes does not hold {n} handles "
+            f"of {sum(sizes)} bytes after {pos} bytes of sizes"
+        )
+    flat = np.empty(n, dtype=object)
+    for i, size in enumerate(sizes):
+        flat[i] = ResourceHandle.from_proto(
+            ResourceHandleProto.FromString(content[pos : pos + size])
+        )
+        pos += size
+    return flat
+
+
 def make_ndarray(proto: TensorProto) -> np.ndarray:
     """Returns the value of proto as a new, writable array (strings as an object array of bytes).
 
@@ -210,10 +241,7 @@ def make_ndarray(proto: TensorProto) -> np.ndarray:
     num_elements = int(np.prod(shape, dtype=np.int64))
     if proto.tensor_content:
         if encoding.field == "resource_handle_val":
-            raise TypeError(
-                "DT_RESOURCE in tensor_content (TF's encoded handle list) is not read: send "
-                "handles in resource_handle_val"
-            )
+            return _decode_handle_list(proto.tensor_content, num_elements).reshape(shape)
         stored = np.frombuffer(proto.tensor_content, dtype=encoding.np_dtype.newbyteorder("<"))
         return stored.astype(encoding.np_dtype).reshape(shape)
 

@@ -71,7 +71,7 @@ class Master:
         self.local_task = local_task  # its devices come first in placement
         self._sessions: dict[str, MasterSession] = {}
         self._partial: dict[str, tuple[MasterSession, _PartialRun]] = {}
-        self._callables: dict[int, tuple[MasterSession, Signature]] = {}
+        self._callables: dict[int, tuple[MasterSession, Signature, object]] = {}
         self._lock = threading.Lock()
         self._handles = itertools.count(1)
         self._nonce = os.urandom(4).hex()
@@ -195,9 +195,15 @@ class Master:
 
     # -- callables ---------------------------------------------------------------------------
     def make_callable(self, req: m.MakeCallableRequest) -> m.MakeCallableResponse:
+        """A callable (TF's CallableOptions): its signature is pruned, placed, partitioned and
+        registered now, once; each RunCallable then runs that plan with the callable's
+        RunOptions. The plan lives in the session's signature cache (master_session.py)."""
         session = self._session(req.session_handle)
+        if session.closed:
+            raise RuntimeError("Attempted to use a closed Session.")
         opts = req.options
-        sig = Signature(tuple(opts.feed), tuple(opts.fetch), tuple(opts.target))
+        connections = tuple((c.from_tensor, c.to_tensor) for c in opts.tensor_connection)
+        sig = Signature(tuple(opts.feed), tuple(opts.fetch), tuple(opts.target), connections)
         session.plan(sig)  # built (and its graphs registered) now, not on the first call
         handle = next(self._handles)
         with self._lock:

@@ -132,12 +132,20 @@ class DeviceAttributes(Message):
     incarnation: int = 0  # unsigned 64 bits on the wire
 
 
-@_message("config_pb2.CallableOptions", feed="v", fetch="v", target="v", run_options="m")
+@_message(
+    "config_pb2.CallableOptions",
+    feed="v",
+    fetch="v",
+    target="v",
+    run_options="m",
+    tensor_connection="ms",
+)
 class CallableOptions(Message):
     feed: list = dataclasses.field(default_factory=list)
     fetch: list = dataclasses.field(default_factory=list)
     target: list = dataclasses.field(default_factory=list)
     run_options: Any = None  # RunOptions
+    tensor_connection: list = dataclasses.field(default_factory=list)  # TensorConnection protos
 
 
 @_message(
@@ -260,7 +268,7 @@ class ListDevicesResponse(Message):
 @_message("master_pb2.MakeCallableRequest", session_handle="v", options=CallableOptions)
 class MakeCallableRequest(Message):
     session_handle: str = ""
-    options: Any = None  # CallableOptions: feed, fetch, target, run_options
+    options: Any = None  # CallableOptions: feed, fetch, target, run_options, tensor_connection
 
 
 @_message("master_pb2.MakeCallableResponse", handle="v")

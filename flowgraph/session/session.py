@@ -20,12 +20,12 @@ import threading
 import numpy as np
 
 from flowgraph.core import dtypes, errors
-from flowgraph.core.protos import ConfigProto, GraphDef
+from flowgraph.core.protos import CallableOptions, ConfigProto, GraphDef
 from flowgraph.distributed import local, messages
 from flowgraph.framework import default_graph, nest, sparse_tensor
 from flowgraph.framework.indexed_slices import IndexedSlices, IndexedSlicesValue
 from flowgraph.framework.operation import Operation, Tensor
-from flowgraph.session import default_session, remote
+from flowgraph.session import callables, default_session, remote
 
 
 class _FetchMapper:
@@ -337,25 +337,67 @@ class BaseSession:
         return mapper.build([_fetch_value(v) for v in out])
 
     def make_callable(self, fetches, feed_list=None, accept_options=False):
-        """A function running `fetches` with positional feeds for `feed_list` (TF1's fast path)."""
+        """A function running `fetches` with positional feeds for `feed_list` (TF1's fast
+        path): the master plans the signature once (MakeCallable) and each call is one
+        RunCallable. A call given RunOptions runs as a plain Run of the same signature, as
+        in TF (a callable's RunOptions are fixed when it is made)."""
+        if self._closed:
+            raise RuntimeError("Attempted to use a closed Session.")
+        self._extend()
         mapper = _FetchMapper(self._graph, fetches)
         keys = list(feed_list or ())
-        sparse = any(isinstance(k, sparse_tensor.SparseTensor) for k in keys)
-        feeds = [_feed_tensor(self._graph, f) for f in keys if not sparse]
+        parts = [
+            sparse_tensor.fetch_parts(k)
+            if isinstance(k, sparse_tensor.SparseTensor)
+            else (_feed_tensor(self._graph, k),)
+            for k in keys
+        ]
+        feeds = [t for p in parts for t in p]
         names = [t.name for t in feeds]
+        callable_options = CallableOptions(
+            feed=names,
+            fetch=[t.name for t in mapper.tensors],
+            target=[op.name for op in mapper.targets],
+        )
+        master_callable = callables.MasterCallable(self, callable_options)
 
         def call(*args, options=None, run_metadata=None):
             if len(args) != len(keys):
                 raise TypeError(f"Expected {len(keys)} feed values, got {len(args)}")
-            if sparse:  # a SparseTensor key takes a (indices, values, dense_shape) value
-                feed_names, vals = self._feeds(dict(zip(keys, args)))
+            vals = []
+            for key, (t, *_), arg in zip(keys, parts, args):
+                if isinstance(key, sparse_tensor.SparseTensor):  # (indices, values, shape)
+                    vals.extend(_feed_array(p, v) for p, v in sparse_tensor.expand_feed(key, arg))
+                else:
+                    vals.append(_feed_array(t, arg))
+            if options is not None:
+                out = self._do_run(
+                    names, vals, mapper.tensors, mapper.targets, options, run_metadata
+                )
             else:
-                feed_names, vals = names, [_feed_array(t, a) for t, a in zip(feeds, args)]
-            out = self._do_run(
-                feed_names, vals, mapper.tensors, mapper.targets, options, run_metadata
-            )
+                out = master_callable.run(vals, run_metadata)
             return mapper.build([_fetch_value(v) for v in out])
 
+        call.master_callable = master_callable  # keeps the handle alive as long as `call`
+        return call
+
+    def _make_callable_from_options(self, callable_options):
+        """TF's Session._make_callable_from_options (Keras's backend uses it): a function of
+        the feed values in `callable_options.feed` order returning the list of fetched values;
+        `tensor_connection` feeds tensors from other tensors inside the step."""
+        if self._closed:
+            raise RuntimeError("Attempted to use a closed Session.")
+        self._extend()
+        feeds = [_feed_tensor(self._graph, name) for name in callable_options.feed]
+        master_callable = callables.MasterCallable(self, callable_options)
+
+        def call(*args, run_metadata=None):
+            if len(args) != len(feeds):
+                raise TypeError(f"Expected {len(feeds)} feed values, got {len(args)}")
+            vals = [_feed_array(t, a) for t, a in zip(feeds, args)]
+            return [_fetch_value(v) for v in master_callable.run(vals, run_metadata)]
+
+        call.master_callable = master_callable
         return call
 
 

@@ -45,9 +45,9 @@ def test_handles_of_any_shape_round_trip(shape):
 def test_wrong_values_and_encodings_are_refused():
     with pytest.raises(TypeError, match="expected a ResourceHandle"):
         make_tensor_proto(np.array(["x"], dtype=object), dtype=DataType.DT_RESOURCE)
-    content = TensorProto(dtype=DataType.DT_RESOURCE, tensor_content=b"\x01\x00")
+    content = TensorProto(dtype=DataType.DT_RESOURCE, tensor_content=b"\x05\x00")
     content.tensor_shape.dim.add(size=1)
-    with pytest.raises(TypeError, match="tensor_content"):
+    with pytest.raises(ValueError, match="does not hold 1 handles"):
         make_ndarray(content)
     empty = TensorProto(dtype=DataType.DT_RESOURCE)
     empty.tensor_shape.dim.add(size=2)
@@ -66,3 +66,23 @@ def test_a_handle_feed_and_fetch_cross_the_wire_in_messages():
     assert value.tolist() == _handles((2,)).tolist() and not header.is_dead
     proto = ResourceHandleProto.FromString(h.to_proto().SerializeToString())
     assert ResourceHandle.from_proto(proto) == h
+
+
+# tf.io.serialize_tensor(tf.Variable([1.0, 2.0], name="vv").handle) from TensorFlow 2.x
+# (eager): TF's own AsProtoTensorContent form of a DT_RESOURCE scalar, 105 bytes of
+# tensor_content (a varint32 size, then the ResourceHandleProto with hash_code and
+# dtypes_and_shapes, fields we keep as unknown).
+TF_SERIALIZED_HANDLE = bytes.fromhex(
+    "081412002269680a2c2f6a6f623a6c6f63616c686f73742f7265706c6963613a302f7461736b3a302f"
+    "6465766963653a4350553a301209416e6f6e796d6f75731a0476762f3020e5f3a5f0afa4949ef2012a"
+    "124e313074656e736f72666c6f77335661724532080801120412020802"
+)
+
+
+def test_tensorflow_s_tensor_content_form_is_read():
+    proto = TensorProto.FromString(TF_SERIALIZED_HANDLE)
+    assert proto.dtype == DataType.DT_RESOURCE and len(proto.tensor_content) == 105
+    handle = make_ndarray(proto)[()]
+    assert handle == ResourceHandle(
+        "/job:localhost/replica:0/task:0/device:CPU:0", "Anonymous", "vv/0", "N10tensorflow3VarE"
+    )

@@ -1,12 +1,17 @@
-"""Resource handles over gRPC between real processes (issue 8): a handle is a DT_RESOURCE
-value, so it is fetched through grpc://, fed back, and sent between tasks by Send/Recv; it
-resolves only on the task that owns its resource."""
+"""Resource handles and callables over gRPC between real processes (issue 8): a handle is a
+DT_RESOURCE value, so it is fetched through grpc://, fed back, and sent between tasks by
+Send/Recv; it resolves only on the task that owns its resource. Session.make_callable is
+MakeCallable/RunCallable/ReleaseCallable on the remote master."""
+
+import gc
 
 import numpy as np
 import pytest
 
 import flowgraph as tf
+from flowgraph.core.protos import CallableOptions
 from flowgraph.core.resource_handle import ResourceHandle
+from flowgraph.distributed.messages import RunCallableRequest
 from flowgraph.framework.apply_op import apply_op
 
 PS_CPU = "/job:ps/replica:0/task:0/device:CPU:0"
@@ -62,3 +67,30 @@ def test_a_tensor_array_on_the_ps_serves_a_loop_on_the_worker(cluster):
             got, handle = sess.run([out.stack(), out.handle], options=STEP)
     np.testing.assert_array_equal(got, xs * 2.0 + 1.0)
     assert handle.device == PS_CPU and handle.container.startswith("__per_step_")
+
+
+def test_callables_over_grpc(cluster):
+    with tf.Graph().as_default():
+        with tf.device("/job:ps/task:0"):
+            acc = tf.get_variable("acc", initializer=0.0, use_resource=True)
+        x = tf.placeholder(tf.float32, [], name="x")
+        with tf.device("/job:worker/task:0"):
+            y = x * 2.0
+        add = acc.assign_add(y)
+        five = tf.constant(5.0, name="five")
+        options = CallableOptions(fetch=[add.name])
+        options.tensor_connection.add(from_tensor=five.name, to_tensor=x.name)
+        with tf.Session(cluster.target("worker", 0)) as sess:
+            sess.run(acc.initializer)
+            step = sess.make_callable(add, [x])
+            assert [step(float(k)) for k in range(1, 4)] == [2.0, 6.0, 12.0]
+            connected = sess._make_callable_from_options(options)
+            assert connected() == [22.0]  # x fed from `five` inside the step, on the tasks
+            handle = step.master_callable.handle
+            assert sess._master.run_callable(
+                RunCallableRequest(sess._handle, handle, [np.float32(1)])
+            ).fetch
+            del step, connected
+            gc.collect()  # ReleaseCallable for both
+            with pytest.raises(tf.errors.InvalidArgumentError, match="No callable"):
+                sess._master.run_callable(RunCallableRequest(sess._handle, handle, [np.float32(1)]))
