@@ -15,7 +15,7 @@ import grpc
 
 from flowgraph.core import errors
 from flowgraph.core.protos import ServerDef
-from flowgraph.distributed import grpc_service, task_services
+from flowgraph.distributed import grpc_service, local, task_services
 
 # A RunGraph or RecvTensor holds a thread while its step runs (Recvs wait for their Sends), so
 # a task needs as many threads as calls may be in flight at once across concurrent steps.
@@ -67,6 +67,7 @@ class GrpcServer:
             if self._state == "new":
                 self._grpc.start()
                 self._state = "started"
+                local.serve(self.target, self.services.master)  # for Sessions of this process
 
     def join(self) -> None:
         self._grpc.wait_for_termination()
@@ -77,6 +78,7 @@ class GrpcServer:
             if self._state == "stopped":
                 return
             self._state = "stopped"
+        local.stop_serving(self.target, self.services.master)
         self._grpc.stop(grace=None).wait()
         self.services.close()
 

@@ -141,7 +141,8 @@ class BaseSession:
         if isinstance(target, str) and target.startswith("inproc://"):
             return local.master_for(target)
         if isinstance(target, str) and target.startswith(remote.SCHEME):
-            return remote.RemoteMaster(target, config)
+            served = local.served_master(target, config)  # a server of this process's
+            return served if served is not None else remote.RemoteMaster(target, config)
         raise errors.UnimplementedError(
             None,
             None,

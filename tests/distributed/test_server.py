@@ -1,6 +1,7 @@
 """tf.train.Server in this process: TF's rules for job and task, the address it binds and
 reports, its lifecycle, the `flowgraph server` command line, and tf.Session("grpc://...")
-against it (Extend with replaced nodes, partial runs, reset)."""
+against it (Extend with replaced nodes, partial runs, reset) by RPC, although the server is in
+this process (test_inprocess_master.py runs the same without the RPC)."""
 
 import argparse
 
@@ -10,6 +11,9 @@ import pytest
 import flowgraph as tf
 from flowgraph import cli
 from flowgraph.train.server import make_server_def
+
+RPC = tf.ConfigProto()
+RPC.rpc_options.use_rpc_for_inprocess_master = True  # exercise the wire, not the shortcut
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +81,7 @@ def test_session_runs_extends_and_replaces_nodes(server):
         v = tf.Variable(1.0)
         inc = v.assign_add(1.0)
         read = tf.identity(v)
-        with tf.Session(server.target) as sess:
+        with tf.Session(server.target, config=RPC) as sess:
             sess.run(v.initializer)
             assert sess.run(read) == 1.0
             read.op._add_control_input(inc.op)  # a replaced node, sent in ExtendSession
@@ -94,7 +98,7 @@ def test_partial_run_and_feed_errors(server):
         b = tf.placeholder(tf.float32, [])
         c = a * 2.0
         d = c + b
-        with tf.Session(server.target) as sess:
+        with tf.Session(server.target, config=RPC) as sess:
             h = sess.partial_run_setup([c, d], [a, b])
             assert sess.partial_run(h, c, {a: 3.0}) == 6.0
             assert sess.partial_run(h, d, {b: 1.0}) == 7.0
@@ -106,13 +110,13 @@ def test_partial_run_and_feed_errors(server):
 def test_state_outlives_sessions_until_reset(server):
     with tf.Graph().as_default():
         v = tf.Variable(5.0, name="kept")
-        with tf.Session(server.target) as sess:
+        with tf.Session(server.target, config=RPC) as sess:
             sess.run(v.initializer)
-        with tf.Session(server.target) as sess:
+        with tf.Session(server.target, config=RPC) as sess:
             assert sess.run(v) == 5.0
         tf.Session.reset(server.target)
         with (
-            tf.Session(server.target) as sess,
+            tf.Session(server.target, config=RPC) as sess,
             pytest.raises(tf.errors.FailedPreconditionError, match="uninitialized"),
         ):
             sess.run(v)
