@@ -40,7 +40,7 @@ CHANNEL_OPTIONS = (
     # A restarted task is reachable again within a second, not after a minute of backoff.
     ("grpc.initial_reconnect_backoff_ms", 200),
     ("grpc.min_reconnect_backoff_ms", 200),
-    ("grpc.max_reconnect_backoff_ms", 1_000),
+    ("grpc.max_reconnect_backoff_ms", 500),
 )
 SERVER_OPTIONS = (
     *_UNLIMITED,
@@ -53,9 +53,10 @@ SERVER_OPTIONS = (
 # its RPCs get RunOptions.timeout_in_ms or ConfigProto.operation_timeout_in_ms when set.
 CONTROL_TIMEOUT_S = 60.0
 STEP_TIMEOUT_S = 24 * 3600.0
-# A call that found no connection waits this long for one (a task restarting) and is retried
-# once; a task down for longer fails the call with UnavailableError.
-RECONNECT_TIMEOUT_S = 2.0
+# A call that found no connection waits this long for one (a task restarting, or back and the
+# channel still backing off, <= 500 ms + 20% jitter) and is retried once; a task down for
+# longer fails the call with UnavailableError.
+RECONNECT_TIMEOUT_S = 1.0
 
 Message = pb_message.Message
 UnaryImpl = Callable[[Message, grpc.ServicerContext], Message]
@@ -210,18 +211,13 @@ class Client:
             return False
         return True
 
+    def close(self) -> None:
+        """Closes the channel: calls still in flight on it end (CANCELLED)."""
+        self._channel.close()
+
     def call_future(self, name: str, request: Message, timeout: float) -> grpc.Future:
         """Starts RPC `name`; `result(name, future)` waits for it (cancel() cancels it)."""
         return self._unary[name].future(request, timeout=timeout)
-
-    def retryable(self, future: grpc.Future) -> bool:
-        """Waits for `future`; True if it failed before reaching the peer and a connection
-        has opened since (call() retries such calls itself; futures are the caller's)."""
-        try:
-            e = future.exception()
-        except grpc.FutureCancelledError:
-            return False
-        return isinstance(e, grpc.RpcError) and _never_connected(e) and self._reconnected()
 
     def result(self, name: str, future: grpc.Future) -> Message:
         try:
@@ -235,20 +231,28 @@ class Client:
         return self._methods[name].response.FromString(data)
 
     def stream(self, path: str, request: Message, timeout: float) -> Iterator[bytes]:
-        """The raw messages of the server-streaming RPC at `path` ("/Service/Method")."""
+        """The raw messages of the server-streaming RPC at `path` ("/Service/Method"). Like
+        `call`, a stream that never reached the peer (nothing was received) is retried once
+        if a connection opens within RECONNECT_TIMEOUT_S (a peer back from a restart)."""
         call = self._channel.unary_stream(path, _serialize, None)
-        try:
-            yield from call(request, timeout=timeout)
-        except grpc.RpcError as e:
-            raise rpc_errors.from_rpc_error(e, path.lstrip("/"), self.peer) from None
+        for retry in (False, True):
+            try:
+                yield from call(request, timeout=timeout)
+                return
+            except grpc.RpcError as e:
+                if retry or not (_never_connected(e) and self._reconnected()):
+                    raise rpc_errors.from_rpc_error(e, path.lstrip("/"), self.peer) from None
 
     def error(self, name: str, e: grpc.RpcError) -> errors.OpError:
         return rpc_errors.from_rpc_error(e, f"{self._service}/{name}", self.peer)
 
 
 def _never_connected(e: grpc.RpcError) -> bool:
-    """True for a call gRPC failed before any connection (so the peer never saw it)."""
-    return e.code() == grpc.StatusCode.UNAVAILABLE and "failed to connect" in (e.details() or "")
+    """True for a call gRPC failed before any connection (so the peer never saw it); not for
+    a status the peer answered (a master reporting that it could not reach a worker)."""
+    if e.code() != grpc.StatusCode.UNAVAILABLE or "failed to connect" not in (e.details() or ""):
+        return False
+    return (rpc_errors.ORIGIN_KEY, "server") not in tuple(e.trailing_metadata() or ())
 
 
 def _serialize(message: Message) -> bytes:

@@ -87,11 +87,25 @@ def _run_graph(worker):
 class RemoteWorker:
     """A peer's Worker over gRPC: the WorkerInterface, each call with its deadline."""
 
-    def __init__(self, task: str, channel: grpc.Channel, pool: ThreadPoolExecutor):
+    def __init__(self, task: str, address: str, pool: ThreadPoolExecutor):
         self.task = task
-        self._client = grpc_service.Client(channel, SERVICE_NAME, METHODS, task)
+        self._address = address
+        self._client = self._connect()
         self._pool = pool  # runs the streams of recv_tensor_async
         self._sizes: dict[str, int] = {}  # edge -> bytes it carried last (dict ops are atomic)
+
+    def _connect(self) -> grpc_service.Client:
+        channel = grpc.insecure_channel(self._address, options=grpc_service.CHANNEL_OPTIONS)
+        return grpc_service.Client(channel, SERVICE_NAME, METHODS, self.task)
+
+    def reconnect(self) -> None:
+        """Calls from now on go over a new channel; the old one closes, which ends every call
+        still waiting on it (on a hung peer, which neither answers nor closes its sockets)."""
+        old, self._client = self._client, self._connect()
+        old.close()
+
+    def close(self) -> None:
+        self._client.close()
 
     def _call(self, name: str, req, timeout: float = grpc_service.CONTROL_TIMEOUT_S):
         response = self._client.call(name, req.to_proto(), timeout)
@@ -100,28 +114,37 @@ class RemoteWorker:
     def get_status(self, req: m.GetStatusRequest | None = None) -> m.GetStatusResponse:
         return self._call("GetStatus", req or m.GetStatusRequest())
 
+    def start_get_status(self, timeout: float):
+        """Starts GetStatus with deadline `timeout` and no retry (a health check: a task that
+        cannot be reached now is unreachable); returns the function that waits for it."""
+        future = self._client.call_future("GetStatus", worker_pb2.GetStatusRequest(), timeout)
+        return lambda: m.GetStatusResponse.from_proto(self._client.result("GetStatus", future))
+
     def create_worker_session(self, req):
         return self._call("CreateWorkerSession", req)
 
     def delete_worker_session(self, req):
-        return self._call("DeleteWorkerSession", req)
+        return self._send("DeleteWorkerSession", req)
 
     def register_graph(self, req):
         return self._call("RegisterGraph", req)
 
     def deregister_graph(self, req):
-        return self._call("DeregisterGraph", req)
+        return self._send("DeregisterGraph", req)
 
     def cleanup_graph(self, req):
-        """Sent, not waited for (TF's master cleans up asynchronously too): a step that failed
-        because this peer died must not wait for, or report, the peer's cleanup as well."""
-        future = self._client.call_future("CleanupGraph", req.to_proto(), _CLEANUP_TIMEOUT_S)
-        future.add_done_callback(self._log_cleanup_failure)
-        return m.CleanupGraphResponse()
+        return self._send("CleanupGraph", req)
 
-    def _log_cleanup_failure(self, future: grpc.Future) -> None:
+    def _send(self, name: str, req):
+        """Sent, not waited for (TF's master cleans up asynchronously too): a step or session
+        that ended because this peer died must not wait for, or report, the peer's cleanup."""
+        future = self._client.call_future(name, req.to_proto(), _CLEANUP_TIMEOUT_S)
+        future.add_done_callback(lambda f: self._log_failure(name, f))
+        return getattr(m, f"{name}Response")()
+
+    def _log_failure(self, name: str, future: grpc.Future) -> None:
         if not future.cancelled() and future.exception() is not None:
-            logger.debug("CleanupGraph to %s failed: %s", self.task, future.exception())
+            logger.debug("%s to %s failed: %s", name, self.task, future.exception())
 
     def cleanup_all(self, req):
         return self._call("CleanupAll", req)
@@ -208,9 +231,8 @@ class GrpcWorkerCache:
         }
         self._local_task = local_task
         self._local_worker = local_worker
-        self._lock = threading.Lock()  # guards _stubs and _channels
+        self._lock = threading.Lock()  # guards _stubs
         self._stubs: dict[str, RemoteWorker] = {}
-        self._channels: list[grpc.Channel] = []
         self._pool = ThreadPoolExecutor(32, thread_name_prefix="recv-tensor")
         if local_worker is not None:
             local_worker.worker_cache = self
@@ -237,18 +259,23 @@ class GrpcWorkerCache:
                         None,
                         f"No worker for task {task}; this cluster has {', '.join(self._addresses)}",
                     )
-                channel = grpc.insecure_channel(
-                    self._addresses[task], options=grpc_service.CHANNEL_OPTIONS
-                )
-                self._channels.append(channel)
-                stub = self._stubs[task] = RemoteWorker(task, channel, self._pool)
+                stub = RemoteWorker(task, self._addresses[task], self._pool)
+                self._stubs[task] = stub
         return stub
+
+    def reconnect(self, task: str) -> None:
+        """Ends the calls waiting on `task` (a health check found it hung): see
+        RemoteWorker.reconnect."""
+        with self._lock:
+            stub = self._stubs.get(task)
+        if stub is not None:
+            stub.reconnect()
 
     def close(self) -> None:
         with self._lock:
-            channels, self._channels, self._stubs = self._channels, [], {}
-        for channel in channels:
-            channel.close()
+            stubs, self._stubs = list(self._stubs.values()), {}
+        for stub in stubs:
+            stub.close()
         self._pool.shutdown(wait=False, cancel_futures=True)
 
 

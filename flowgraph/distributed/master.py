@@ -64,11 +64,14 @@ class _PartialRun:
 
 
 class Master:
-    """The master of one process. `_lock` guards `_sessions`, `_partial` and `_callables`."""
+    """The master of one process. `_lock` guards `_sessions`, `_partial` and `_callables`.
+    A master of a cluster over a network has a HealthMonitor (health.py) checking the other
+    tasks for its sessions; an in-process one needs none."""
 
-    def __init__(self, worker_cache, local_task: str):
+    def __init__(self, worker_cache, local_task: str, health=None):
         self.worker_cache = worker_cache
         self.local_task = local_task  # its devices come first in placement
+        self.health = health
         self._sessions: dict[str, MasterSession] = {}
         self._partial: dict[str, tuple[MasterSession, _PartialRun]] = {}
         self._callables: dict[int, tuple[MasterSession, Signature, object]] = {}
@@ -97,6 +100,8 @@ class Master:
             version = session.extend(req.graph_def)
         with self._lock:
             self._sessions[handle] = session
+        if self.health is not None:
+            self.health.add(session)
         return m.CreateSessionResponse(session_handle=handle, graph_version=version)
 
     def extend_session(self, req: m.ExtendSessionRequest) -> m.ExtendSessionResponse:
@@ -115,6 +120,8 @@ class Master:
             self._callables = {k: v for k, v in self._callables.items() if v[0] is not session}
         if session is None:
             return m.CloseSessionResponse()
+        if self.health is not None:
+            self.health.remove(session)
         error = errors.CancelledError(None, None, "Session was closed during a partial run")
         for _, state in partial:
             state.call_opts.start_cancel(error)

@@ -13,11 +13,10 @@ partial run's all go through the client device's worker.
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
 from flowgraph.core import errors
 from flowgraph.core.device_spec import parse
@@ -30,8 +29,9 @@ from flowgraph.core.protos import (
 )
 from flowgraph.distributed import direct_terminals
 from flowgraph.distributed import messages as m
+from flowgraph.distributed.step_failures import RunningStep, TaskFailures, short
 from flowgraph.distributed.worker import sends_to_other_task
-from flowgraph.distributed.worker_cache import CallOptions, task_of
+from flowgraph.distributed.worker_cache import CallOptions, DeviceInfo, task_of
 from flowgraph.runtime import nodes as rt_nodes
 from flowgraph.runtime.cost_model import CostModel
 from flowgraph.runtime.function import FunctionLibrary
@@ -41,21 +41,6 @@ from flowgraph.runtime.passes.pipeline import optimize
 from flowgraph.runtime.passes.recv_scheduling import schedule_recvs
 from flowgraph.runtime.passes.static_shapes import placeholder_shapes
 from flowgraph.runtime.placement import PlacementOptions, movable, place
-
-
-@dataclasses.dataclass(frozen=True)
-class DeviceInfo:
-    """A device as the master sees it: what placement and partitioning need."""
-
-    name: str
-    device_type: str
-    incarnation: int  # signed 64 bits, as the _Send/_Recv attr holds it
-    spec: object  # DeviceSpec
-
-    @classmethod
-    def from_attributes(cls, a: m.DeviceAttributes) -> DeviceInfo:
-        inc = a.incarnation if a.incarnation < 1 << 63 else a.incarnation - (1 << 64)
-        return cls(a.name, a.device_type, inc, parse(a.name))
 
 
 class _WorkerCall:
@@ -74,7 +59,8 @@ class _WorkerCall:
 
 
 class StepPlan:
-    """Everything a signature needs, built once: partitions registered with their workers.
+    """Everything a signature needs, built once: partitions registered with their workers
+    (`tasks`), until one of them restarts (MasterSession.observe drops the plan then).
     `fetch_slots[i]` is (call index, position in its RunGraphResponse.recv) of fetch i. With
     `partial`, every feed and fetch stays on the client device (a partial run feeds and
     fetches through one worker, call by call)."""
@@ -104,6 +90,7 @@ class StepPlan:
         for device, part in self.graphs.items():
             by_task.setdefault(task_of(device), []).extend(part)
         client_task = task_of(client.name)
+        self.tasks = frozenset(by_task)
         self.calls: list[_WorkerCall] = []
         self.handles: list[tuple] = []  # (worker, graph handle), for deregistering
         for task, part in by_task.items():
@@ -136,6 +123,12 @@ class StepPlan:
             call.fetch_keys.append(key)
 
 
+def _matches(spec, filters: list) -> bool:
+    """ConfigProto.device_filters: with filters, a device (or a task) is the session's if
+    some filter names it (fields a filter leaves out match anything)."""
+    return not filters or any(f.is_compatible_with(spec) for f in filters)
+
+
 def _canonical(name: str) -> str:
     src, port = rt_nodes.parse_input(name)
     return f"{src}:{port}"
@@ -149,25 +142,34 @@ def _keyed(name: str, devices: dict, client: DeviceInfo, incarnations: dict) -> 
     return feed_key(device, incarnations.get(device, client.incarnation), tensor), task_of(device)
 
 
-class MasterSession:
+class MasterSession(TaskFailures):
     """A session's graph, devices and signature cache. `_lock` guards `nodes`, `placed`,
-    `_plans` and `library`; a plan is read without it (a dict get is atomic). `running` is
-    changed only by atomic set operations (add, discard, update, copy)."""
+    `_plans`, `library`, `devices` and `_restarts`; a plan is read without it (a dict get
+    is atomic).
+    `running` (the steps in flight) is changed only by atomic set operations (add, discard,
+    copy)."""
 
     def __init__(self, handle: str, worker_cache, local_task: str, config: ConfigProto | None):
         self.handle = handle
+        self.local_task = local_task
         self.config = config if config is not None else ConfigProto()
         self.worker_cache = worker_cache
         self._workers: dict[str, object] = {}
         devices = []
+        filters = [parse(f) for f in self.config.device_filters]
         tasks = worker_cache.list_workers()
         tasks.sort(key=lambda t: t != local_task)  # the master's own task is placed first
         for task in tasks:
+            local = task == local_task  # TF: the master's own devices are always the session's
+            if not (local or _matches(parse(task), filters)):
+                continue  # not waited for: a filtered-out task need not be up
             worker = self.worker(task)
             worker.create_worker_session(m.CreateWorkerSessionRequest(session_handle=handle))
             resp = worker.get_status(m.GetStatusRequest())
-            devices.extend(DeviceInfo.from_attributes(a) for a in resp.device_attributes)
+            infos = [DeviceInfo.from_attributes(a) for a in resp.device_attributes]
+            devices.extend(d for d in infos if local or _matches(d.spec, filters))
         self.devices = tuple(devices)
+        self.tasks = frozenset(task_of(d.name) for d in devices)  # what health checks check
         local = [d for d in devices if task_of(d.name) == local_task] or devices
         self.client_device = next((d for d in local if d.device_type == "CPU"), local[0])
         self.functions = FunctionLibrary()  # checks that a name keeps its definition
@@ -176,9 +178,10 @@ class MasterSession:
         self.placed: dict[str, rt_nodes.Node] = {}  # every node with its stable device
         self.graph_version = 0
         self._plans: dict[Signature | tuple, StepPlan] = {}  # (sig, True): a partial run's
+        self._restarts: dict[str, errors.OpError] = {}  # task -> restart not yet reported
         self._lock = threading.Lock()
         self._step_ids = itertools.count(int.from_bytes(os.urandom(6), "little") << 8)
-        self.running: set[CallOptions] = set()  # calls of running steps, cancelled by close
+        self.running: set[RunningStep] = set()  # cancelled by close and health checks
         self.closed = False
         self._pool: ThreadPoolExecutor | None = None
         experimental = self.config.experimental
@@ -281,10 +284,18 @@ class MasterSession:
         key = (sig, True) if partial else sig
         plan = self._plans.get(key)
         if plan is None:
-            with self._lock:
-                plan = self._plans.get(key)
-                if plan is None:
-                    plan = self._plans[key] = StepPlan(self, sig, partial)
+            try:
+                with self._lock:
+                    plan = self._plans.get(key)
+                    if plan is None:
+                        plan = self._plans[key] = StepPlan(self, sig, partial)
+            except errors.AbortedError as e:  # a task does not know this session: restarted?
+                error = self._restart_error(self.tasks, e)
+                if error is e:
+                    raise
+                raise error from e
+        if self._restarts:
+            self._report_restart(plan.tasks)
         return plan
 
     def run(self, sig: Signature, feed_values, options=None):
@@ -303,13 +314,19 @@ class MasterSession:
             m.ExecutorOpts(record_timeline=traced, record_costs=learn) if traced or learn else None
         )
         calls = plan.calls
+        step = RunningStep(plan.tasks, [CallOptions(timeout) for _ in calls])
         try:
             if not calls:  # nothing to run (a fetch of no tensors)
                 responses = []
             elif len(calls) == 1:
-                responses = [self._run_one(calls[0], step_id, feed_values, exec_opts, timeout)]
+                responses = [self._run_one(calls[0], step, step_id, feed_values, exec_opts)]
             else:
-                responses = self._run_many(calls, step_id, feed_values, exec_opts, timeout)
+                responses = self._run_many(calls, step, step_id, feed_values, exec_opts)
+        except errors.OpError as e:
+            error = self._step_error(plan, step, e)
+            if error is e:
+                raise
+            raise error from e
         finally:
             cleanup = m.CleanupGraphRequest(step_id=step_id)
             for call in calls:  # a self-contained graph's worker ended the step itself
@@ -349,22 +366,23 @@ class MasterSession:
             *partial,
         )
 
-    def _run_one(self, call, step_id, feed_values, exec_opts, timeout) -> m.RunGraphResponse:
-        call_opts = CallOptions(timeout)
-        self.running.add(call_opts)  # set.add/discard are atomic: no lock on the per-run path
+    def _run_one(self, call, step, step_id, feed_values, exec_opts) -> m.RunGraphResponse:
+        self.running.add(step)  # set.add/discard are atomic: no lock on the per-run path
         try:
             return call.worker.run_graph(
-                self._request(call, step_id, feed_values, exec_opts), call_opts
+                self._request(call, step_id, feed_values, exec_opts), step.opts[0]
             )
         finally:
-            self.running.discard(call_opts)
+            self.running.discard(step)
 
-    def _run_many(self, calls, step_id, feed_values, exec_opts, timeout) -> list:
+    def _run_many(self, calls, step, step_id, feed_values, exec_opts) -> list:
         """One RunGraph per worker, concurrently; the first failure cancels the others (a
         worker blocked on a Recv from the failed one would wait forever), and it is the error
-        raised, not the cancellations it caused."""
-        opts = [CallOptions(timeout) for _ in calls]
-        self.running.update(opts)
+        raised, not the cancellations it caused. A call that reports a cancellation cancels
+        nothing: a peer's failure cancelled it, and that peer's call reports the failure."""
+        opts = step.opts
+        step.aborted = Future()
+        self.running.add(step)
         try:
             futures = []
             for call, call_opts in zip(calls[1:], opts[1:]):
@@ -380,19 +398,25 @@ class MasterSession:
                 )
             except Exception as e:  # noqa: BLE001  (reported below)
                 first_error = e
-                _cancel_all(opts, e)
+                _cancel_on(opts, e)
+            remaining = set(futures)
+            while remaining and not step.aborted.done():
+                done, _ = wait(remaining | {step.aborted}, return_when=FIRST_COMPLETED)
+                remaining -= done
+            if step.error is not None:
+                raise step.error  # the calls left may never end (a hung peer's)
             for i, f in enumerate(futures, 1):
                 try:
                     results[i] = f.result()
                 except Exception as e:  # noqa: BLE001  (reported below)
                     if first_error is None or isinstance(first_error, errors.CancelledError):
                         first_error = e
-                    _cancel_all(opts, e)
+                    _cancel_on(opts, e)
             if first_error is not None:
                 raise first_error
             return results
         finally:
-            self.running.difference_update(opts)
+            self.running.discard(step)
 
     def _submit(self, fn, req, call_opts, step_opts: list):
         """Runs one RunGraph on the master's pool; once the session is closed (the pool shut
@@ -452,6 +476,14 @@ class MasterSession:
         for worker in self._workers.values():
             worker.cleanup_graph(m.CleanupGraphRequest(step_id=step_id))
 
+    def _drop(self, sig: Signature) -> None:
+        """Forgets the plan of `sig` and deregisters its graphs (needs `_lock`)."""
+        plan = self._plans.pop(sig)
+        for worker, handle in plan.handles:
+            worker.deregister_graph(
+                m.DeregisterGraphRequest(session_handle=self.handle, graph_handle=handle)
+            )
+
     # -- Close -------------------------------------------------------------------------------
     def close(self) -> None:
         self.closed = True
@@ -459,8 +491,8 @@ class MasterSession:
         running = self.running.copy()
         with self._lock:
             plans, self._plans = list(self._plans.values()), {}
-        for call_opts in running:  # a step blocked in a kernel (a queue, a Recv) fails, not hangs
-            call_opts.start_cancel(error)
+        for step in running:  # a step blocked in a kernel (a queue, a Recv) fails, not hangs
+            step.abort(error)
         for plan in plans:
             for worker, handle in plan.handles:
                 worker.deregister_graph(
@@ -475,19 +507,21 @@ class MasterSession:
 def _cancel_on_error(future, opts: list) -> None:
     error = future.exception()
     if error is not None:
+        _cancel_on(opts, error)
+
+
+def _cancel_on(opts: list, error: Exception) -> None:
+    """Cancels a step's calls for a call's `error`, unless it is a cancellation (see
+    MasterSession._run_many)."""
+    if not isinstance(error, errors.CancelledError):
         _cancel_all(opts, error)
 
 
 def _cancel_all(opts: list, error: Exception) -> None:
-    cancel = errors.CancelledError(None, None, f"Step was cancelled: {_short(error)}")
+    cancel = errors.CancelledError(None, None, f"Step was cancelled: {short(error)}")
     for call_opts in opts:
         if call_opts is not None:
             call_opts.start_cancel(cancel)
-
-
-def _short(error: Exception) -> str:
-    text = getattr(error, "message", None) or str(error)
-    return text.splitlines()[0] if text else type(error).__name__
 
 
 def _check_inputs(nodes: dict, added: list):

@@ -8,7 +8,7 @@ from __future__ import annotations
 import grpc
 
 from flowgraph.core.protos import ClusterDef, ConfigProto, ServerDef
-from flowgraph.distributed import grpc_master, grpc_worker
+from flowgraph.distributed import grpc_master, grpc_worker, health
 from flowgraph.distributed.master import Master
 from flowgraph.distributed.worker import Worker
 from flowgraph.runtime import blas
@@ -31,13 +31,15 @@ class TaskServices:
         self.task = grpc_worker.task_name(server_def.job_name, server_def.task_index)
         self.worker = Worker(self.task, devices)
         self.worker_cache = grpc_worker.GrpcWorkerCache(server_def.cluster, self.task, self.worker)
-        self.master = Master(self.worker_cache, self.task)
+        self.health = health.HealthMonitor(self.worker_cache, self.task)
+        self.master = Master(self.worker_cache, self.task, self.health)
         self.handlers: list[grpc.GenericRpcHandler] = [
             *grpc_worker.handlers(self.worker),
             *grpc_master.handlers(self.master),
         ]
 
     def close(self) -> None:
+        self.health.close()
         self.worker.close()
         self.worker_cache.close()
 

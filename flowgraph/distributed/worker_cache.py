@@ -9,10 +9,12 @@ call `to_proto()`/`from_proto()` of the messages (messages.py). Task names are T
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Protocol
 
 from flowgraph.core import errors
+from flowgraph.core.device_spec import parse
 from flowgraph.distributed import messages as m
 
 
@@ -119,3 +121,18 @@ class LocalWorkerCache:
 def task_of(device_name: str) -> str:
     """'/job:w/replica:0/task:1/device:CPU:0' -> '/job:w/replica:0/task:1'."""
     return device_name.partition("/device:")[0]
+
+
+@dataclasses.dataclass(frozen=True)
+class DeviceInfo:
+    """A device as the master sees it: what placement and partitioning need."""
+
+    name: str
+    device_type: str
+    incarnation: int  # signed 64 bits, as the _Send/_Recv attr holds it
+    spec: object  # DeviceSpec
+
+    @classmethod
+    def from_attributes(cls, a: m.DeviceAttributes) -> DeviceInfo:
+        inc = a.incarnation if a.incarnation < 1 << 63 else a.incarnation - (1 << 64)
+        return cls(a.name, a.device_type, inc, parse(a.name))

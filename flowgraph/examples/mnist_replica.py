@@ -32,7 +32,8 @@ import flowgraph as tf
 from flowgraph.examples import input_data
 
 Model = collections.namedtuple(
-    "Model", ["x", "labels", "cross_entropy", "train_step", "global_step", "opt", "is_chief"]
+    "Model",
+    ["x", "labels", "cross_entropy", "train_step", "global_step", "opt", "is_chief", "task_index"],
 )
 
 
@@ -123,7 +124,9 @@ def build_model(cluster, task_index, args, pixels):
                 name="mnist_sync_replicas",
             )
         train_step = opt.minimize(cross_entropy, global_step=global_step)
-    return Model(x, labels, cross_entropy, train_step, global_step, opt, task_index == 0)
+    return Model(
+        x, labels, cross_entropy, train_step, global_step, opt, task_index == 0, task_index
+    )
 
 
 def train(model, target, args, data, log=print):
@@ -134,7 +137,13 @@ def train(model, target, args, data, log=print):
     hooks = [tf.train.StopAtStepHook(last_step=args.train_steps), final]
     if args.sync_replicas:
         hooks.append(model.opt.make_session_run_hook(model.is_chief))
-    config = tf.ConfigProto(allow_soft_placement=True, log_device_placement=False)
+    # As in TensorFlow's program: a worker's sessions use the ps tasks and its own task only,
+    # so that it neither waits for the other workers to start nor fails once they have ended.
+    config = tf.ConfigProto(
+        allow_soft_placement=True,
+        log_device_placement=False,
+        device_filters=["/job:ps", f"/job:worker/task:{model.task_index}"],
+    )
     log(f"Worker {'chief' if model.is_chief else 'replica'}: creating the session at {target!r}")
     local_step, step = 0, 0
     with tf.train.MonitoredTrainingSession(

@@ -117,11 +117,6 @@ def _assert_resumed(trainer, sess, n: int) -> None:
         np.testing.assert_allclose(g, w_, rtol=1e-6)
 
 
-def _restart(cluster, job: str, task: int) -> None:
-    cluster.start(job, task)
-    cluster.wait_ready(job, task)
-
-
 @pytest.mark.parametrize("job,task", [("ps", 0), ("worker", 1)])
 def test_kill_between_steps_and_resume(grpc_cluster, tmp_path, job, task):
     """Three kills after steps 4, 9 and 16: the next step fails fast on a surviving task's
@@ -138,7 +133,7 @@ def test_kill_between_steps_and_resume(grpc_cluster, tmp_path, job, task):
             cluster.kill(job, task)
             _fails_fast(lambda: trainer.run(probe, 1), dead)
             probe.close()
-            _restart(cluster, job, task)
+            cluster.restart(job, task)
             restored = _checkpointed(trainer.ckpt_dir)
             # the MonitoredTrainingSession recovers when a run fails (the restarted task
             # lacks its variables or the step's graphs): a new session restores the last
@@ -202,7 +197,51 @@ def test_kill_mid_step_fails_the_step_on_surviving_tasks(grpc_cluster):
             assert isinstance(error, (errors.UnavailableError, errors.AbortedError)), error
             assert f"/job:{job}/replica:0/task:{task}" in str(error), error
             assert failed_at - killed_at < FAIL_WITHIN_S
-            _restart(cluster, job, task)
+            cluster.restart(job, task)
             assert test_sess.run(tf.constant(2.0) * 3.0) == 6.0
             step_sess.close()
             test_sess.close()
+
+
+def test_killing_the_clients_master_fails_its_step_and_training_resumes(grpc_cluster, tmp_path):
+    """The client's master is worker:0's, which is SIGKILLed while a step waits there: the
+    client's run fails within 5 s with UnavailableError naming the master's address. Once
+    worker:0 is back, the MonitoredTrainingSession (whose session died with the master) makes a
+    new one, restored from the last checkpoint, and trains on as a reference run would."""
+    cluster = grpc_cluster({"ps": 1, "worker": 2})
+    trainer = Trainer(cluster, str(tmp_path))
+    with trainer.session() as sess:
+        trainer.run(sess, 4)
+        with tf.Graph().as_default():
+            with tf.device("/job:worker/task:0"):
+                mark = tf.FIFOQueue(1, tf.float32, shapes=[[]], shared_name="mark")
+                blocked = tf.FIFOQueue(1, tf.float32, shapes=[[]], shared_name="blocked")
+                with tf.control_dependencies([mark.enqueue(1.0)]):
+                    value = blocked.dequeue()
+            step_sess = tf.Session(cluster.target("worker", 0))
+            watcher = tf.Session(cluster.target("worker", 0))
+            outcome: list = []
+
+            def step():
+                try:
+                    step_sess.run(value)
+                except errors.OpError as e:
+                    outcome.append((time.monotonic(), e))
+
+            thread = threading.Thread(target=step)
+            thread.start()
+            watcher.run(mark.dequeue())  # the step is in flight on the master's task
+            killed_at = time.monotonic()
+            cluster.kill("worker", 0)
+            thread.join(timeout=30)
+            assert not thread.is_alive()
+            failed_at, error = outcome[0]
+            assert isinstance(error, errors.UnavailableError), error
+            assert cluster.address("worker", 0) in str(error), error
+            assert failed_at - killed_at < FAIL_WITHIN_S
+        cluster.restart("worker", 0)
+        restored = _checkpointed(trainer.ckpt_dir)
+        trainer.run(sess, 2)
+        got = trainer.values(sess)
+        assert got[0] == restored[0] + 2
+        _assert_equal(got, _reference(restored, 2))
