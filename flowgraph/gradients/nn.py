@@ -12,6 +12,7 @@ from flowgraph.gradients.util import (
     build,
     cast,
     constant,
+    is_zeros,
     ones_like,
     reduce_sum,
     reshape,
@@ -152,7 +153,7 @@ def _softmax_xent_grad(op, grad_loss, grad_grad):
     """d loss / d logits = backprop (softmax - labels); d loss / d labels = -log_softmax."""
     logits = op.inputs[0]
     grad = build("Mul", _expand_last(grad_loss), op.outputs[1])
-    if grad_grad is not None:
+    if not is_zeros(grad_grad):
         grad = build("AddV2", grad, _softmax_grad_grad(logits, grad_grad))
     labels_grad = build("Mul", _expand_last(grad_loss), build("Neg", build("LogSoftmax", logits)))
     return grad, labels_grad
@@ -161,7 +162,7 @@ def _softmax_xent_grad(op, grad_loss, grad_grad):
 @register_gradient("SparseSoftmaxCrossEntropyWithLogits")
 def _sparse_softmax_xent_grad(op, grad_loss, grad_grad):
     grad = build("Mul", _expand_last(grad_loss), op.outputs[1])
-    if grad_grad is not None:
+    if not is_zeros(grad_grad):
         grad = build("AddV2", grad, _softmax_grad_grad(op.inputs[0], grad_grad))
     return grad, None
 

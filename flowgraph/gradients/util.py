@@ -119,6 +119,14 @@ def zeros_like(x: Tensor, name: str = "zeros_like") -> Tensor:
     return build("ZerosLike", x, name=name)
 
 
+def is_zeros(g) -> bool:
+    """Whether the gradient `g` is known to be all zeros: a ZerosLike, which is what an output
+    that received no gradient gets (gradients/impl.py). TF tags these (`_is_zeros_tensor`) so
+    that the cross-entropies' gradients skip their second-order term, which would otherwise
+    cost a Softmax, a reduction and four element-wise ops on every training step."""
+    return g is None or (isinstance(g, Tensor) and g.op.type == "ZerosLike")
+
+
 def ones_like(x: Tensor, name: str = "ones_like") -> Tensor:
     return build("OnesLike", x, name=name)
 

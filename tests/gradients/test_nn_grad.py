@@ -221,6 +221,24 @@ def test_xent_second_order(dtype):
     check_gradients(dsparse, [logits])
 
 
+@pytest.mark.parametrize("sparse", [False, True])
+def test_xent_first_order_skips_second_order_term(sparse):
+    """The `backprop` output gets zeros (no gradient): as in TF, the logits' gradient is then
+    backprop times the loss gradient alone, with no Softmax built for the zero term."""
+    logits = tf.constant(_rand((3, 4), np.float32))
+    if sparse:
+        loss = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=[0, 3, 1], logits=logits)
+    else:
+        labels = np.random.RandomState(2).dirichlet(np.ones(4), 3).astype(np.float32)
+        loss = tf.nn.softmax_cross_entropy_with_logits_v2(labels=labels, logits=logits)
+    grad = tf.gradients(tf.reduce_mean(loss), logits)[0]
+    graph = tf.get_default_graph()
+    assert "Softmax" not in {op.type for op in graph.get_operations()}
+    with tf.Session() as sess:
+        got, backprop = sess.run([grad, loss.op.outputs[1]])
+    np.testing.assert_allclose(got, backprop / 3, rtol=1e-6)
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_normalization_grads(dtype):
     x = _rand((3, 4), dtype)
