@@ -27,6 +27,7 @@ def _off() -> tf.ConfigProto:
     config.graph_options.optimizer_options.opt_level = tf.OptimizerOptions.L0
     rw = config.graph_options.rewrite_options
     rw.constant_folding = rw.arithmetic_optimization = RewriterConfig.OFF
+    rw.dependency_optimization = RewriterConfig.OFF
     rw.memory_optimization = RewriterConfig.NO_MEM_OPT
     return config
 

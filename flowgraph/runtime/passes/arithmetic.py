@@ -145,7 +145,9 @@ def _bypass_identities(nodes: list[Node], keep: frozenset) -> list[Node]:
     by_name = {n.name: n for n in nodes}
     readers = rules.consumers_of(nodes)
     forward = {
-        n.name: n.inputs[0] for n in nodes if _bypassable(n, by_name, readers.get(n.name), keep)
+        n.name: n.inputs[0]
+        for n in nodes
+        if bypassable_identity(n, by_name, readers.get(n.name), keep)
     }
     if not forward:
         return nodes
@@ -162,8 +164,10 @@ def _bypass_identities(nodes: list[Node], keep: frozenset) -> list[Node]:
     return out
 
 
-def _bypassable(n: Node, by_name, readers, keep) -> bool:
-    if n.op != "Identity" or n.name in keep or n.control or not readers:
+def bypassable_identity(n: Node, by_name, readers, keep, with_control: bool = False) -> bool:
+    """Whether `readers` may read the input of Identity `n` instead. `with_control` admits an
+    Identity that has or is a control input (dependency.py moves those edges to its readers)."""
+    if n.op != "Identity" or n.name in keep or not readers or (n.control and not with_control):
         return False
     producer = by_name.get(n.inputs[0][0])
     if producer is None or producer.op in rules.CONTROL_FLOW or producer.device != n.device:
@@ -173,7 +177,7 @@ def _bypassable(n: Node, by_name, readers, keep) -> bool:
     return all(
         r.op not in rules.CONTROL_FLOW
         and not r.op.startswith("_")
-        and n.name not in r.control
+        and (with_control or n.name not in r.control)
         and r.device == n.device
         for r in readers
     )

@@ -7,6 +7,8 @@ whatever the flags say; L0 (-1) leaves them to `do_common_subexpression_eliminat
 `arithmetic_optimization` are on unless OFF, all of it is off with `disable_meta_optimizer`, and
 it leaves alone graphs of fewer than `min_graph_nodes` nodes (0 means TF's 4, negative never).
 Constant folding belongs to both, so turning it off takes both switches, as in TensorFlow.
+`dependency_optimization` (dependency.py: gradients only a gate reads, relaying NoOps and
+Identities) is on unless OFF, like the other rewrites.
 The memory optimizer (`memory_optimization`, memory.py) is Grappler's too, and runs after the
 rewrites that remove nodes, as in TensorFlow's meta optimizer.
 """
@@ -19,6 +21,7 @@ from flowgraph.runtime.nodes import Node
 from flowgraph.runtime.passes.arithmetic import simplify_arithmetic
 from flowgraph.runtime.passes.constant_folding import MAX_CONSTANT_BYTES, fold_constants
 from flowgraph.runtime.passes.cse import eliminate_common_subexpressions
+from flowgraph.runtime.passes.dependency import optimize_dependencies
 from flowgraph.runtime.passes.fusion import fuse, global_jit
 from flowgraph.runtime.passes.memory import optimize_memory
 
@@ -52,6 +55,11 @@ def arithmetic_enabled(config: ConfigProto, nodes: list[Node]) -> bool:
     return rw.arithmetic_optimization != RewriterConfig.OFF and _meta_optimizer_runs(config, nodes)
 
 
+def dependency_enabled(config: ConfigProto, nodes: list[Node]) -> bool:
+    rw = config.graph_options.rewrite_options
+    return rw.dependency_optimization != RewriterConfig.OFF and _meta_optimizer_runs(config, nodes)
+
+
 def separate_memory(config: ConfigProto):
     """Whether a device has a memory of its own (memory.py swaps out of it): every device not of
     type CPU, and those `experimental.separate_memory_devices` declares."""
@@ -80,6 +88,8 @@ def optimize(
         nodes = simplify_arithmetic(nodes, keep, feed_shapes)
     if cse_enabled(config):
         nodes = eliminate_common_subexpressions(nodes, keep)
+    if dependency_enabled(config, nodes):
+        nodes = optimize_dependencies(nodes, keep)
     if _meta_optimizer_runs(config, nodes):
         nodes = optimize_memory(nodes, config, keep, feed_shapes, separate_memory(config))
     # last: compiled fusion (§10) sees the graph the other passes left
