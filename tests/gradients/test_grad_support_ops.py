@@ -25,6 +25,20 @@ def test_broadcast_gradient_args(dtype):
         )
 
 
+@pytest.mark.parametrize(
+    "s0, s1, r0, r1",
+    [([1, 1], [1, 1], [0, 1], [0, 1]), ([], [2, 3], [0, 1], []), ([5, 1], [5, 7], [1], [])],
+)
+def test_broadcast_gradient_args_ones_and_ranks(s0, s1, r0, r1):
+    """Both sides sum over an axis of size 1 in both; a missing leading axis counts as 1."""
+    a, b = np.array(s0, np.int32), np.array(s1, np.int32)
+    check_op(
+        lambda x, y: list(build("BroadcastGradientArgs", x, y)),
+        [a, b],
+        lambda x, y: [np.array(r0, np.int32), np.array(r1, np.int32)],
+    )
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.complex64])
 def test_unsorted_segment_sum(dtype):
     data = (np.arange(6).reshape(3, 2) + 1).astype(dtype)

@@ -199,6 +199,25 @@ def test_reshape_static_shapes_and_errors():
     assert_close(run_with(tf.reshape(x, [-1]), {x: np.ones((2, 4, 3))}), np.ones(24, np.float32))
 
 
+def test_reshape_run_time_edge_cases():
+    """The kernel's NumPy fast path and TF's rules agree: an empty tensor with -1 beside a 0,
+    a scalar target, and TF's errors for two -1s, a negative size and a wrong count."""
+    x, shape = unknown(), tf.placeholder(tf.int32, [None])
+    out = tf.reshape(x, shape)
+    empty = np.zeros((0, 3), np.float32)
+    assert run_with(out, {x: empty, shape: [-1, 0]}).shape == (0, 0)
+    assert run_with(out, {x: empty, shape: [3, -1, 2]}).shape == (3, 0, 2)
+    assert run_with(out, {x: np.ones([1, 1], np.float32), shape: []}).shape == ()
+    for target, message in [
+        ([-1, -1], "multiple unknown"),
+        ([-2, 3], "must be non-negative"),
+        ([4, -1], "Cannot reshape a tensor with 6 elements"),
+        ([7], "Cannot reshape a tensor with 6 elements"),
+    ]:
+        with pytest.raises(errors.InvalidArgumentError, match=message):
+            run_with(out, {x: np.ones((2, 3), np.float32), shape: target})
+
+
 def test_transpose_details():
     x = unknown()
     t = tf.transpose(x)

@@ -206,6 +206,15 @@ def broadcast_to(ctx, x, shape):
 # -- reshaping --------------------------------------------------------------------------------
 @register_kernel("Reshape")
 def reshape(ctx, x, shape):
+    dims = shape.tolist() if np.ndim(shape) == 1 else None
+    if dims is not None and min(dims, default=0) >= -1:
+        # NumPy's reshape resolves one -1 as TF does (it would take any negative size for -1,
+        # hence the test); it refuses what TF refuses, and a -1 beside a 0 on an empty tensor,
+        # which the checks below resolve, with TF's messages for the rest.
+        try:
+            return np.reshape(x, dims)
+        except (ValueError, TypeError):
+            pass
     if np.ndim(shape) != 1:
         raise invalid(f"sizes input must be 1-D, not {shape_str(np.shape(shape))}")
     dims = checked(defs.reshape_dims, np.size(x), as_ints(shape))
