@@ -29,6 +29,7 @@ class RemoteMaster:
         )
         timeout_ms = config.operation_timeout_in_ms if config is not None else 0
         self._step_timeout = timeout_ms / 1000 if timeout_ms > 0 else grpc_service.STEP_TIMEOUT_S
+        self._callable_timeouts: dict[int, float] = {}  # a callable's run_options.timeout_in_ms
 
     def _call(self, name: str, proto, timeout: float = grpc_service.CONTROL_TIMEOUT_S):
         response = self._client.call(name, proto, timeout)
@@ -65,12 +66,19 @@ class RemoteMaster:
         return self._call("Reset", req.to_proto())
 
     def make_callable(self, req: m.MakeCallableRequest) -> m.MakeCallableResponse:
-        return self._call("MakeCallable", req.to_proto())
+        resp = self._call("MakeCallable", req.to_proto())
+        run_options = req.options.run_options if req.options is not None else None
+        if run_options is not None and run_options.timeout_in_ms > 0:
+            self._callable_timeouts[resp.handle] = run_options.timeout_in_ms / 1000
+        return resp
 
     def run_callable(self, req: m.RunCallableRequest) -> m.RunCallableResponse:
-        return self._call("RunCallable", req.to_proto(), self._step_timeout)
+        """A step's deadline: its callable's RunOptions, as RunStep's are its request's."""
+        timeout = self._callable_timeouts.get(req.handle, self._step_timeout)
+        return self._call("RunCallable", req.to_proto(), timeout)
 
     def release_callable(self, req: m.ReleaseCallableRequest) -> m.ReleaseCallableResponse:
+        self._callable_timeouts.pop(req.handle, None)
         return self._call("ReleaseCallable", req.to_proto())
 
     def close(self) -> None:

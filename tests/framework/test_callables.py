@@ -10,7 +10,8 @@ import pytest
 
 import flowgraph as tf
 from flowgraph.core.protos import CallableOptions, RunMetadata, RunOptions
-from flowgraph.distributed import master_session
+from flowgraph.distributed import grpc_service, master_session, messages
+from flowgraph.session import remote
 
 
 class _Spy:
@@ -142,3 +143,22 @@ def test_callables_of_a_closed_session():
         f(2.0)
     del f
     gc.collect()  # releasing after close asks nothing of the master
+
+
+def test_a_remote_callable_s_deadline_is_its_run_options(monkeypatch):
+    master = remote.RemoteMaster("grpc://127.0.0.1:1")  # a lazy channel: nothing is dialled
+    deadlines = []
+
+    def call(name, proto, timeout=grpc_service.CONTROL_TIMEOUT_S):
+        deadlines.append((name, timeout))
+        return messages.MakeCallableResponse(handle=7) if name == "MakeCallable" else None
+
+    monkeypatch.setattr(master, "_call", call)
+    options = messages.CallableOptions(fetch=["y:0"], run_options=RunOptions(timeout_in_ms=2500))
+    master.make_callable(messages.MakeCallableRequest("s", options))
+    master.run_callable(messages.RunCallableRequest("s", 7, []))
+    master.release_callable(messages.ReleaseCallableRequest("s", 7))
+    master.run_callable(messages.RunCallableRequest("s", 7, []))
+    master.close()
+    assert deadlines[1] == ("RunCallable", 2.5)
+    assert deadlines[3] == ("RunCallable", grpc_service.STEP_TIMEOUT_S)  # the session's
