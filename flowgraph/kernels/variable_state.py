@@ -4,6 +4,7 @@ the instances between steps."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 
 import numpy as np
@@ -80,6 +81,16 @@ class VariableState:
 
     def __repr__(self):
         return f"<VariableState {self.name} initialized={self.value is not None}>"
+
+
+@contextlib.contextmanager
+def locked(states):
+    """Holds the lock of each of `states` (each once) in one fixed order, so that two kernels
+    that lock overlapping sets cannot deadlock (TF's MaybeLockVariableInputMutexesInOrder)."""
+    with contextlib.ExitStack() as stack:
+        for state in sorted({id(s): s for s in states}.values(), key=id):
+            stack.enter_context(state.lock)
+        yield
 
 
 def _numpy_dtype(dtype, value):

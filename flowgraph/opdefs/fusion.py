@@ -17,7 +17,7 @@ register_op(
         "_FusedElementwise",
         inputs=["args: Tin"],
         outputs=["outputs: Tout"],
-        attrs=["Tin: list(type) >= 1", "Tout: list(type) >= 1", "body: string"],
+        attrs=["Tin: list(type) >= 1", "Tout: list(type) >= 0", "body: string"],
         shape_fn=unknown,
     )
 )

@@ -102,9 +102,26 @@ ELEMENTWISE = {
     "Cast": Row("{0}", _NB),
 }
 
+# The variable updates a cluster may end in (runtime/passes/fusion.py folds them): how each
+# combines the value with the variable's old one when the loop writes its buffer in place.
+ASSIGN_OPS = {"Assign": None, "AssignAdd": "+", "AssignSub": "-"}
+
+# The reductions a cluster may end in: how an element joins the accumulator `{0}`.
+REDUCTIONS = {
+    "Sum": "{0} + {1}",
+    "Mean": "{0} + {1}",
+    "Prod": "{0} * {1}",
+    "Max": _maximum(">"),
+    "Min": _maximum("<"),
+}
+_INDEX = frozenset(np.dtype(t) for t in (np.int32, np.int64))
+
 
 def fusable(op: str, input_dtypes, output_dtypes, attrs=None) -> bool:
     """Whether a node of `op` with these (NumPy) dtypes and attrs can be a member of a loop."""
+    if op in REDUCTIONS:
+        ins = [np.dtype(d) for d in input_dtypes]
+        return ins[0] in _N and ins[1] in _INDEX and np.dtype(output_dtypes[0]) == ins[0]
     row = ELEMENTWISE.get(op)
     if row is None or len(output_dtypes) != 1:
         return False
@@ -117,6 +134,27 @@ def fusable(op: str, input_dtypes, output_dtypes, attrs=None) -> bool:
     if op == "BiasAdd" and (attrs or {}).get("data_format", "NHWC") not in ("NHWC", b"NHWC"):
         return False
     return all(d in row.dtypes for d in ins) and out in _NB
+
+
+@dataclasses.dataclass(frozen=True)
+class Sink:
+    """Where one output of a loop goes (`generate`).
+
+    By default into its own parameter `o<k>`, element by element. `alias`: into input
+    parameter `a<alias>` instead (a variable's buffer that the loop also reads at the same
+    index: one parameter, so that LLVM sees no possible overlap). `combine` "+" / "-": stored
+    as `old + value` / `old - value` (AssignAdd/AssignSub in place). `reduce`: a row of
+    `REDUCTIONS`; the value is accumulated in dtype `acc` into `o<k>`, which has only the loop
+    dimensions `kept` (none: one accumulator, kept in a register)."""
+
+    alias: int | None = None
+    combine: str | None = None
+    reduce: str | None = None
+    kept: tuple = ()
+    acc: np.dtype | None = None
+
+
+PLAIN = Sink()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -145,22 +183,25 @@ def _constructor(dtype: np.dtype) -> str:
     return f"np.{np.dtype(dtype).name}" if dtype != np.bool_ else "np.bool_"
 
 
-def generate(num_args: int, members, args, used, outputs, scalar, ndim: int) -> str:
-    """The source of `fused(lo, hi, d1, ..., a<v> ..., o0, ...)`: one loop computing `outputs`.
+def generate(num_args: int, members, args, used, outputs, scalar, ndim: int, sinks=None) -> str:
+    """The source of `fused(lo, hi, d1, ..., a<v> ..., o<k> ...)`: one loop computing `outputs`.
 
     `args` are the input value ids it reads (its parameters, in order), `used` the indices of
     the members it computes (in order: the cone of its outputs). `scalar[v]` says value v has
     one element (read as `a[0]`, computed before the loop); the others are indexed by `ndim`
     loop indices (i0 over rows lo..hi, i1 .. over d1 ..). Scalar outputs are written as `o[0]`.
+    `sinks[k]` (a `Sink`) says where output k goes.
 
     The arrays are first sliced to rows lo..hi so that i0 counts from 0: numba then knows every
     index is non-negative, drops its negative-index wraparound and LLVM vectorizes the loop
-    (about 6x faster on a flat float32 loop than indexing from lo)."""
+    (about 6x faster on a flat float32 loop than indexing from lo). An accumulator that keeps
+    dimension 0 is sliced too; one that reduces it is shared by all rows (the caller runs such
+    a loop in one piece)."""
+    sinks = sinks or [PLAIN] * len(outputs)
     dims = [f"d{k}" for k in range(1, ndim)]
     params = ["lo", "hi", *dims] + [f"a{v}" for v in args]
-    params += [f"o{k}" for k in range(len(outputs))]
-    head = [f"def fused({', '.join(params)}):"]
-    body = []
+    params += [f"o{k}" for k, sink in enumerate(sinks) if sink.alias is None]
+    head, body, tail = [f"def fused({', '.join(params)}):"], [], []
     index = ", ".join(f"i{k}" for k in range(ndim))
 
     def name(v):
@@ -172,11 +213,31 @@ def generate(num_args: int, members, args, used, outputs, scalar, ndim: int) -> 
         m, v = members[j], num_args + j
         line = f"v{v} = {expression(m, [name(a) for a in m.args])}"
         (head if scalar[v] else body).append(line)
-    for k, v in enumerate(outputs):
-        (head if scalar[v] else body).append(f"o{k}[{'0' if scalar[v] else index}] = {name(v)}")
+    sliced = [f"a{v}" for v in args if not scalar[v]]
+    for k, (v, sink) in enumerate(zip(outputs, sinks)):
+        target = f"o{k}" if sink.alias is None else f"a{sink.alias}"
+        if sink.reduce is not None:
+            acc = _constructor(sink.acc)
+            if scalar[v] or sink.kept:
+                at = f"o{k}[{', '.join(f'i{d}' for d in sink.kept) if not scalar[v] else '0'}]"
+                if not scalar[v] and 0 in sink.kept:
+                    sliced.append(f"o{k}")
+            else:  # a whole reduction: one accumulator in a register
+                at = f"r{k}"
+                head.append(f"r{k} = o{k}[0]")
+                tail.append(f"o{k}[0] = r{k}")
+            step = REDUCTIONS[sink.reduce].format(at, f"{acc}({name(v)})")
+            (head if scalar[v] else body).append(f"{at} = {acc}({step})")
+            continue
+        at = f"{target}[{'0' if scalar[v] else index}]"
+        value = name(v)
+        if sink.combine is not None:
+            value = f"{_constructor(members[v - num_args].dtype)}({at} {sink.combine} {value})"
+        (head if scalar[v] else body).append(f"{at} = {value}")
+        if sink.alias is None and not scalar[v]:
+            sliced.append(f"o{k}")
     if body:  # the rows lo..hi of every loop-indexed array, so that i0 counts from 0
-        head += [f"a{v} = a{v}[lo:hi]" for v in args if not scalar[v]]
-        head += [f"o{k} = o{k}[lo:hi]" for k, v in enumerate(outputs) if not scalar[v]]
+        head += [f"{a} = {a}[lo:hi]" for a in sliced]
     lines = head[:1] + ["    " + s for s in head[1:]]
     if body:
         indent = "    "
@@ -185,7 +246,7 @@ def generate(num_args: int, members, args, used, outputs, scalar, ndim: int) -> 
             lines.append(f"{indent}for i{k} in range({extent}):")
             indent += "    "
         lines += [indent + s for s in body]
-    return "\n".join(lines + ["    return 0", ""])
+    return "\n".join(lines + ["    " + s for s in tail] + ["    return 0", ""])
 
 
 _lock = threading.Lock()

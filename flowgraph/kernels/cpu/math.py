@@ -337,9 +337,9 @@ def select_v2(ctx, cond, t, e):
 
 
 # -- reductions ---------------------------------------------------------------------------------
-def _reduction_axes(x, axes) -> tuple:
-    """The non-negative axes of `axes`, sorted; a repeated axis is an error, as in TF."""
-    rank = np.ndim(x)
+def reduction_axes(rank: int, axes) -> tuple:
+    """The non-negative axes of `axes` for a value of `rank`, sorted; a repeated axis is an
+    error, as in TF (also what a fused reduction checks: kernels/cpu/fused.py)."""
     if np.ndim(axes) > 1:
         raise errors.InvalidArgumentError(
             None, None, f"reduction_indices must be at most 1-D, got shape {np.shape(axes)}"
@@ -367,7 +367,7 @@ def _accumulator(dtype):
 def _reduce(fn):
     def kernel(ctx, x, axes):
         x = np.asarray(x)
-        return fn(x, _reduction_axes(x, axes), ctx.attrs["keep_dims"])
+        return fn(x, reduction_axes(x.ndim, axes), ctx.attrs["keep_dims"])
 
     return kernel
 
@@ -386,20 +386,28 @@ def _prod(x, axes, keep):
 
 def _mean(x, axes, keep):
     count = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
-    if x.dtype.kind not in "iu":
-        total = np.sum(x, axis=axes, keepdims=keep, dtype=_accumulator(x.dtype))
+    # TF sums integers in a wider type: uint8 [255, 255, 1] has mean 170, int32 [2**31-1] * 2
+    # keeps it
+    wide = _accumulator(x.dtype) if x.dtype.kind not in "iu" else np.int64
+    wide = np.uint64 if x.dtype == np.uint64 else wide
+    return mean_of_sum(np.sum(x, axis=axes, keepdims=keep, dtype=wide), count, x.dtype)
+
+
+def mean_of_sum(total, count: int, dtype):
+    """The mean of `count` values of `dtype` whose sum is `total` (accumulated in a wider type
+    for integers): an empty mean is NaN, or 0 for integers; integer means truncate toward zero,
+    as C++ division does ([-1, -2, -4] -> -2)."""
+    dtype = np.dtype(dtype)
+    if dtype.kind not in "iu":
         with np.errstate(invalid="ignore", divide="ignore"):  # empty -> NaN, as in TF, silently
-            return np.true_divide(total, count).astype(x.dtype, copy=False)
-    # TF sums in a wider type: uint8 [255, 255, 1] has mean 170, int32 [2**31-1] * 2 keeps it.
-    wide = np.uint64 if x.dtype == np.uint64 else np.int64
-    total = np.sum(x, axis=axes, keepdims=keep, dtype=wide)
+            return np.true_divide(total, count).astype(dtype, copy=False)
     if count == 0:
-        return np.zeros(np.shape(total), dtype=x.dtype)
-    # Integer mean truncates toward zero, as C++ division does ([-1, -2, -4] -> -2).
+        return np.zeros(np.shape(total), dtype=dtype)
+    wide = np.asarray(total).dtype.type
     quotient = np.floor_divide(total, wide(count))
     if wide is np.int64:
         quotient += (quotient * count != total) & (quotient < 0)
-    return np.asarray(quotient).astype(x.dtype)
+    return np.asarray(quotient).astype(dtype)
 
 
 def _extremum(fn, identity):

@@ -34,6 +34,7 @@ from scipy.linalg import blas
 
 from flowgraph.core import errors
 from flowgraph.kernels.base import register_kernel
+from flowgraph.kernels.variable_state import locked
 from flowgraph.opdefs.training import APPLY_OPS, SCALARS, SPARSE_APPLY_OPS, TYPES, input_names
 
 
@@ -251,9 +252,7 @@ def _locked(ctx, states):
     if not ctx.attrs.get("use_locking"):
         yield
         return
-    with contextlib.ExitStack() as stack:
-        for state in sorted({id(s): s for s in states}.values(), key=id):
-            stack.enter_context(state.lock)
+    with locked(states):
         yield
 
 

@@ -1,8 +1,10 @@
 """Compiled fusion (whitepaper §10; TensorFlow's XLA auto-clustering): maximal clusters of
-element-wise nodes become one `_FusedElementwise` node whose kernel is one compiled loop
-(kernels/cpu/fused.py).
+element-wise nodes, which may end in reductions of their values, become one `_FusedElementwise`
+node whose kernel is one compiled loop (kernels/cpu/fused.py).
 
-Which nodes: those whose op is a row of `fused_codegen.ELEMENTWISE` with dtypes it computes, on a
+Which nodes: those whose op is a row of `fused_codegen.ELEMENTWISE` with dtypes it computes, or
+a reduction of `fused_codegen.REDUCTIONS` over constant axes (it joins the cluster of the value
+it reduces, and no member reads its result: the loop accumulates it as the last thing), on a
 CPU device, reading no reference, and marked for compilation: every node under
 `OptimizerOptions.global_jit_level` ON_1/ON_2 (or `cpu_global_jit`), else only nodes with the
 `_XlaCompile` attr that `jit_scope()` sets. `_XlaCompile=False` keeps a node out; targets stay
@@ -12,6 +14,11 @@ device, in one `_XlaScope` and *dead under the same conditions*: each node's dea
 set of Switch outputs (and Merge and Exit nodes) its value depends on, so a cluster is never
 made dead by an input that the unfused member would not have read, and never spans frames
 (Enter and Exit are not element-wise).
+
+A cluster then takes in the updates of its values to variables (`_Graph.fold_assigns`): its
+kernel writes them into the variables' buffers in place. Such an update moves from its own node
+into the fused node, so the fused node waits for the update's control inputs (what must read
+the old value) and the update's control consumers wait for the fused node.
 
 A fused node runs when all its inputs have arrived, so a member the rest of the graph reads (an
 output, or a control input of another node) must not wait for a feed it does not itself need:
@@ -40,6 +47,7 @@ from flowgraph.runtime.nodes import Node, make_node
 _BACK_EDGE_OPS = frozenset({"NextIteration", "RefNextIteration"})
 _FRESH_DEADNESS_OPS = frozenset({"Merge", "RefMerge", "Exit", "RefExit"})
 _SWITCH_OPS = frozenset({"Switch", "RefSwitch"})
+_VARIABLE_OPS = frozenset({"VariableV2", "Variable"})
 _ON_1, _ON_2 = 1, 2
 
 
@@ -62,7 +70,7 @@ def fuse(nodes: list[Node], global_jit_on: bool, keep: frozenset) -> list[Node]:
     clusters = graph.clusters(candidate)
     if not clusters:
         return nodes
-    return _rewrite(nodes, clusters)
+    return _rewrite(nodes, graph.fold_assigns(clusters, keep))
 
 
 def _candidate(n: Node, global_jit_on: bool, keep: frozenset, by_name: dict) -> bool:
@@ -76,6 +84,10 @@ def _candidate(n: Node, global_jit_on: bool, keep: frozenset, by_name: dict) -> 
     types = n.input_types + n.output_types
     if any(t.is_ref_dtype for t in types) or not all(_numpy_type(t) for t in types):
         return False
+    if n.op in fused_codegen.REDUCTIONS:  # axes known when the plan is made: a constant
+        axes = by_name.get(n.inputs[1][0])
+        if axes is None or axes.op != "Const":
+            return False
     return fused_codegen.fusable(
         n.op,
         [_numpy_type(t) for t in n.input_types],
@@ -227,6 +239,8 @@ class _Graph:
 
         members: dict[int, list[int]] = {}
         outside: dict[int, set[int]] = {}  # cluster -> successors of its members outside it
+        reductions: dict[int, set[int]] = {}  # cluster -> its reductions
+        reads: dict[int, set[int]] = {}  # cluster -> the reductions its members read
 
         def reaches(src: int, dst: int, limit: int) -> bool:
             """A path src -> ... -> dst through nodes outside both (ranks up to `limit`)."""
@@ -249,7 +263,14 @@ class _Graph:
             if not candidate[v]:
                 continue
             members[v], outside[v] = [v], set(self.succ[v])
-            for src, _ in self.nodes[v].inputs:
+            inputs = self.nodes[v].inputs
+            reductions[v] = set()
+            if self.nodes[v].op in fused_codegen.REDUCTIONS:
+                inputs = inputs[:1]  # joins what it reduces, never what gives its axes
+                reductions[v].add(v)
+            reads[v] = {self.index[src] for src, _ in self.nodes[v].inputs}
+            reads[v] = {u for u in reads[v] if self.nodes[u].op in fused_codegen.REDUCTIONS}
+            for src, _ in inputs:
                 u = self.index[src]
                 if not candidate[u] or not self._joinable(u, v):
                     continue
@@ -257,14 +278,75 @@ class _Graph:
                 limit = self.rank[v]
                 if a == b or reaches(a, b, limit) or reaches(b, a, limit):
                     continue
+                if reductions[a] & reads[b] or reductions[b] & reads[a]:
+                    continue  # a cluster ends in its reductions: no member reads one
                 if len(members[a]) < len(members[b]):
                     a, b = b, a
                 parent[b] = a
                 members[a] += members.pop(b)
+                reductions[a] |= reductions.pop(b)
+                reads[a] |= reads.pop(b)
                 joined = outside[a] | outside.pop(b)
                 outside[a] = {w for w in joined if find(w) != a}
         clusters = [sorted(m, key=self.rank.__getitem__) for m in members.values() if len(m) > 1]
         return [part for c in clusters for part in self._split_by_feeds(c)]
+
+    def fold_assigns(self, clusters: list[list[int]], keep: frozenset) -> list[list[int]]:
+        """`clusters`, each with the variable updates it can do in place appended: an Assign,
+        AssignAdd or AssignSub of a member's value to a variable (a VariableV2 on the same
+        device) that nothing reads but by control edges, not a target, not marked
+        `_XlaCompile=False`, dead and fed as the cluster is, one per variable, and whose control
+        inputs do not depend on the cluster (the fused node waits for them instead)."""
+        read = {src for n in self.nodes for src, _ in n.inputs}
+        cluster_of = {i: c for c, idx in enumerate(clusters) for i in idx}
+        out = []
+        for c, idx in enumerate(clusters):
+            feeds = frozenset().union(*(self.feeds[i] for i in idx))
+            folded, variables = [], set()
+            for i in idx:
+                for j in self.succ[i]:
+                    node = self.nodes[j]
+                    if j in cluster_of or node.op not in fused_codegen.ASSIGN_OPS:
+                        continue
+                    var = self.index.get(node.inputs[0][0])
+                    if (
+                        var is None
+                        or var in variables
+                        or node.inputs[1][0] != self.nodes[i].name
+                        or self.nodes[i].op in fused_codegen.REDUCTIONS
+                        or node.name in keep
+                        or node.name in read
+                        or node.attrs.get("_XlaCompile") is False
+                        or self.nodes[var].op not in _VARIABLE_OPS
+                        or not node.device == self.nodes[var].device == self.nodes[i].device
+                        or self.deadness[j] != self.deadness[i]
+                        or self.feeds[j] != feeds
+                        or any(self._depends(self.index[d], c, cluster_of) for d in node.control)
+                    ):
+                        continue
+                    folded.append(j)
+                    variables.add(var)
+                    cluster_of[j] = c
+            out.append(sorted(idx + folded, key=self.rank.__getitem__) if folded else idx)
+        return out
+
+    def _depends(self, start: int, c: int, cluster_of: dict) -> bool:
+        """Whether node `start` depends on cluster `c` once every cluster is one node."""
+        members: dict[int, list[int]] = {}
+        for i, k in cluster_of.items():
+            members.setdefault(k, []).append(i)
+        seen, stack = set(), [start]
+        while stack:
+            w = stack.pop()
+            k = cluster_of.get(w)
+            if k == c:
+                return True
+            key = ("cluster", k) if k is not None else w
+            if key in seen:
+                continue
+            seen.add(key)
+            stack.extend(p for m in (members[k] if k is not None else [w]) for p in self.preds[m])
+        return False
 
     def _joinable(self, u: int, v: int) -> bool:
         a, b = self.nodes[u], self.nodes[v]
@@ -293,7 +375,9 @@ def _rewrite(nodes: list[Node], clusters: list[list[int]]) -> list[Node]:
         name = _unique(f"fused_cluster_{c}", names)
         fused_name.append(name)
         outs = [nodes[i].name for i in idx if nodes[i].name in consumed_outside]
-        for k, member in enumerate(outs or [nodes[idx[-1]].name]):
+        if not outs and not any(nodes[i].op in fused_codegen.ASSIGN_OPS for i in idx):
+            outs = [nodes[idx[-1]].name]  # an output to wait for (a control consumer's)
+        for k, member in enumerate(outs):
             output_of[member] = (name, k)
 
     def data(src, port):
@@ -337,7 +421,7 @@ def _fused_node(nodes, idx, name, output_of, data, control) -> Node:
             key = data(src, port)
             if key not in args:
                 args[key] = len(args)
-                arg_types.append(t.base_dtype)
+                arg_types.append(t if t.is_ref_dtype else t.base_dtype)  # a variable to update
             nd.input.append(f"_fused_arg_{args[key]}")
         member_defs.append(nd)
     for key, i in args.items():
