@@ -39,6 +39,7 @@ from flowgraph.kernels.variable_state import locked
 
 _MAX_SHAPE_PLANS = 64  # distinct input-shape tuples remembered per program
 _ONE_BY_ONE = "one by one"  # the plan of shapes the compiled loop does not cover
+_MERGE = {"Sum": np.sum, "Mean": np.sum, "Prod": np.prod, "Max": np.max, "Min": np.min}
 _programs: dict[bytes, Program] = {}
 _lock = threading.Lock()
 
@@ -48,7 +49,7 @@ class _Loop:
     has variants by where each output goes (`codegen.Sink`), compiled on first use."""
 
     __slots__ = ("args", "dims", "extent", "flat", "full", "inner", "make", "outputs", "plain")
-    __slots__ += ("reads", "serial", "variants")
+    __slots__ += ("reads", "shared", "variants")
 
     def __init__(self, make, flat: bool, full: tuple, args: list, outputs: list, sinks: tuple):
         self.make = make  # sinks -> source
@@ -63,8 +64,8 @@ class _Loop:
         self.reads = frozenset(a for a, _ in args)
         self.outputs = outputs  # indices into the plan's outputs
         self.plain = sinks  # each output's Sink, but for an in-place assign's
-        # an accumulator that all rows share: one piece, not sharded
-        self.serial = any(s.reduce is not None and 0 not in s.kept for s in sinks)
+        # reductions over rows: each block of rows accumulates its own, merged at the end
+        self.shared = [k for k, s in zip(outputs, sinks) if s.reduce and 0 not in s.kept]
 
     def variant(self, sinks: tuple):
         fn = self.variants.get(sinks)
@@ -128,6 +129,12 @@ class _Reduction:
 
     def start(self) -> np.ndarray:
         return np.full(self.acc_shape, self.identity, self.sink.acc)
+
+    def merge(self, accs: list) -> np.ndarray:
+        """One accumulator from those of blocks of rows (NaN wins Max and Min here too)."""
+        if len(accs) == 1:
+            return accs[0]
+        return _MERGE[self.op](np.stack(accs), axis=0)
 
     def finish(self, acc: np.ndarray) -> np.ndarray:
         if self.op == "Mean":
@@ -360,8 +367,8 @@ class Program:
                 if s.alias is None
             ]
             fn, dims = loop.variant(sinks), loop.dims
-            if loop.serial:
-                fn(0, loop.extent, *dims, *args, *views)
+            if loop.shared:
+                self._blocks(ctx, plan, loop, sinks, fn, args, views, outs)
                 continue
 
             def block(lo: int, hi: int, fn=fn, dims=dims, args=args, views=views) -> None:
@@ -371,6 +378,26 @@ class Program:
         for k, r in plan.reductions.items():
             outs[k] = r.finish(outs[k])
         return outs
+
+    @staticmethod
+    def _blocks(ctx, plan, loop, sinks, fn, args, views, outs) -> None:
+        """Runs `loop` sharded over rows, each block into its own accumulators of the
+        reductions over rows, merged in row order (the same blocks give the same result)."""
+        written = [k for k, s in zip(loop.outputs, sinks) if s.alias is None]
+        position = {k: i for i, k in enumerate(written)}  # of each output's view
+        parts = []
+
+        def block(lo: int, hi: int) -> None:
+            mine = list(views)
+            for k in loop.shared:
+                mine[position[k]] = plan.reductions[k].start()
+            fn(lo, hi, *loop.dims, *args, *mine)
+            parts.append((lo, [mine[position[k]] for k in loop.shared]))
+
+        parallel_for(ctx, loop.extent, ELEMENT_COST * loop.inner, block)
+        parts.sort(key=lambda part: part[0])
+        for j, k in enumerate(loop.shared):
+            outs[k] = plan.reductions[k].merge([accs[j] for _, accs in parts])
 
     def _run_assigning(self, ctx, plan, inputs):
         """Computes the sinks and stores each assign's value: straight into the variable's

@@ -115,6 +115,10 @@ REDUCTIONS = {
     "Min": _maximum("<"),
 }
 _INDEX = frozenset(np.dtype(t) for t in (np.int32, np.int64))
+# Accumulators of a whole reduction in a flat loop: independent chains, so that the additions
+# (or comparisons) overlap instead of waiting for each other (2-3x on 1M float32 elements);
+# no reassociation of anything else, as fastmath would allow.
+LANES = 8
 
 
 def fusable(op: str, input_dtypes, output_dtypes, attrs=None) -> bool:
@@ -145,7 +149,8 @@ class Sink:
     index: one parameter, so that LLVM sees no possible overlap). `combine` "+" / "-": stored
     as `old + value` / `old - value` (AssignAdd/AssignSub in place). `reduce`: a row of
     `REDUCTIONS`; the value is accumulated in dtype `acc` into `o<k>`, which has only the loop
-    dimensions `kept` (none: one accumulator, kept in a register)."""
+    dimensions `kept` (none: one accumulator, kept in registers) and starts at the reduction's
+    identity."""
 
     alias: int | None = None
     combine: str | None = None
@@ -195,13 +200,14 @@ def generate(num_args: int, members, args, used, outputs, scalar, ndim: int, sin
     The arrays are first sliced to rows lo..hi so that i0 counts from 0: numba then knows every
     index is non-negative, drops its negative-index wraparound and LLVM vectorizes the loop
     (about 6x faster on a flat float32 loop than indexing from lo). An accumulator that keeps
-    dimension 0 is sliced too; one that reduces it is shared by all rows (the caller runs such
-    a loop in one piece)."""
+    dimension 0 is sliced too; one that reduces it covers only rows lo..hi (the caller gives
+    each block its own and merges them)."""
     sinks = sinks or [PLAIN] * len(outputs)
     dims = [f"d{k}" for k in range(1, ndim)]
     params = ["lo", "hi", *dims] + [f"a{v}" for v in args]
     params += [f"o{k}" for k, sink in enumerate(sinks) if sink.alias is None]
     head, body, tail = [f"def fused({', '.join(params)}):"], [], []
+    lanes = False  # a whole reduction accumulated in LANES chains
     index = ", ".join(f"i{k}" for k in range(ndim))
 
     def name(v):
@@ -222,6 +228,10 @@ def generate(num_args: int, members, args, used, outputs, scalar, ndim: int, sin
                 at = f"o{k}[{', '.join(f'i{d}' for d in sink.kept) if not scalar[v] else '0'}]"
                 if not scalar[v] and 0 in sink.kept:
                     sliced.append(f"o{k}")
+            elif ndim == 1:  # a whole reduction of a flat loop: LANES accumulators
+                at, lanes = f"r{k}[u]", True
+                head.append(f"r{k} = np.full({LANES}, o{k}[0])")
+                tail.append(f"o{k}[0] = {_tree(REDUCTIONS[sink.reduce], k, 0, LANES)}")
             else:  # a whole reduction: one accumulator in a register
                 at = f"r{k}"
                 head.append(f"r{k} = o{k}[0]")
@@ -239,7 +249,13 @@ def generate(num_args: int, members, args, used, outputs, scalar, ndim: int, sin
     if body:  # the rows lo..hi of every loop-indexed array, so that i0 counts from 0
         head += [f"{a} = {a}[lo:hi]" for a in sliced]
     lines = head[:1] + ["    " + s for s in head[1:]]
-    if body:
+    if body and lanes:
+        # LANES independent chains: i0 = j + u, u unrolled, then the rows left in lane 0
+        lines += ["    n = hi - lo", f"    m = n - n % {LANES}"]
+        lines += [f"    for j in range(0, m, {LANES}):", f"        for u in range({LANES}):"]
+        lines += ["            i0 = j + u"] + ["            " + s for s in body]
+        lines += ["    u = 0", "    for i0 in range(m, n):"] + ["        " + s for s in body]
+    elif body:
         indent = "    "
         for k in range(ndim):
             extent = "hi - lo" if k == 0 else f"d{k}"
@@ -247,6 +263,14 @@ def generate(num_args: int, members, args, used, outputs, scalar, ndim: int, sin
             indent += "    "
         lines += [indent + s for s in body]
     return "\n".join(lines + ["    " + s for s in tail] + ["    return 0", ""])
+
+
+def _tree(template: str, k: int, lo: int, hi: int) -> str:
+    """Lanes lo..hi of accumulator r<k> combined pairwise."""
+    if hi - lo == 1:
+        return f"r{k}[{lo}]"
+    mid = (lo + hi) // 2
+    return template.format(_tree(template, k, lo, mid), _tree(template, k, mid, hi))
 
 
 _lock = threading.Lock()
