@@ -8,6 +8,10 @@ F1   Adam's update of a 1M-element float32 variable written with basic ops (m, v
      variable each assigned the element-wise formula of its new value) inside `jit_scope()`;
      the gradient is a variable too, so that no feed is timed. F1u is the same graph without
      the scope: F1/F1u is what fusion saves (target at most 0.5, printed below the table).
+     flowgraph writes the three new values straight into the variables' buffers.
+F2   A loss that ends in a reduction: mean((a - b)^2) of two 1M-element float32 variables in
+     `jit_scope()`, one loop with no temporaries; F2u without the scope (F2/F2u printed below
+     the table, at most 1: a fused reduction must not be slower than NumPy's).
 """
 
 from __future__ import annotations
@@ -42,6 +46,26 @@ def _adam_case(tf, jit: bool):
     return timed_runs(initialized_session(tf, g), update)
 
 
+def _mse_case(tf, jit: bool):
+    g = tf.Graph()
+    rng = np.random.RandomState(0)
+    with g.as_default():
+        a = tf.Variable(rng.randn(F1_SIZE).astype(np.float32), name="a")
+        b = tf.Variable(rng.randn(F1_SIZE).astype(np.float32), name="b")
+        scope = tf.xla.experimental.jit_scope() if jit else contextlib.nullcontext()
+        with scope:
+            loss = tf.reduce_mean(tf.square(a - b))
+    return timed_runs(initialized_session(tf, g), loss)
+
+
+def build_f2(tf):
+    return _mse_case(tf, jit=True)
+
+
+def build_f2u(tf):
+    return _mse_case(tf, jit=False)
+
+
 def build_f1(tf):
     return _adam_case(tf, jit=True)
 
@@ -56,4 +80,6 @@ FUSION_WORKLOADS = [
     ),
     Workload("F1", "Adam update 1M, jit_scope", "ms/step", 1, Target(ratio=1.0), build_f1, 15, 2),
     Workload("F1u", "Adam update 1M, unfused", "ms/step", 1, Target(ratio=1.0), build_f1u, 15, 2),
+    Workload("F2", "mean sq. diff 1M, jit_scope", "ms/step", 1, Target(ratio=1.0), build_f2, 25, 2),
+    Workload("F2u", "mean sq. diff 1M, unfused", "ms/step", 1, Target(ratio=1.0), build_f2u, 25, 2),
 ]

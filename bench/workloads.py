@@ -410,6 +410,7 @@ WORKLOADS += PASS_WORKLOADS + FUSION_WORKLOADS + PROGRAM_WORKLOADS + INPUT_WORKL
 # workload/reference, what the ratio says). W2j is flowgraph's fused W2 against TF's plain W2.
 SAME_PEER_RATIOS = [
     ("F1", "F1u", 0.5, "Adam update: fused / unfused"),
+    ("F2", "F2u", 1.0, "mean squared difference: fused / unfused"),
     ("I2", "I2f", 1.05, "CNN step: queue input / feed_dict"),
     ("I2d", "I2f", 1.05, "CNN step: tf.data input / feed_dict"),
 ]

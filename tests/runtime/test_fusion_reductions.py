@@ -115,6 +115,25 @@ def test_nan_wins_max_and_min_as_unfused():
     assert "Max" not in ops
 
 
+@pytest.mark.parametrize("op", ["Max", "Min", "Sum"])
+def test_whole_reductions_find_the_extreme_or_nan_in_any_lane(op):
+    """A whole reduction of a flat loop runs 8 accumulator lanes and combines them: the
+    extreme value (or a NaN) may sit in any lane, or in the rows left over."""
+    x = tf.placeholder(tf.float32, [19])
+    with tf.xla.experimental.jit_scope():
+        out = REDUCE[op](x * 2.0)
+    for special in (100.0, -100.0, np.nan):
+        for at in range(19):
+            feed = np.linspace(-1, 1, 19).astype(np.float32)
+            feed[at] = special
+            fused, unfused, ops = _run_both(out, {x: feed})
+            _same([fused], [unfused])
+            for o in tf.get_default_graph().get_operations():  # jit again for the next case
+                if "_XlaCompile" in o.node_def.attr:
+                    o._set_attr("_XlaCompile", True)
+    assert op not in ops
+
+
 def test_empty_and_one_element_reductions_match_unfused():
     x = tf.placeholder(tf.float32, [None, 3])
     with tf.xla.experimental.jit_scope():

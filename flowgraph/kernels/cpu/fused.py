@@ -1,6 +1,7 @@
 """The kernel of `_FusedElementwise` (whitepaper §10): one compiled loop for a cluster of
-element-wise nodes (the op: opdefs/fusion.py; the pass that forms clusters:
-runtime/passes/fusion.py; the loop's source: fused_codegen.py).
+element-wise nodes and the reductions and variable updates that end it (the op:
+opdefs/fusion.py; the pass that forms clusters: runtime/passes/fusion.py; the loop's source:
+fused_codegen.py).
 
 A body is decoded once into a `Program`, shared by every node with the same body. Per distinct
 tuple of input shapes the program infers every member's shape by the member's own rule and builds
@@ -10,7 +11,14 @@ stride 0). Shapes a member's rule rejects run the members' own kernels one by on
 unfused results and the unfused errors (for shapes that do not broadcast), named after the
 member that raised them.
 
-A cluster may end in variable updates (Assign, AssignAdd, AssignSub of a member's value; the
+A cluster may end in reductions (Sum, Mean, Prod, Max, Min of a member over constant axes).
+The loop over the reduced value accumulates them instead of storing it (`_Reduction`): no
+temporary of the value's size, one pass. Floats accumulate in float64 and integers in int64, so
+the result is within rounding of the unfused kernel's (NumPy's pairwise sum in the value's own
+type) and integer wraparound is the same. An empty reduction, or axes the kernel rejects, runs
+the members' kernels.
+
+A cluster may also end in variable updates (Assign, AssignAdd, AssignSub of a member's value; the
 pass folds them). Their values are written straight into the variables' buffers, which saves
 the output's allocation, the Assign's copy and its dispatch: the F1 Adam update writes each
 buffer once. In place only where that leaves exactly what the unfused kernel would (see

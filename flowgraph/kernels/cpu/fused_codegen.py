@@ -270,7 +270,7 @@ def _tree(template: str, k: int, lo: int, hi: int) -> str:
     if hi - lo == 1:
         return f"r{k}[{lo}]"
     mid = (lo + hi) // 2
-    return template.format(_tree(template, k, lo, mid), _tree(template, k, mid, hi))
+    return "(" + template.format(_tree(template, k, lo, mid), _tree(template, k, mid, hi)) + ")"
 
 
 _lock = threading.Lock()

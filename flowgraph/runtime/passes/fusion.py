@@ -9,11 +9,11 @@ CPU device, reading no reference, and marked for compilation: every node under
 `OptimizerOptions.global_jit_level` ON_1/ON_2 (or `cpu_global_jit`), else only nodes with the
 `_XlaCompile` attr that `jit_scope()` sets. `_XlaCompile=False` keeps a node out; targets stay
 out (the caller names them), and so do nodes reading a reference (a variable's buffer, read when
-the node runs, which an in-place update later in the step changes). Two nodes joined by a data edge share a cluster when they are on one
-device, in one `_XlaScope` and *dead under the same conditions*: each node's deadness key is the
-set of Switch outputs (and Merge and Exit nodes) its value depends on, so a cluster is never
-made dead by an input that the unfused member would not have read, and never spans frames
-(Enter and Exit are not element-wise).
+the node runs, which an in-place update later in the step changes). Two nodes joined by a data
+edge share a cluster when they are on one device, in one `_XlaScope` and *dead under the same
+conditions*: each node's deadness key is the set of Switch outputs (and Merge and Exit nodes)
+its value depends on, so a cluster is never made dead by an input that the unfused member would
+not have read, and never spans frames (Enter and Exit are not element-wise).
 
 A cluster then takes in the updates of its values to variables (`_Graph.fold_assigns`): its
 kernel writes them into the variables' buffers in place. Such an update moves from its own node
