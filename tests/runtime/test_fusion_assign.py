@@ -208,3 +208,21 @@ def test_fetched_or_targeted_assigns_stay_nodes():
         assert "Assign" in _ops(s, a)
         assert "Assign" in _ops(s, a.op)
         np.testing.assert_allclose(s.run(v), np.exp(2.0) * 2.0, rtol=1e-6)
+
+
+def test_an_update_and_a_reduction_of_one_value_share_a_loop():
+    """v's new value is written in place and summed by the same loop, which is sharded over
+    rows with a partial sum per block (the update's buffer is no view of those blocks)."""
+    n = 100_000
+
+    def build():
+        v = tf.Variable(np.linspace(-1, 1, n).astype(np.float32))
+        total = tf.Variable(0.0)
+        with tf.xla.experimental.jit_scope():
+            v_t = v * 0.5 + 1.0
+            s = tf.reduce_sum(v_t)
+        return tf.group(tf.assign(v, v_t), tf.assign(total, s)), [v, total]
+
+    (fused, ops), (unfused, _) = _both(build)
+    _same(fused, unfused)
+    assert ops.count("_FusedElementwise") == 1 and "Assign" in ops  # total's: a reduction's
