@@ -211,8 +211,7 @@ def test_fetched_or_targeted_assigns_stay_nodes():
 
 
 def test_an_update_and_a_reduction_of_one_value_share_a_loop():
-    """v's new value is written in place and summed by the same loop, which is sharded over
-    rows with a partial sum per block (the update's buffer is no view of those blocks)."""
+    """v's new value is written in place and summed by the same loop."""
     n = 100_000
 
     def build():

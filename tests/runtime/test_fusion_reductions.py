@@ -82,7 +82,8 @@ def test_a_reduction_of_a_broadcast_expression_and_its_input_share_one_loop():
 
 
 def test_large_reductions_keeping_or_reducing_the_row_dimension():
-    """Rows kept: the loop is sharded over rows; rows reduced: it runs in one piece."""
+    """Rows kept: an accumulator per row; rows reduced: one accumulator (in lanes when the
+    loop is flat) or one per column."""
     x = tf.placeholder(tf.float32, [512, 300])
     with tf.xla.experimental.jit_scope():
         y = x * x + 1.0

@@ -11,6 +11,11 @@ stride 0). Shapes a member's rule rejects run the members' own kernels one by on
 unfused results and the unfused errors (for shapes that do not broadcast), named after the
 member that raised them.
 
+A loop runs in one piece on the thread that runs the node (numba releases the GIL). Measured on
+the 2-core machine, sharding these memory-bound loops over the device pool was no faster with
+the machine to itself (F1 0.51 vs 0.42 ms) and 3-5x slower with a core busy (bench F1 3.4 vs
+1.15 ms, F2 4.3 vs 0.8 ms): a shard whose thread is preempted holds up the whole step.
+
 A cluster may end in reductions (Sum, Mean, Prod, Max, Min of a member over constant axes).
 The loop over the reduced value accumulates them instead of storing it (`_Reduction`): no
 temporary of the value's size, one pass. Floats accumulate in float64 and integers in int64, so
@@ -42,12 +47,10 @@ from flowgraph.core.protos import GraphDef
 from flowgraph.kernels.base import KernelContext, bind, find_kernel, register_kernel
 from flowgraph.kernels.cpu import fused_codegen as codegen
 from flowgraph.kernels.cpu.math import mean_of_sum, reduction_axes
-from flowgraph.kernels.sharding import ELEMENT_COST, parallel_for
 from flowgraph.kernels.variable_state import locked
 
 _MAX_SHAPE_PLANS = 64  # distinct input-shape tuples remembered per program
 _ONE_BY_ONE = "one by one"  # the plan of shapes the compiled loop does not cover
-_MERGE = {"Sum": np.sum, "Mean": np.sum, "Prod": np.prod, "Max": np.max, "Min": np.min}
 _programs: dict[bytes, Program] = {}
 _lock = threading.Lock()
 
@@ -56,8 +59,8 @@ class _Loop:
     """One compiled loop of a plan: the outputs of one shape, and what to hand it. Its source
     has variants by where each output goes (`codegen.Sink`), compiled on first use."""
 
-    __slots__ = ("args", "dims", "extent", "flat", "full", "inner", "make", "outputs", "plain")
-    __slots__ += ("reads", "shared", "variants")
+    __slots__ = ("args", "dims", "extent", "flat", "full", "make", "outputs", "plain", "reads")
+    __slots__ += ("variants",)
 
     def __init__(self, make, flat: bool, full: tuple, args: list, outputs: list, sinks: tuple):
         self.make = make  # sinks -> source
@@ -65,15 +68,11 @@ class _Loop:
         self.flat = flat  # one flat index over every full-size value
         self.full = full  # the loop's shape
         self.dims = () if flat else tuple(full[1:])
-        size = math.prod(full)
-        self.extent = size if flat else (full[0] if full else 1)  # what i0 runs over
-        self.inner = max(1, size // max(self.extent, 1))  # elements per i0
+        self.extent = math.prod(full) if flat else (full[0] if full else 1)  # what i0 runs over
         self.args = args  # (input index, one element) per parameter
         self.reads = frozenset(a for a, _ in args)
         self.outputs = outputs  # indices into the plan's outputs
         self.plain = sinks  # each output's Sink, but for an in-place assign's
-        # reductions over rows: each block of rows accumulates its own, merged at the end
-        self.shared = [k for k, s in zip(outputs, sinks) if s.reduce and 0 not in s.kept]
 
     def variant(self, sinks: tuple):
         fn = self.variants.get(sinks)
@@ -137,12 +136,6 @@ class _Reduction:
 
     def start(self) -> np.ndarray:
         return np.full(self.acc_shape, self.identity, self.sink.acc)
-
-    def merge(self, accs: list) -> np.ndarray:
-        """One accumulator from those of blocks of rows (NaN wins Max and Min here too)."""
-        if len(accs) == 1:
-            return accs[0]
-        return _MERGE[self.op](np.stack(accs), axis=0)
 
     def finish(self, acc: np.ndarray) -> np.ndarray:
         if self.op == "Mean":
@@ -374,38 +367,10 @@ class Program:
                 for k, s in zip(loop.outputs, sinks)
                 if s.alias is None
             ]
-            fn, dims = loop.variant(sinks), loop.dims
-            if loop.shared:
-                self._blocks(ctx, plan, loop, sinks, fn, args, views, outs)
-                continue
-
-            def block(lo: int, hi: int, fn=fn, dims=dims, args=args, views=views) -> None:
-                fn(lo, hi, *dims, *args, *views)
-
-            parallel_for(ctx, loop.extent, ELEMENT_COST * loop.inner, block)
+            loop.variant(sinks)(0, loop.extent, *loop.dims, *args, *views)
         for k, r in plan.reductions.items():
             outs[k] = r.finish(outs[k])
         return outs
-
-    @staticmethod
-    def _blocks(ctx, plan, loop, sinks, fn, args, views, outs) -> None:
-        """Runs `loop` sharded over rows, each block into its own accumulators of the
-        reductions over rows, merged in row order (the same blocks give the same result)."""
-        written = [k for k, s in zip(loop.outputs, sinks) if s.alias is None]
-        position = {k: i for i, k in enumerate(written)}  # of each output's view
-        parts = []
-
-        def block(lo: int, hi: int) -> None:
-            mine = list(views)
-            for k in loop.shared:
-                mine[position[k]] = plan.reductions[k].start()
-            fn(lo, hi, *loop.dims, *args, *mine)
-            parts.append((lo, [mine[position[k]] for k in loop.shared]))
-
-        parallel_for(ctx, loop.extent, ELEMENT_COST * loop.inner, block)
-        parts.sort(key=lambda part: part[0])
-        for j, k in enumerate(loop.shared):
-            outs[k] = plan.reductions[k].merge([accs[j] for _, accs in parts])
 
     def _run_assigning(self, ctx, plan, inputs):
         """Computes the sinks and stores each assign's value: straight into the variable's
@@ -491,7 +456,7 @@ def program(body) -> Program:
     return p
 
 
-@register_kernel("_FusedElementwise", intra_op=True)
+@register_kernel("_FusedElementwise", expensive=True)
 def fused_elementwise(ctx, *inputs):
     prog = ctx.state
     if prog is None:

@@ -200,8 +200,7 @@ def generate(num_args: int, members, args, used, outputs, scalar, ndim: int, sin
     The arrays are first sliced to rows lo..hi so that i0 counts from 0: numba then knows every
     index is non-negative, drops its negative-index wraparound and LLVM vectorizes the loop
     (about 6x faster on a flat float32 loop than indexing from lo). An accumulator that keeps
-    dimension 0 is sliced too; one that reduces it covers only rows lo..hi (the caller gives
-    each block its own and merges them)."""
+    dimension 0 is sliced too; one that reduces it takes rows lo..hi."""
     sinks = sinks or [PLAIN] * len(outputs)
     dims = [f"d{k}" for k in range(1, ndim)]
     params = ["lo", "hi", *dims] + [f"a{v}" for v in args]
