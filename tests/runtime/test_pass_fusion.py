@@ -383,3 +383,18 @@ def test_gradients_of_ops_in_a_jit_scope_are_marked_and_fused():
     assert "TanhGrad" not in ops and "_FusedElementwise" in ops
     np.testing.assert_allclose(vy, 6 * (1 - np.tanh(2 * xs) ** 2), rtol=1e-5)
     np.testing.assert_allclose(vz, 2 * np.exp(xs), rtol=1e-6)
+
+
+def test_large_transcendental_clusters_run_the_numpy_kernels():
+    """numba's tanh costs ~40x NumPy's per element: on 1M elements the fused node runs its
+    members' own kernels (the unfused results, bit for bit); on 12 it runs its loop."""
+    x = tf.placeholder(tf.float32, [None])
+    y = tf.tanh(x * 2.0 + 1.0) * 3.0
+    big = np.linspace(-3, 3, 1_000_000).astype(np.float32)
+    small = big[::100_000].copy()
+    with _session(True) as s:
+        fused_big, fused_small = s.run(y, {x: big}), s.run(y, {x: small})
+    with _session(False) as s:
+        unfused_big, unfused_small = s.run(y, {x: big}), s.run(y, {x: small})
+    np.testing.assert_array_equal(fused_big, unfused_big)
+    _same([fused_small], [unfused_small])

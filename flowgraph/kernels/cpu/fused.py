@@ -9,7 +9,8 @@ one loop per output shape over the members those outputs need: flat when every f
 has the loop's shape, strided otherwise (one index per dimension, size-1 dimensions read at
 stride 0). Shapes a member's rule rejects run the members' own kernels one by one instead: the
 unfused results and the unfused errors (for shapes that do not broadcast), named after the
-member that raised them.
+member that raised them. So do shapes large enough that the members' NumPy kernels are faster
+(`Program._pays`: numba's tanh is ~16 ns an element, NumPy's ~0.4 ns).
 
 A loop runs in one piece on the thread that runs the node (numba releases the GIL). Measured on
 the 2-core machine, sharding these memory-bound loops over the device pool was no faster with
@@ -51,6 +52,13 @@ from flowgraph.kernels.variable_state import locked
 
 _MAX_SHAPE_PLANS = 64  # distinct input-shape tuples remembered per program
 _ONE_BY_ONE = "one by one"  # the plan of shapes the compiled loop does not cover
+# Nanoseconds per element (float32, 1M elements, this 2-core machine): a member in a compiled
+# loop (arithmetic vectorizes; transcendentals are one libm call each), a member's own NumPy
+# kernel (a pass over memory and a temporary), and the executor's dispatch of one node.
+_LOOP_NS = {None: 0.1, "Exp": 2.3, "Expm1": 3.0, "Sigmoid": 2.5, "Log": 10.0, "Log1p": 10.0}
+_LOOP_NS.update({"Tanh": 16.0, "Sin": 7.0, "Cos": 7.0, "Pow": 20.0})
+_KERNEL_NS = 1.0
+_DISPATCH_NS = 2000.0
 _programs: dict[bytes, Program] = {}
 _lock = threading.Lock()
 
@@ -290,6 +298,8 @@ class Program:
                 return _ONE_BY_ONE
             value_shapes.append(shape)
             scalar.append(all(scalar[a] for a in m.args))
+        if not self._pays(value_shapes):
+            return _ONE_BY_ONE
         groups: dict = {}  # loop shape (None: one element) -> sink indices
         for k, v in enumerate(self.sinks):
             v = self.members[v - self.num_args].args[0] if v in reduce else v
@@ -298,6 +308,17 @@ class Program:
         outputs = [(value_shapes[v], self._dtype(v), scalar[v]) for v in self.sinks]
         reductions = {k: reduce[v] for k, v in enumerate(self.sinks) if v in reduce}
         return _Plan(loops, outputs, reductions)
+
+    def _pays(self, value_shapes) -> bool:
+        """Whether the loop is expected to beat the members' own kernels on these shapes: it
+        saves a pass over memory and a dispatch per member, but numba computes tanh, log, sin
+        ... one element at a time where NumPy's kernels use SIMD (`_LOOP_NS`)."""
+        loop = unfused = 0.0
+        for j, m in enumerate(self.members):
+            size = math.prod(value_shapes[m.args[0] if j in self.reductions else self.num_args + j])
+            loop += size * _LOOP_NS.get(m.op, _LOOP_NS[None])
+            unfused += size * _KERNEL_NS + _DISPATCH_NS
+        return loop <= unfused
 
     def _loop_of(self, ks: list, shape, shapes, scalar, reduce: dict) -> _Loop:
         """The loop computing sinks `ks` (all of `shape`, or for a reduction the shape of the
