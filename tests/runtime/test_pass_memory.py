@@ -132,6 +132,18 @@ def test_heuristics_leave_unmarked_activations_alone_when_recomputing_saves_noth
     feed = {x: np.ones((8, 16), np.float32)}
     _, nodes, _ = _run(g, grads, feed, _config(R.HEURISTICS), init)
     assert not any(n.startswith("Recomputed/") for n in nodes)
+    # x * w is read by the backward pass only through a Shape (the gradient of `+ x * b`)
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder(tf.float32, [None, 16])
+        w = tf.Variable(tf.ones([16]))
+        b = tf.Variable(tf.zeros([16]))
+        loss = tf.reduce_sum(tf.sigmoid(x * w + x * b))
+        grads = tf.gradients(loss, [w, b])
+        init = tf.global_variables_initializer()
+    feed = {x: np.ones((8, 16), np.float32)}
+    _, nodes, _ = _run(g, grads, feed, _config(R.HEURISTICS), init)
+    assert not any(n.startswith("Recomputed/") for n in nodes)
     # marked nodes are only recomputed when the level says so
     g, fetches, feed, init = _activation_graph(marked=True)
     for level in (R.NO_MEM_OPT, R.SCHEDULING_HEURISTICS, R.SWAPPING_HEURISTICS):

@@ -21,6 +21,7 @@ from flowgraph.runtime.nodes import Node
 from flowgraph.runtime.passes import rules
 
 DEFAULT_SCOPE = "gradients/"  # TensorFlow's default memory_optimizer_target_node_name_scope
+_SHAPE_ONLY = frozenset({"Shape", "ShapeN", "Size", "Rank"})
 
 
 class Backward:
@@ -40,8 +41,15 @@ class Backward:
         """Whether `name` is a backward node (Grappler's test: in the scope at any depth)."""
         return name.startswith(self.scope) or ("/" + self.scope) in name
 
-    def read_by_target(self, name: str) -> bool:
-        return any(self.is_target(r.name) for r in self.readers.get(name, ()))
+    def uses(self, reader: Node) -> bool:
+        """Whether `reader` is a backward node that needs a tensor's value, not only its shape:
+        a gradient's Shape of a forward tensor (to undo broadcasting) runs as soon as that
+        tensor exists, so it neither keeps it alive nor should wait for a copy."""
+        return self.is_target(reader.name) and reader.op not in _SHAPE_ONLY
+
+    def used_later(self, name: str) -> bool:
+        """Whether the backward pass needs node `name`'s value."""
+        return any(self.uses(r) for r in self.readers.get(name, ()))
 
     def trigger(self, target: Node, exclude: set) -> tuple:
         """Control inputs that hold a copy back until `target` is about to run: the producers

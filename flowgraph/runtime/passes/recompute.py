@@ -9,7 +9,8 @@ Which nodes are recomputed:
   backward pass reads, directly or through other marked nodes. Their copies read each other, so
   a marked block is recomputed from its unmarked inputs as a whole, as the user asked.
 * cheap ones (RECOMPUTATION_HEURISTICS, HEURISTICS): element-wise ops in CHEAP (Grappler's
-  list) whose output the backward pass reads and whose every input stays in memory anyway
+  list) whose value the backward pass reads (a Shape of it does not count: Backward.uses) and
+  whose every input stays in memory anyway
   (a constant or variable, or read by the backward pass itself and not recomputed). Then the
   copy frees a buffer and keeps none alive that was not already: e.g. `tanh(c)` of an LSTM
   cell, whose `c` the gradient of the next step's `c * f` reads. A `relu(x @ w + b)` of an
@@ -60,7 +61,7 @@ def _marked(bw: Backward, keep: frozenset) -> set:
     for n in reversed(bw.order):
         if RECOMPUTE_HINT not in n.attrs or not _candidate(n, bw, keep):
             continue
-        if any(bw.is_target(r.name) or r.name in chosen for r in bw.readers.get(n.name, ())):
+        if any(bw.uses(r) or r.name in chosen for r in bw.readers.get(n.name, ())):
             chosen.add(n.name)
     return chosen
 
@@ -73,12 +74,12 @@ def _cheap(bw: Backward, keep: frozenset, marked: set) -> set:
         n = bw.by_name[src]
         if src in marked or n.op in _PERSISTENT or not rules.is_pure(n, bw.by_name):
             return True  # a marked node's copy, a constant, or a read of a variable's buffer
-        return src not in chosen and bw.read_by_target(src)
+        return src not in chosen and bw.used_later(src)
 
     for n in bw.order:
         if n.op not in CHEAP or n.name in marked or not _candidate(n, bw, keep):
             continue
-        if bw.read_by_target(n.name) and all(stays(s) for s, _ in n.inputs):
+        if bw.used_later(n.name) and all(stays(s) for s, _ in n.inputs):
             chosen.add(n.name)
     return chosen
 
@@ -91,7 +92,7 @@ def _rewrite(nodes: list[Node], bw: Backward, chosen: set) -> list[Node]:
         if n.name in chosen:
             readers = bw.readers.get(n.name, ())
             first[n.name] = min(
-                [bw.index[r.name] for r in readers if bw.is_target(r.name)]
+                [bw.index[r.name] for r in readers if bw.uses(r)]
                 + [first[r.name] for r in readers if r.name in chosen]
             )
     copies = set(copy_name.values())
@@ -109,7 +110,7 @@ def _rewrite(nodes: list[Node], bw: Backward, chosen: set) -> list[Node]:
             before.setdefault(target.name, []).append(copy)
     out = []
     for n in nodes:
-        if bw.is_target(n.name) and any(s in chosen for s, _ in n.inputs):
+        if bw.uses(n) and any(s in chosen for s, _ in n.inputs):
             n = n.replace(inputs=tuple((copy_name.get(s, s), p) for s, p in n.inputs))
         out.append(n)
     return place_before(out, before)

@@ -95,7 +95,7 @@ def _long_lived(nodes: list[Node], bw: Backward, devices: set, feed_shapes: dict
         if not _swappable(bw, n.name, devices):
             continue
         readers = bw.readers.get(n.name, ())
-        late = [r for r in readers if bw.is_target(r.name) and r.device == n.device]
+        late = [r for r in readers if bw.uses(r) and r.device == n.device]
         if not late:
             continue
         last_use = max([bw.index[n.name]] + [bw.index[r.name] for r in readers if r not in late])
@@ -136,7 +136,7 @@ def _rewrite(nodes: list[Node], bw: Backward, chosen: set) -> list[Node]:
         readers = [
             r
             for r in bw.readers[src]
-            if bw.is_target(r.name) and r.device == n.device and (src, port) in r.inputs
+            if bw.uses(r) and r.device == n.device and (src, port) in r.inputs
         ]
         if not readers:
             continue
@@ -153,7 +153,7 @@ def _rewrite(nodes: list[Node], bw: Backward, chosen: set) -> list[Node]:
         swapped_in[(src, port)] = (in_name, 0)
     rewired = []
     for n in nodes:
-        if bw.is_target(n.name):
+        if bw.uses(n):
             inputs = tuple(
                 swapped_in[t] if t in swapped_in and bw.by_name[t[0]].device == n.device else t
                 for t in n.inputs
