@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-# The cost units (BLAS multiply-adds) of one element of a memory-bound NumPy pass: an element of
-# np.add or np.maximum over float32 takes 0.3-0.5 ns, a multiply-add of a GEMM about 0.03 ns
-# on one core, so an element-wise kernel shards from about 40,000 elements.
+# The cost units (single-threaded SGEMM multiply-adds, 0.02 ns each on the developers' cores) of
+# one element of a memory-bound pass: 0.1 ns in the compiled ReLU and BiasAdd loops, 0.3-0.5 ns
+# in np.add or np.maximum over float32; so an element-wise kernel shards from about 400,000
+# elements (runtime/threadpool.py's MIN_SHARD_COST).
 ELEMENT_COST = 10
 
 

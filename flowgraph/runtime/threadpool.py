@@ -14,6 +14,12 @@ never deadlock it. A helper that starts after all shards are claimed returns at 
 
 The queue is one FIFO shared by the workers (measured on 2 cores: work stealing would add
 per-task cost in Python for no gain at this scale).
+
+A kernel shards only over the workers that are idle when it starts: when the pool is already
+running independent kernels (inter-op parallelism, e.g. 8 matmul chains), splitting a kernel
+adds per-shard costs (BLAS re-packs the shared operand for each block, queueing, wake-ups) for
+no gain, since every core is taken. W3 (8 chains of 256x256 matmuls) took 10 ms more CPU per
+step sharded than the same matmuls whole.
 """
 
 from __future__ import annotations
@@ -23,9 +29,11 @@ import queue
 import threading
 from collections.abc import Callable
 
-# Work below this many "cost units" (about one multiply-add each) runs inline: a shard handed
-# to another thread costs ~10-20 us of queueing and wake-up (measured on 2 cores).
-MIN_SHARD_COST = 200_000
+# Work below this many "cost units" (about one multiply-add each) runs inline, and a shard has
+# at least this much: a shard handed to another thread costs ~10-20 us of queueing and
+# wake-up (measured on 2 cores), about 1M multiply-adds of single-threaded SGEMM; a shard of
+# 2M is ~40 us of BLAS work.
+MIN_SHARD_COST = 2_000_000
 # Shards per participating thread: more than one, so a thread slowed by a busy core takes
 # fewer of them (dynamic balancing), few enough that each stays an efficient library call.
 SHARDS_PER_THREAD = 2
@@ -49,6 +57,8 @@ class DevicePool:
         self._threads: list[threading.Thread] = []  # guarded by _lock
         self._lock = threading.Lock()
         self._closed = False
+        self._running = 0  # tasks submitted and not finished; guarded by _count_lock
+        self._count_lock = threading.Lock()
 
     def _start(self) -> None:
         with self._lock:
@@ -66,19 +76,29 @@ class DevicePool:
             if task is None:
                 return
             fn, args = task
-            fn(*args)
+            try:
+                fn(*args)
+            finally:
+                with self._count_lock:
+                    self._running -= 1
 
     def submit(self, fn: Callable, *args) -> None:
         """Runs fn(*args) on a worker (inter-op). fn must not raise: it reports its own outcome."""
         if not self._threads:
             self._start()
+        with self._count_lock:
+            self._running += 1
         self._tasks.put((fn, args))
+
+    def idle_workers(self) -> int:
+        """Workers with no task submitted for them (a hint: it may change at once)."""
+        return max(0, self.num_threads - self._running)
 
     def parallel_for(self, n: int, cost_per_unit: float, fn: Callable[[int, int], None]) -> None:
         """Calls fn(lo, hi) over contiguous blocks covering range(n), in parallel when the work
         (n * cost_per_unit) is large enough; returns when all are done, raising the first error.
         """
-        shards = self.num_shards(n, cost_per_unit)
+        shards = self.num_shards(n, cost_per_unit, 1 + self.idle_workers())
         if shards <= 1:
             fn(0, n)
             return
@@ -103,7 +123,7 @@ class DevicePool:
                     if not left[0]:
                         done.set()
 
-        helpers = min(self.intra_op_threads, self.num_threads + 1, shards) - 1
+        helpers = min(self.intra_op_threads - 1, self.idle_workers(), shards - 1)
         for _ in range(helpers):
             self.submit(run_shards)
         run_shards()
@@ -111,9 +131,12 @@ class DevicePool:
         if failures:
             raise failures[0]
 
-    def num_shards(self, n: int, cost_per_unit: float) -> int:
-        """How many blocks `parallel_for` cuts range(n) into: 1 below MIN_SHARD_COST."""
+    def num_shards(self, n: int, cost_per_unit: float, available: int | None = None) -> int:
+        """How many blocks `parallel_for` cuts range(n) into when `available` threads (the
+        caller included; default: every worker) can take them: 1 below MIN_SHARD_COST."""
         threads = min(self.intra_op_threads, self.num_threads + 1)
+        if available is not None:
+            threads = min(threads, available)
         if threads <= 1 or n <= 1 or n * cost_per_unit < 2 * MIN_SHARD_COST:
             return 1
         by_cost = int(n * cost_per_unit // MIN_SHARD_COST)
