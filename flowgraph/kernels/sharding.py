@@ -8,10 +8,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+# Work below this many "cost units" (about one multiply-add each) runs inline, and a shard has
+# at least this much: a shard handed to another thread costs ~10-20 us of queueing and
+# wake-up (measured on 2 cores), about 1M multiply-adds of single-threaded SGEMM; a shard of
+# 2M is ~40 us of BLAS work.
+MIN_SHARD_COST = 2_000_000
 # The cost units (single-threaded SGEMM multiply-adds, 0.02 ns each on the developers' cores) of
 # one element of a memory-bound pass: 0.1 ns in the compiled ReLU and BiasAdd loops, 0.3-0.5 ns
 # in np.add or np.maximum over float32; so an element-wise kernel shards from about 400,000
-# elements (runtime/threadpool.py's MIN_SHARD_COST).
+# elements (2 * MIN_SHARD_COST).
 ELEMENT_COST = 10
 
 

@@ -29,11 +29,8 @@ import queue
 import threading
 from collections.abc import Callable
 
-# Work below this many "cost units" (about one multiply-add each) runs inline, and a shard has
-# at least this much: a shard handed to another thread costs ~10-20 us of queueing and
-# wake-up (measured on 2 cores), about 1M multiply-adds of single-threaded SGEMM; a shard of
-# 2M is ~40 us of BLAS work.
-MIN_SHARD_COST = 2_000_000
+from flowgraph.kernels.sharding import MIN_SHARD_COST
+
 # Shards per participating thread: more than one, so a thread slowed by a busy core takes
 # fewer of them (dynamic balancing), few enough that each stays an efficient library call.
 SHARDS_PER_THREAD = 2

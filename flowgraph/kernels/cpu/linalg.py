@@ -12,8 +12,7 @@ import scipy.linalg
 
 from flowgraph.core import dtypes, errors
 from flowgraph.kernels.base import register_kernel
-from flowgraph.kernels.sharding import parallel_for
-from flowgraph.runtime.threadpool import MIN_SHARD_COST
+from flowgraph.kernels.sharding import MIN_SHARD_COST, parallel_for
 
 
 def _shape_str(shape) -> str:
