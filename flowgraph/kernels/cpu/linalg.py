@@ -56,7 +56,7 @@ def sharded_matmul(ctx, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     if m * k * n < 2 * MIN_SHARD_COST:  # below the pool's inline threshold: skip the bookkeeping
         return np.matmul(a, b)
     out = np.empty((m, n), np.result_type(a, b))
-    if m > n:
+    if m >= n:
 
         def rows(lo: int, hi: int) -> None:
             np.matmul(a[lo:hi], b, out=out[lo:hi])

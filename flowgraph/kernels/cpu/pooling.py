@@ -64,7 +64,7 @@ def max_pool(ctx, x):
     n, h, w, c = xn.shape
     win = _geometry(ctx, xn.shape)
     out = np.empty((n, win.oh, win.ow, c), x.dtype)
-    taps = [t for t in (win.valid_tap(i, j, h, w) for i, j in win.taps()) if t is not None]
+    taps = [(o, i) for _, _, o, i in W.valid_taps(win, h, w)]
     # Without padding tap (0, 0) reads a cell of every window: it starts the maxima.
     covers = win.pads == ((0, 0), (0, 0))
 
