@@ -253,7 +253,7 @@ class Worker:
         with self._lock:
             state = self._partial.get(req.step_id)
             if state is None:
-                step = Step(req.step_id, self.rendezvous_mgr.find(req.step_id))
+                step = Step(req.step_id, self.rendezvous_mgr.find(req.step_id), feeds_sent=False)
                 state = self._partial[req.step_id] = _PartialStep(step, call_opts)
                 start = True
             else:

@@ -26,7 +26,7 @@ import time
 
 import numpy as np
 
-from flowgraph.core import errors
+from flowgraph.core import errors, ieee
 from flowgraph.core.cancellation import CancellationManager
 from flowgraph.core.dead_value import DEAD
 from flowgraph.runtime.frames import FrameState, IterationState
@@ -37,6 +37,7 @@ from flowgraph.runtime.plan import (
     FORWARD,
     MERGE,
     NEXT,
+    NOT_BUILT,
     RECV,
     SEND,
     TRIGGER,
@@ -44,6 +45,7 @@ from flowgraph.runtime.plan import (
     NodeItem,
 )
 from flowgraph.runtime.resources import StepContainer
+from flowgraph.runtime.schedule import Schedule
 
 _CONTAINER_LOCK = threading.Lock()
 
@@ -60,6 +62,7 @@ class Step:
         "_container",
         "cancellation",
         "deadline",
+        "feeds_sent",
         "rendezvous",
         "resources",
         "stats",
@@ -69,13 +72,18 @@ class Step:
     frame_id = 0
     iter_id = 0
 
-    def __init__(self, step_id, rendezvous, stats=None, timeout_ms: int = 0, container=None):
+    def __init__(
+        self, step_id, rendezvous, stats=None, timeout_ms: int = 0, container=None, feeds_sent=True
+    ):
         self.step_id = step_id
         self.rendezvous = rendezvous
         self.resources = {}  # a function call's arguments and results (kernels/functional.py)
         self.stats = stats
         self.cancellation = CancellationManager()  # Session.close, the deadline, a failure
         self.deadline = time.monotonic() + timeout_ms / 1000 if timeout_ms > 0 else None
+        # Every client feed is in the rendezvous before the step starts (False for a partial
+        # run, fed later): a fixed schedule (schedule.py) may then receive them in its order.
+        self.feeds_sent = feeds_sent
         # The per-step resources (TensorArrays, stacks), made on first use; a function call
         # shares its caller's (TF's step_container), so a handle made outside resolves inside.
         self._container = container
@@ -178,14 +186,38 @@ def node_error(item: NodeItem, device_name: str, e: BaseException) -> BaseExcept
 def execute(plan: ExecutorPlan, step: Step) -> None:
     """Runs one step of `plan` to completion; raises the first kernel failure.
 
-    Floating-point exceptions follow IEEE (log(0) is -inf, 0/0 is nan) without NumPy warnings,
-    as in TensorFlow; CheckNumerics is the op that turns them into errors."""
-    with np.errstate(all="ignore"):
-        _Execution(plan, step).run()
+    An untraced step of a plan that has a fixed schedule runs it (schedule.py); every other
+    step runs the dispatch loop. Floating-point exceptions follow IEEE (log(0) is -inf, 0/0 is
+    nan) without NumPy warnings, as in TensorFlow; CheckNumerics is the op that turns them
+    into errors."""
+    schedule = plan.schedule
+    if schedule is NOT_BUILT:
+        schedule = plan.schedule = Schedule.build(plan)
+    token = ieee.ignore()
+    try:
+        if (
+            schedule is not None
+            and step.stats is None
+            and step.feeds_sent
+            and (not schedule.expensive or plan.device.thread_pool is None)
+        ):
+            schedule.run(plan, step, _fail_step)
+        else:
+            _Execution(plan, step).run()
+    finally:
+        ieee.restore(token)
 
 
 def _cancelled_by_error():
     return errors.CancelledError(None, None, "Step was cancelled by an error in another node")
+
+
+def _fail_step(plan: ExecutorPlan, step: Step, nid: int, e: BaseException) -> BaseException:
+    """A kernel of node `nid` failed: the step is cancelled (an async kernel in flight must not
+    keep it waiting) and the node's error is returned, to be raised."""
+    error = node_error(plan.items[nid], plan.device.name, e)
+    step.cancel(_cancelled_by_error())
+    return error
 
 
 _ROOT_FRAME = FrameState("", None, 0, 1, 0)  # the root frame of every step without loops
@@ -264,12 +296,25 @@ class _Execution:
                     if self.completions is None:
                         self.completions = queue.SimpleQueue()
                     if item.kind == ASYNC:
-                        self.inflight += 1
-                        args.insert(1, self._continuation(st, nid, ins))
+                        done = _Continuation(self, st, nid, ins)
+                        args.insert(1, done)
                         try:
                             item.compute(*args)
                         except BaseException as exc:  # noqa: BLE001 (the step's error, even Ctrl-C)
-                            self.completions.put((st, nid, None, exc, 0.0, 0.0, 0, ins))
+                            done.result = (None, exc)
+                        done.thread = 0  # from now on, a call of done() is a completion
+                        if done.result is None:
+                            self.inflight += 1
+                            continue
+                        out, exc = done.result  # it finished within its call (a value was there)
+                        if exc is not None:
+                            self._fail(item, exc)
+                            break
+                        self._done(st, nid, _as_list(item, out), False)
+                        if stats is not None:
+                            if mem is not None:
+                                _release(mem, ins)
+                            stats.record(device, item, done.t0, perf(), out, threading.get_ident())
                         continue
                     if pool is not None and (ready or self.inflight):
                         self.inflight += 1
@@ -349,28 +394,20 @@ class _Execution:
 
     def _fail(self, item, e):
         if self.error is None:
-            self.error = node_error(item, self.plan.device.name, e)
-            # now: an async kernel in flight (a dequeue) must not keep the step waiting for it
-            self.step.cancel(_cancelled_by_error())
+            self.error = _fail_step(self.plan, self.step, item.id, e)
 
     def _pooled(self, st, nid, args, ins):
         t0 = time.perf_counter()
+        token = ieee.ignore()
         try:
-            with np.errstate(all="ignore"):
-                out = self.items[nid].compute(*args)
+            out = self.items[nid].compute(*args)
         except BaseException as e:  # noqa: BLE001 (handed to the scheduling thread)
             self.completions.put((st, nid, None, e, 0.0, 0.0, 0, ins))
             return
+        finally:
+            ieee.restore(token)
         t1 = time.perf_counter()
         self.completions.put((st, nid, out, None, t0, t1, threading.get_ident(), ins))
-
-    def _continuation(self, st, nid, ins):
-        t0 = time.perf_counter()
-
-        def done(out=None, error=None):
-            self.completions.put((st, nid, out, error, t0, time.perf_counter(), 0, ins))
-
-        return done
 
     # -- propagation (TF's PropagateOutputs + NodeDone) ------------------------------------
     def _done(self, st, nid, outputs, is_dead):
@@ -522,6 +559,30 @@ class _Execution:
             del parent.children[(frame.name, parent_iter)]
             state.outstanding_frames -= 1
             self._cleanup(parent, parent_iter)
+
+
+class _Continuation:
+    """An async kernel's `done(out=None, error=None)`. Called within the kernel's own call on
+    the scheduling thread (a Recv whose value was there, a dequeue from a non-empty queue), it
+    leaves the result for the loop to use at once; called later, or from another thread, it
+    queues a completion. Only the scheduling thread reads and clears `thread`, so a call from
+    another thread always queues."""
+
+    __slots__ = ("execution", "ins", "nid", "result", "st", "t0", "thread")
+
+    def __init__(self, execution, st, nid, ins):
+        self.execution, self.st, self.nid, self.ins = execution, st, nid, ins
+        self.thread = threading.get_ident()  # the scheduling thread, while the kernel is called
+        self.result = None
+        self.t0 = time.perf_counter()
+
+    def __call__(self, out=None, error=None):
+        if self.thread and threading.get_ident() == self.thread:
+            self.thread = 0
+            self.result = (out, error)
+            return
+        completion = (self.st, self.nid, out, error, self.t0, time.perf_counter(), 0, self.ins)
+        self.execution.completions.put(completion)
 
 
 def _as_list(item, out) -> list:

@@ -16,6 +16,7 @@ from flowgraph.kernels.base import KernelContext, bind, find_kernel
 from flowgraph.runtime.nodes import Node
 
 INLINE, EXPENSIVE, ASYNC = 0, 1, 2
+NOT_BUILT = object()  # a plan's schedule before its first step (the executor builds it)
 CONTROL_FLOW_OPS = frozenset(
     {
         "Switch",
@@ -165,6 +166,7 @@ class ExecutorPlan:
         ]
         self.shift = max(n, 1).bit_length()  # ready entries: iteration key << shift | node id
         self.mask = (1 << self.shift) - 1
+        self.schedule = NOT_BUILT  # the fixed schedule of untraced steps (schedule.py), or None
         # What the executor's loop reads, in one tuple (one attribute load per step).
         self.tables = (
             self.items,

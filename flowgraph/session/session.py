@@ -19,7 +19,7 @@ import threading
 
 import numpy as np
 
-from flowgraph.core import dtypes, errors
+from flowgraph.core import dtypes, errors, ieee
 from flowgraph.core.protos import CallableOptions, ConfigProto, GraphDef
 from flowgraph.distributed import local, messages
 from flowgraph.framework import default_graph, nest, sparse_tensor
@@ -282,16 +282,19 @@ class BaseSession:
         TF."""
         if not feed_dict:
             return (), ()
+        graph = self._graph
+        if type(feed_dict) is dict:  # the common case: a dict keyed by this graph's Tensors
+            names, values = [], []
+            for key, value in feed_dict.items():
+                if type(key) is not Tensor or key.graph is not graph or not graph.is_feedable(key):
+                    break
+                names.append(key.name)
+                values.append(_feed_array(key, value))
+            else:
+                return names, values
         feeds = {}
         for key, value in _expand_sparse_feeds(_flatten_feeds(feed_dict)):
-            t = _feed_tensor(self._graph, key)
-            if isinstance(value, (Tensor, Operation)):
-                raise TypeError(
-                    "The value of a feed cannot be a tf.Tensor object. Acceptable feed values "
-                    "include "
-                    "Python scalars, strings, lists, numpy ndarrays, or TensorHandles. (feed for "
-                    f"{t.name})"
-                )
+            t = _feed_tensor(graph, key)
             feeds.pop(t.name, None)  # the last value wins, and its place in the order
             feeds[t.name] = _feed_array(t, value)
         return tuple(feeds), tuple(feeds.values())
@@ -445,10 +448,15 @@ def _feed_array(t: Tensor, value):
     """`value` as an array of `t`'s dtype, with TF's errors: TypeError for a value NumPy cannot
     convert (an object, a dict) or a Python int the dtype cannot hold, InvalidArgumentError (a
     ValueError) for a malformed one. Casts are silent (NaN into an int), as TF's are."""
+    if isinstance(value, (Tensor, Operation)):
+        raise TypeError(
+            "The value of a feed cannot be a tf.Tensor object. Acceptable feed values include "
+            f"Python scalars, strings, lists, numpy ndarrays, or TensorHandles. (feed for {t.name})"
+        )
     dtype = t.dtype.base_dtype
+    token = ieee.ignore()
     try:
-        with np.errstate(all="ignore"):
-            arr = _as_feed_dtype(value, dtype)
+        arr = _as_feed_dtype(value, dtype)
     except (TypeError, OverflowError) as e:
         hint = (
             " Try a larger type for the feed tensor (e.g. int64)."
@@ -465,6 +473,8 @@ def _feed_array(t: Tensor, value):
             None,
             f"Cannot feed value {_short(value)} for Tensor '{t.name}' of dtype {dtype.name}: {e}",
         ) from None
+    finally:
+        ieee.restore(token)
     python_int = isinstance(value, int) and not isinstance(value, bool)
     if python_int and arr.dtype.kind in "iuf" and arr.item() != value:
         raise TypeError(
@@ -472,7 +482,10 @@ def _feed_array(t: Tensor, value):
             f"Tensor type {dtype.name} (feed for Tensor '{t.name}'). Try explicitly setting "
             f"the type of the feed tensor to a larger type (e.g. int64)."
         )
-    if not t.shape.is_compatible_with(arr.shape):
+    dims = t.shape.as_tuple()
+    if dims is not None and (
+        len(dims) != arr.ndim or any(d is not None and d != n for d, n in zip(dims, arr.shape))
+    ):
         raise errors.InvalidArgumentError(
             None,
             None,
