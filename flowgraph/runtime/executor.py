@@ -221,6 +221,8 @@ def _fail_step(plan: ExecutorPlan, step: Step, nid: int, e: BaseException) -> Ba
 
 
 _ROOT_FRAME = FrameState("", None, 0, 1, 0)  # the root frame of every step without loops
+_PASSING = frozenset({FORWARD, ENTER, EXIT, NEXT})  # nodes whose output is their input
+_GONE = object()  # a kernel's outputs that come later (async, pooled) or never (it failed)
 
 
 class _Execution:
@@ -281,51 +283,29 @@ class _Execution:
                 args = st.inputs[base:end]
                 if end != base:
                     st.inputs[base:end] = clear[nid]
-                if kind or st.dead[nid]:
-                    if self._route(st, nid, item, kind, args):
-                        continue
-                    if kind == SEND and st.dead[nid]:
-                        args = [DEAD]  # a dead _Send still runs, to pass the deadness on
                 ins = args if mem is not None else None
-                if item.step_arg:
-                    context = st.context
-                    if context is None:
-                        context = st.context = StepContext(step, st.frame.id, st.iter)
-                    args.insert(0, context)
-                if item.kind:
-                    if self.completions is None:
-                        self.completions = queue.SimpleQueue()
-                    if item.kind == ASYNC:
-                        done = _Continuation(self, st, nid, ins)
-                        args.insert(1, done)
+                t0 = perf() if stats is not None else 0.0
+                if not kind and not st.dead[nid]:
+                    if item.kind or item.step_arg:
+                        out = self._call(st, nid, item, args, ins, pool)
+                    else:
                         try:
-                            item.compute(*args)
-                        except BaseException as exc:  # noqa: BLE001 (the step's error, even Ctrl-C)
-                            done.result = (None, exc)
-                        done.thread = 0  # from now on, a call of done() is a completion
-                        if done.result is None:
-                            self.inflight += 1
-                            continue
-                        out, exc = done.result  # it finished within its call (a value was there)
-                        if exc is not None:
+                            out = item.compute(*args)
+                        except BaseException as exc:  # noqa: BLE001 (fails the step, raised there)
                             self._fail(item, exc)
                             break
-                        self._done(st, nid, _as_list(item, out), False)
-                        if stats is not None:
-                            if mem is not None:
-                                _release(mem, ins)
-                            stats.record(device, item, done.t0, perf(), out, threading.get_ident())
-                        continue
-                    if pool is not None and (ready or self.inflight):
-                        self.inflight += 1
-                        pool.submit(self._pooled, st, nid, args, ins)
-                        continue
-                t0 = perf() if stats is not None else 0.0
-                try:
-                    out = item.compute(*args)
-                except BaseException as exc:  # noqa: BLE001 (fails the step, re-raised there)
-                    self._fail(item, exc)
-                    break
+                elif kind in _PASSING and not st.dead[nid]:
+                    out = args[0]  # Identity, Enter, Exit, NextIteration: no kernel call
+                elif kind == MERGE and (out := _merge(args))[0] is not DEAD:
+                    pass  # a live Merge's outputs go on as a kernel's do
+                elif self._route(st, nid, item, kind, args):
+                    continue
+                else:  # a live Switch, _Send or _Recv, a dead _Send (it passes the deadness on)
+                    out = self._call(st, nid, item, [DEAD] if st.dead[nid] else args, ins, pool)
+                if out is _GONE:
+                    if self.error is not None:
+                        break
+                    continue
                 if simple[nid] and mem is None:  # _done's common case, inlined
                     pending, slots, key = st.pending, st.inputs, st.key
                     one = item.num_outputs == 1
@@ -366,6 +346,43 @@ class _Execution:
             step.cancel(_cancelled_by_error())
             raise self.error
 
+    def _call(self, st, nid, item, args, ins, pool):
+        """Runs a kernel that takes the step, is async or may go to the pool: its outputs, or
+        _GONE when they will arrive as a completion or the kernel failed (self.error)."""
+        if item.step_arg:
+            context = st.context
+            if context is None:
+                context = st.context = StepContext(self.step, st.frame.id, st.iter)
+            args.insert(0, context)
+        if item.kind:
+            if self.completions is None:
+                self.completions = queue.SimpleQueue()
+            if item.kind == ASYNC:
+                done = _Continuation(self, st, nid, ins)
+                args.insert(1, done)
+                try:
+                    item.compute(*args)
+                except BaseException as exc:  # noqa: BLE001 (the step's error, even Ctrl-C)
+                    done.result = (None, exc)
+                done.thread = 0  # from now on, a call of done() is a completion
+                if done.result is None:
+                    self.inflight += 1
+                    return _GONE
+                out, exc = done.result  # it finished within its call (a value was there)
+                if exc is not None:
+                    self._fail(item, exc)
+                    return _GONE
+                return out
+            if pool is not None and (self.ready or self.inflight):
+                self.inflight += 1
+                pool.submit(self._pooled, st, nid, args, ins)
+                return _GONE
+        try:
+            return item.compute(*args)
+        except BaseException as exc:  # noqa: BLE001 (fails the step, re-raised there)
+            self._fail(item, exc)
+            return _GONE
+
     def _route(self, st, nid, item, kind, args) -> bool:
         """Handles a dead node or a control-flow primitive without a kernel call; False means
         the node still runs its kernel (a live Switch or kernel, a _Send or a _Recv)."""
@@ -376,9 +393,6 @@ class _Execution:
         elif st.dead[nid] and kind != SEND and kind != RECV and kind != TRIGGER:
             self._done(st, nid, [DEAD] * item.num_outputs, True)
             out = DEAD  # a dead node does not run: no stats
-        elif kind == ENTER or kind == EXIT or kind == NEXT or kind == FORWARD:
-            out = args[0]
-            self._done(st, nid, [out], False)
         elif kind == TRIGGER:
             out = None
             self._done(st, nid, [], False)

@@ -158,10 +158,12 @@ class ExecutorPlan:
                 self.kind[item.id] = FORWARD  # plain forwarders skip the kernel call
         self.roots = [i.id for i in self.items if self.pending[i.id] == 0]
         self.frame_roots = [i for i in range(n) if self.frame_pending[i] == 0]
-        # A node is `simple` when the loop may propagate its outputs inline: an ordinary
-        # kernel none of whose consumers is a Merge (which fires on its first live input).
+        # A node is `simple` when the loop may propagate its live outputs inline: an ordinary
+        # kernel, a forwarder or a Merge, none of whose consumers is a Merge (which fires on
+        # its first live input).
         self.simple = [
-            self.kind[i] == NORMAL and all(self.kind[d] != MERGE for d, _, _ in self.out_edges[i])
+            self.kind[i] in (NORMAL, FORWARD, MERGE)
+            and all(self.kind[d] != MERGE for d, _, _ in self.out_edges[i])
             for i in range(n)
         ]
         self.shift = max(n, 1).bit_length()  # ready entries: iteration key << shift | node id
