@@ -46,7 +46,7 @@ def _check_4d(*arrays):
             )
 
 
-# Cost units (single-threaded SGEMM multiply-adds, runtime/threadpool.py) of one tap of one
+# Cost units (single-threaded SGEMM multiply-adds, kernels/sharding.py) of one tap of one
 # output value: measured on LeNet's first pooling layer, MaxPool 16, the gradient's loop 38.
 _TAP_COST, _TAP_COST_BACKWARD = 16, 38
 
