@@ -61,9 +61,6 @@ def serve_sender(grpc_port: int, floor_port: int, raw_port: int, steps: int) -> 
     server = grpc_server.GrpcServer(task_services.server_def(cluster, "sender", 0))
     for step in range(1, steps + 1):
         server.services.worker.rendezvous_mgr.find(step).send(D1_KEY, value)
-    # listening before the receiver can know the task serves (it connects right after)
-    listener = socket.create_server(("127.0.0.1", raw_port))
-    server.start()
     raw = value.view(np.uint8)
     chunks = [raw[i : i + CHUNK_BYTES].tobytes() for i in range(0, D1_BYTES, CHUNK_BYTES)]
     floor = grpc.server(futures.ThreadPoolExecutor(4))
@@ -71,7 +68,8 @@ def serve_sender(grpc_port: int, floor_port: int, raw_port: int, steps: int) -> 
     floor.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("Floor", {"S": handler}),))
     floor.add_insecure_port(f"127.0.0.1:{floor_port}")
     floor.start()
-    with listener:
+    with socket.create_server(("127.0.0.1", raw_port)) as listener:
+        server.start()  # last: the receiver takes a serving worker as "all three are ready"
         conn, _ = listener.accept()
         with conn:
             while conn.recv(1):  # the receiver is ready for the next copy
