@@ -8,6 +8,7 @@ import pytest
 
 import flowgraph as tf
 from flowgraph.framework.apply_op import apply_op
+from flowgraph.kernels.cpu import linalg
 from flowgraph.runtime.threadpool import MIN_SHARD_COST, DevicePool
 
 BIG = float(MIN_SHARD_COST)  # cost per unit: every unit is worth a shard
@@ -111,7 +112,8 @@ def _run(build, *feeds, threads=2):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.complex64])
 @pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)])
 @pytest.mark.parametrize("m,k,n", [(300, 200, 150), (40, 300, 500)])  # blocks of rows, columns
-def test_sharded_matmul_matches_numpy(dtype, ta, tb, m, k, n):
+def test_sharded_matmul_matches_numpy(dtype, ta, tb, m, k, n, monkeypatch):
+    monkeypatch.setattr(linalg, "MIN_BLAS_SHARD_MACS", 0)  # shard these small products too
     rng = np.random.RandomState(0)
     a = (rng.rand(m, k) * 4).astype(dtype)
     b = (rng.rand(k, n) * 4).astype(dtype)
@@ -119,6 +121,20 @@ def test_sharded_matmul_matches_numpy(dtype, ta, tb, m, k, n):
     got = _run(lambda x, y: tf.matmul(x, y, transpose_a=ta, transpose_b=tb), a_in, b_in)
     np.testing.assert_allclose(got, a @ b, rtol=1e-5)
     assert got.dtype == dtype
+
+
+def test_small_blas_products_run_whole(monkeypatch):
+    """A float product under MIN_BLAS_SHARD_MACS (W6b's 256^3) is one BLAS call on the calling
+    thread; an integer one of the same size (no BLAS) is still sharded."""
+    calls = []
+    monkeypatch.setattr(linalg, "parallel_for", lambda *args: calls.append(args) or args[3](0, 1))
+    rng = np.random.RandomState(3)
+    a, b = rng.rand(256, 256).astype(np.float32), rng.rand(256, 256).astype(np.float32)
+    np.testing.assert_allclose(_run(tf.matmul, a, b), a @ b, rtol=1e-5)
+    assert not calls
+    ai, bi = (a * 4).astype(np.int32), (b * 4).astype(np.int32)
+    _run(tf.matmul, ai, bi)
+    assert len(calls) == 1
 
 
 @pytest.mark.parametrize("threads", [1, 2, 3])

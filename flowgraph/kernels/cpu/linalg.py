@@ -44,6 +44,16 @@ def matmul(ctx, a, b):
     return sharded_matmul(ctx, a, b)
 
 
+# A BLAS product (float, complex) of fewer multiply-adds runs whole on the calling thread: about
+# 1 ms of one core. Its blocks would each be a fraction of a millisecond, and a block whose
+# thread the OS deschedules (another process on the core, as on any shared machine) holds up
+# the whole product for a time slice of several ms. W6b's 256^3 products on 2 cores (load 2.4):
+# 49 ms sharded against 43 ms whole, and 80 against 74 ms with a busy core. NumPy's integer
+# products do not use BLAS and cost ~10x more per multiply-add: they shard from the pool's
+# own threshold.
+MIN_BLAS_SHARD_MACS = 50_000_000
+
+
 def sharded_matmul(ctx, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """a @ b in blocks on the device's pool, one BLAS call per block writing its part of the
     result in place. BLAS packs the operand a block shares again for every block, so the split
@@ -53,9 +63,11 @@ def sharded_matmul(ctx, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     4.4 ms, whole 4.3 ms; LeNet's fc1 (64x3136 @ 3136x1024) 8.9, 5.3 and 5.2 ms."""
     m, k = a.shape
     n = b.shape[1]
-    if m * k * n < 2 * MIN_SHARD_COST:  # below the pool's inline threshold: skip the bookkeeping
+    dtype = np.result_type(a, b)
+    # below the threshold, skip the pool's bookkeeping
+    if m * k * n < (MIN_BLAS_SHARD_MACS if dtype.kind in "fc" else 2 * MIN_SHARD_COST):
         return np.matmul(a, b)
-    out = np.empty((m, n), np.result_type(a, b))
+    out = np.empty((m, n), dtype)
     if m >= n:
 
         def rows(lo: int, hi: int) -> None:
