@@ -104,10 +104,13 @@ class Schedule:
             elif outs:
                 out = _MULTI
                 self.multi[nid] = tuple(outs)
-            else:
-                out = top  # a scratch slot, rewritten by every kernel without outputs
-                kill += (top,)
-                top += 1
+            else:  # a kernel without outputs returns None into a free slot, cleared at once
+                if free:
+                    out = free.pop()
+                else:
+                    out, top = top, top + 1
+                kill += (out,)
+                free.append(out)
             entries.append((nid, item.compute, _getter(args), out, kill))
         return entries, top
 
