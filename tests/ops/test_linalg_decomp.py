@@ -288,8 +288,11 @@ def test_svd_gradient_full_matrices_unsupported():
 @pytest.mark.parametrize("shape", [(4, 3), (2, 4), (3, 3)])
 @pytest.mark.parametrize("l2", [0.0, 0.3])
 def test_matrix_solve_ls_gradient(dtype, shape, l2):
-    a = RNG.uniform(-1, 1, shape) + np.eye(*shape)
-    b = RNG.uniform(-1, 1, shape[:-1] + (2,))
+    # Its own seeded stream and a dominant diagonal: with the module's shared RNG the matrix
+    # depended on test order, and a near-singular draw made float32's numeric Jacobian miss.
+    rng = np.random.RandomState(17)
+    a = rng.uniform(-0.5, 0.5, shape) + 2 * np.eye(*shape)
+    b = rng.uniform(-1, 1, shape[:-1] + (2,))
     check_gradients(
         lambda x, y: tf.matrix_solve_ls(x, y, l2_regularizer=l2), [a.astype(dtype), b.astype(dtype)]
     )
