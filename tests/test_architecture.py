@@ -70,7 +70,7 @@ def test_layer_never_imports_upward(layer):
 
 def test_the_floor_check_sees_imports_inside_functions(tmp_path):
     f = tmp_path / "k.py"
-    f.write_text("import flowgraph\ndef f():\n    from flowgraph.runtime.executor import Step\n")
+    f.write_text("import flowgraph\ndef f():\n    from flowgraph.runtime.step import Step\n")
     assert list(_flowgraph_imports(f)) == [(1, ""), (3, "runtime")]
 
 

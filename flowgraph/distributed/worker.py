@@ -30,9 +30,10 @@ from flowgraph.distributed import messages as m
 from flowgraph.distributed.rendezvous import RemoteRendezvous
 from flowgraph.distributed.worker_cache import CallOptions, task_of
 from flowgraph.runtime import nodes as rt_nodes
-from flowgraph.runtime.executor import ExecutorPlan, Step, execute
+from flowgraph.runtime.executor import ExecutorPlan, execute
 from flowgraph.runtime.function import FunctionLibrary
 from flowgraph.runtime.rendezvous import RendezvousMgr
+from flowgraph.runtime.step import Step
 from flowgraph.runtime.tracing import StepStatsCollector
 
 

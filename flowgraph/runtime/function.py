@@ -21,8 +21,9 @@ from flowgraph.core.op_def import get_op_def
 from flowgraph.core.protos import FunctionDefLibrary, NodeDef
 from flowgraph.kernels.base import ARGS, RETS, library_of  # noqa: F401  (re-exported)
 from flowgraph.runtime import nodes as rt_nodes
-from flowgraph.runtime.executor import ASYNC, ExecutorPlan, Step, execute, node_error
+from flowgraph.runtime.executor import ASYNC, ExecutorPlan, execute
 from flowgraph.runtime.rendezvous import LocalRendezvous
+from flowgraph.runtime.step import Step, node_error
 
 _call_ids = itertools.count(1 << 40)  # step ids of function calls, apart from Session steps
 

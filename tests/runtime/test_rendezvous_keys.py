@@ -10,8 +10,8 @@ import flowgraph as tf
 from flowgraph.core import dtypes
 from flowgraph.core.rendezvous_keys import key_prefix, make_key, parse_key, with_frame
 from flowgraph.kernels.base import KernelContext, bind, find_kernel
-from flowgraph.runtime.executor import Step, StepContext
 from flowgraph.runtime.rendezvous import LocalRendezvous
+from flowgraph.runtime.step import Step, StepContext
 
 CPU0 = "/job:localhost/replica:0/task:0/device:CPU:0"
 CPU1 = "/job:localhost/replica:0/task:0/device:CPU:1"

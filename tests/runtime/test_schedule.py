@@ -12,9 +12,10 @@ import pytest
 import flowgraph as tf
 from flowgraph.core import errors
 from flowgraph.runtime import executor
-from flowgraph.runtime.executor import Step, execute
+from flowgraph.runtime.executor import execute
 from flowgraph.runtime.rendezvous import LocalRendezvous
 from flowgraph.runtime.schedule import Schedule
+from flowgraph.runtime.step import Step
 
 FULL_TRACE = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
 
