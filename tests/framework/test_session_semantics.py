@@ -5,7 +5,6 @@ tensors inside loops. Expected behaviour is real TensorFlow 1.15's."""
 from __future__ import annotations
 
 import collections
-import os
 import signal
 import threading
 import warnings
@@ -167,8 +166,12 @@ def test_sigint_during_a_step_raises_keyboard_interrupt():
     if threading.current_thread() is not threading.main_thread():
         pytest.skip("signals reach only the main thread")
 
+    main = threading.main_thread().ident
+
     def slow():
-        os.kill(os.getpid(), signal.SIGINT)  # the handler raises in this (the main) thread
+        # To the main thread itself, as a terminal's Ctrl-C reaches it: a process-directed
+        # os.kill may land on another thread, leaving the main thread asleep in its wait.
+        signal.pthread_kill(main, signal.SIGINT)
         threading.Event().wait(5)  # interrupted long before the timeout
         return np.float32(0)
 
