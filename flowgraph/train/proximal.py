@@ -9,9 +9,8 @@ Adagrad's per-coordinate rate lr / sqrt(accumulator). Each update is one fused o
 from __future__ import annotations
 
 from flowgraph.framework.convert import convert_to_tensor
-from flowgraph.ops import array as array_ops
-from flowgraph.ops import init_ops
 from flowgraph.train.optimizer import Optimizer
+from flowgraph.train.optimizers import AdagradOptimizer
 
 __all__ = ["ProximalAdagradOptimizer", "ProximalGradientDescentOptimizer"]
 
@@ -94,17 +93,8 @@ class ProximalAdagradOptimizer(_Proximal):
         )
         self._initial_accumulator_value = initial_accumulator_value
 
-    def _create_slots(self, var_list):
-        for v in var_list:
-            dtype = v.dtype.base_dtype
-            if v.get_shape().is_fully_defined():
-                init = init_ops.constant_initializer(self._initial_accumulator_value, dtype=dtype)
-                self._get_or_make_slot_with_initializer(
-                    v, init, v.get_shape(), dtype, "accumulator", self._name
-                )
-            else:
-                value = array_ops.ones_like(v.initialized_value()) * self._initial_accumulator_value
-                self._get_or_make_slot(v, value, "accumulator", self._name)
+    # The accumulator slot is Adagrad's, made the same way (TF's ProximalAdagrad reuses it too).
+    _create_slots = AdagradOptimizer._create_slots
 
     def _apply_dense(self, grad, var):
         acc = self.get_slot(var, "accumulator")
