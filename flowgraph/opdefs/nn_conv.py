@@ -8,7 +8,7 @@ run-time results cannot disagree.
 from __future__ import annotations
 
 from flowgraph.core.op_def import OpDef, register_op
-from flowgraph.core.shapes import TensorShape, unknown_shape
+from flowgraph.core.shapes import TensorShape
 
 _FLOATS = "{half, bfloat16, float, double}"
 _POOL_TYPES = "{half, bfloat16, float, double, int32, int64, uint8, int16, int8, uint16}"
@@ -49,114 +49,133 @@ def window_geometry(size, ksize, stride, dilation, padding, explicit=(0, 0)):
     return span // stride + 1, before, after
 
 
-def spatial_axes(data_format: str) -> tuple[int, int, int]:
-    """(height axis, width axis, channel axis) of a 4-D tensor in `data_format`."""
-    if data_format == "NHWC":
-        return 1, 2, 3
-    if data_format == "NCHW":
-        return 2, 3, 1
-    raise ValueError(f"Unknown data_format {data_format!r}: expected 'NHWC' or 'NCHW'")
+_LAYOUTS = {"NHWC": 1, "NCHW": 2, "NDHWC": 1, "NCDHW": 2}  # the first spatial axis of each
 
 
-def _four(ctx, name, data_format):
-    """A 4-element attr (strides/ksize/dilations) as (h, w), checking the batch/channel entries."""
-    values = list(ctx.attrs[name])
-    if len(values) != 4:
-        raise ValueError(f"{name} attr must have 4 elements, got {len(values)}")
-    h, w, c = spatial_axes(data_format)
+def spatial_axes(data_format: str) -> tuple[int, ...]:
+    """The spatial axes of a tensor in `data_format`, then its channel axis: (h, w, c) of a 4-D
+    format, (d, h, w, c) of a 5-D one. One definition for 2-D and 3-D windows, so each rank
+    checks its attrs and shapes with the same code."""
+    if data_format not in _LAYOUTS:
+        raise ValueError(
+            f"Unknown data_format {data_format!r}: expected one of {', '.join(_LAYOUTS)}"
+        )
+    first, rank = _LAYOUTS[data_format], len(data_format)
+    return (*range(first, first + rank - 2), rank - 1 if first == 1 else 1)
+
+
+def spatial_attr(values, name: str, data_format: str) -> tuple[int, ...]:
+    """A per-axis attr (strides/ksize/dilations) as its spatial values, checking it has one entry
+    per axis of `data_format` and 1 in the batch and channel entries."""
+    values = list(values)
+    if len(values) != len(data_format):
+        raise ValueError(f"{name} attr must have {len(data_format)} elements, got {len(values)}")
+    *spatial, c = spatial_axes(data_format)
     if values[0] != 1 or values[c] != 1:
         raise ValueError(
             f"Current implementation does not yet support {name} in the batch and depth dimensions."
         )
     if min(values) < 1:
         raise ValueError(f"{name} must be positive, got {values}")
-    return values[h], values[w]
+    return tuple(values[a] for a in spatial)
 
 
 def _explicit_pads(ctx, data_format):
+    """The (before, after) pads of each spatial axis: the EXPLICIT padding's attr, else zeros."""
     pads = list(ctx.attrs.get("explicit_paddings", []) or [])
+    *spatial, c = spatial_axes(data_format)
     if ctx.attrs["padding"] != "EXPLICIT":
         if pads:
             raise ValueError("explicit_paddings must be empty unless padding is 'EXPLICIT'")
-        return (0, 0), (0, 0)
-    if len(pads) != 8:
-        raise ValueError(f"explicit_paddings must have 8 entries, got {len(pads)}")
-    h, w, c = spatial_axes(data_format)
+        return [(0, 0)] * len(spatial)
+    if len(pads) != 2 * len(data_format):
+        raise ValueError(
+            f"explicit_paddings must have {2 * len(data_format)} entries, got {len(pads)}"
+        )
     if pads[0] or pads[1] or pads[2 * c] or pads[2 * c + 1]:
         raise ValueError("explicit_paddings in the batch and depth dimensions must be 0")
     if min(pads) < 0:
         raise ValueError(f"explicit_paddings must be non-negative, got {pads}")
-    return (pads[2 * h], pads[2 * h + 1]), (pads[2 * w], pads[2 * w + 1])
+    return [(pads[2 * a], pads[2 * a + 1]) for a in spatial]
 
 
-def _nhwc(shape: TensorShape, data_format: str) -> list:
-    dims = shape.with_rank(4).as_list()
-    h, w, c = spatial_axes(data_format)
-    return [dims[0], dims[h], dims[w], dims[c]]
+def to_channels_last(shape: TensorShape, data_format: str) -> list:
+    """The dims of `shape` (unknown: all None) as [batch, *spatial, channels]."""
+    rank = len(data_format)
+    dims = shape.with_rank(rank).as_list()
+    return [dims[0]] + [dims[a] for a in spatial_axes(data_format)]
 
 
-def _from_nhwc(dims: list, data_format: str) -> TensorShape:
-    n, h, w, c = dims
-    return TensorShape([n, h, w, c] if data_format == "NHWC" else [n, c, h, w])
+def from_channels_last(dims: list, data_format: str) -> TensorShape:
+    """[batch, *spatial, channels] as the shape of a tensor in `data_format`."""
+    if spatial_axes(data_format)[-1] == 1:
+        return TensorShape([dims[0], dims[-1], *dims[1:-1]])
+    return TensorShape(dims)
 
 
-def _windowed(ctx, in_shape, kh, kw, out_channels, strides_attr="strides", dilated=True):
-    """Output shape of a conv/pool with window (kh, kw) over `in_shape`."""
+def _windowed(ctx, in_shape, kernel, out_channels, strides_attr="strides", dilated=True):
+    """Output shape of a conv/pool with window `kernel` (one size per spatial axis; None where
+    unknown) over `in_shape`, for a 2-D or 3-D `data_format`."""
     fmt = ctx.attrs["data_format"]
-    n, h, w, _ = _nhwc(in_shape, fmt)
-    sh, sw = _four(ctx, strides_attr, fmt)
-    dh, dw = _four(ctx, "dilations", fmt) if dilated else (1, 1)
-    pad_h, pad_w = (
-        _explicit_pads(ctx, fmt) if "explicit_paddings" in ctx.attrs else ((0, 0), (0, 0))
-    )
-    pad = ctx.attrs["padding"]
-    oh = None if kh is None else window_geometry(h, kh, sh, dh, pad, pad_h)[0]
-    ow = None if kw is None else window_geometry(w, kw, sw, dw, pad, pad_w)[0]
-    return _from_nhwc([n, oh, ow, out_channels], fmt)
+    n, *sizes, _ = to_channels_last(in_shape, fmt)
+    strides = spatial_attr(ctx.attrs[strides_attr], strides_attr, fmt)
+    ones = (1,) * len(sizes)
+    dilations = spatial_attr(ctx.attrs["dilations"], "dilations", fmt) if dilated else ones
+    pads = _explicit_pads(ctx, fmt)
+    out = [
+        None if k is None else window_geometry(size, k, s, r, ctx.attrs["padding"], pad)[0]
+        for size, k, s, r, pad in zip(sizes, kernel, strides, dilations, pads)
+    ]
+    return from_channels_last([n, *out, out_channels], fmt)
 
 
-def _conv2d_shape(ctx):
-    x, f = ctx.input_shapes
-    fmt = ctx.attrs["data_format"]
-    filt = f.with_rank(4).as_list() if f.ndims is not None else [None] * 4
-    if x.ndims is None:
-        x = unknown_shape(4)
-    in_c = _nhwc(x, fmt)[3]
-    if in_c is not None and filt[2] is not None and in_c != filt[2]:
-        raise ValueError(f"Depth of input ({in_c}) must equal the filter's input depth ({filt[2]})")
-    return _windowed(ctx, x, filt[0], filt[1], filt[3])
+def _filter_dims(ctx, x):
+    """The filter's dims (unknown: all None), checking its input depth against `x`'s channels."""
+    f = ctx.input_shapes[1]
+    rank = len(ctx.attrs["data_format"])
+    filt = f.with_rank(rank).as_list() if f.ndims is not None else [None] * rank
+    in_c = to_channels_last(x, ctx.attrs["data_format"])[-1]
+    if in_c is not None and filt[-2] is not None and in_c != filt[-2]:
+        raise ValueError(
+            f"Depth of input ({in_c}) must equal the filter's input depth ({filt[-2]})"
+        )
+    return filt
+
+
+def conv_shape(ctx):
+    """Conv2D's and Conv3D's output: filter [*window, in_channels, out_channels]."""
+    x = ctx.input_shapes[0]
+    filt = _filter_dims(ctx, x)
+    return _windowed(ctx, x, filt[:-2], filt[-1])
 
 
 def _depthwise_shape(ctx):
-    x, f = ctx.input_shapes
-    fmt = ctx.attrs["data_format"]
-    filt = f.with_rank(4).as_list() if f.ndims is not None else [None] * 4
-    if x.ndims is None:
-        x = unknown_shape(4)
-    in_c = _nhwc(x, fmt)[3]
-    if in_c is not None and filt[2] is not None and in_c != filt[2]:
-        raise ValueError(f"Depth of input ({in_c}) must equal the filter's input depth ({filt[2]})")
+    x = ctx.input_shapes[0]
+    filt = _filter_dims(ctx, x)
     out_c = None if filt[2] is None or filt[3] is None else filt[2] * filt[3]
-    return _windowed(ctx, x, filt[0], filt[1], out_c)
+    return _windowed(ctx, x, filt[:2], out_c)
 
 
-def _pool_shape(ctx):
+def pool_shape(ctx):
+    """MaxPool's and AvgPool's (2-D and 3-D) output: the input's channels, windows of `ksize`."""
     x = ctx.input_shapes[0]
     fmt = ctx.attrs["data_format"]
-    if x.ndims is None:
-        x = unknown_shape(4)
-    kh, kw = _four(ctx, "ksize", fmt)
-    return _windowed(ctx, x, kh, kw, _nhwc(x, fmt)[3], dilated=False)
+    kernel = spatial_attr(ctx.attrs["ksize"], "ksize", fmt)
+    return _windowed(ctx, x, kernel, to_channels_last(x, fmt)[-1], dilated=False)
 
 
-def _shape_from_input(i):
+def shape_from_input(i: int, rank: int):
+    """The output shape is the value of input i (a shape vector) of `rank` elements."""
+
     def fn(ctx):
-        return ctx.input_as_shape(i).with_rank(4)
+        return ctx.input_as_shape(i).with_rank(rank)
 
     return fn
 
 
-def _shape_of_input(i):
+def shape_of_input(i: int):
+    """The output has input i's shape (a gradient of that input)."""
+
     def fn(ctx):
         return ctx.input_shapes[i]
 
@@ -178,7 +197,7 @@ register_op(
         inputs=["input: T", "filter: T"],
         outputs=["output: T"],
         attrs=_CONV_ATTRS,
-        shape_fn=_conv2d_shape,
+        shape_fn=conv_shape,
     )
 )
 register_op(
@@ -187,7 +206,7 @@ register_op(
         inputs=["input_sizes: int32", "filter: T", "out_backprop: T"],
         outputs=["output: T"],
         attrs=_CONV_ATTRS,
-        shape_fn=_shape_from_input(0),
+        shape_fn=shape_from_input(0, 4),
     )
 )
 register_op(
@@ -196,7 +215,7 @@ register_op(
         inputs=["input: T", "filter_sizes: int32", "out_backprop: T"],
         outputs=["output: T"],
         attrs=_CONV_ATTRS,
-        shape_fn=_shape_from_input(1),
+        shape_fn=shape_from_input(1, 4),
     )
 )
 
@@ -223,7 +242,7 @@ register_op(
         inputs=["input_sizes: int32", "filter: T", "out_backprop: T"],
         outputs=["output: T"],
         attrs=_DEPTHWISE_ATTRS,
-        shape_fn=_shape_from_input(0),
+        shape_fn=shape_from_input(0, 4),
     )
 )
 register_op(
@@ -232,7 +251,7 @@ register_op(
         inputs=["input: T", "filter_sizes: int32", "out_backprop: T"],
         outputs=["output: T"],
         attrs=_DEPTHWISE_ATTRS,
-        shape_fn=_shape_from_input(1),
+        shape_fn=shape_from_input(1, 4),
     )
 )
 
@@ -243,7 +262,7 @@ register_op(
         inputs=["input: T"],
         outputs=["output: T"],
         attrs=[f"T: {_POOL_TYPES} = DT_FLOAT"] + _POOL_ATTRS,
-        shape_fn=_pool_shape,
+        shape_fn=pool_shape,
     )
 )
 register_op(
@@ -252,7 +271,7 @@ register_op(
         inputs=["orig_input: T", "orig_output: T", "grad: T"],
         outputs=["output: T"],
         attrs=["T: realnumbertypes = DT_FLOAT"] + _POOL_ATTRS,
-        shape_fn=_shape_of_input(0),
+        shape_fn=shape_of_input(0),
     )
 )
 register_op(
@@ -261,7 +280,7 @@ register_op(
         inputs=["orig_input: T", "orig_output: T", "grad: T"],
         outputs=["output: T"],
         attrs=["T: realnumbertypes"] + _POOL_ATTRS,
-        shape_fn=_shape_of_input(1),
+        shape_fn=shape_of_input(1),
     )
 )
 register_op(
@@ -270,7 +289,7 @@ register_op(
         inputs=["value: T"],
         outputs=["output: T"],
         attrs=[f"T: {_FLOATS}"] + _POOL_ATTRS,
-        shape_fn=_pool_shape,
+        shape_fn=pool_shape,
     )
 )
 register_op(
@@ -279,6 +298,6 @@ register_op(
         inputs=["orig_input_shape: int32", "grad: T"],
         outputs=["output: T"],
         attrs=[f"T: {_FLOATS}"] + _POOL_ATTRS,
-        shape_fn=_shape_from_input(0),
+        shape_fn=shape_from_input(0, 4),
     )
 )

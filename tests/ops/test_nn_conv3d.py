@@ -11,6 +11,7 @@ import pytest
 
 import flowgraph as tf
 from flowgraph.core import errors
+from flowgraph.opdefs.nn_conv import spatial_attr, spatial_axes
 from flowgraph.testing.gradient_checker import check_gradients
 from flowgraph.testing.op_test import check_op, run
 
@@ -188,6 +189,20 @@ def test_shapes_and_errors():
         u = tf.placeholder(tf.float32)
         with tf.Session() as sess:
             sess.run(tf.nn.conv3d(u, tf.zeros([1, 1, 1, 2, 1]), [1] * 5, "SAME"), {u: X})
+
+
+def test_one_shape_function_for_2d_and_3d_layouts():
+    """nn_conv's shape helpers serve both ranks: the layout comes from `data_format`."""
+    assert spatial_axes("NHWC") == (1, 2, 3) and spatial_axes("NCHW") == (2, 3, 1)
+    assert spatial_axes("NDHWC") == (1, 2, 3, 4) and spatial_axes("NCDHW") == (2, 3, 4, 1)
+    with pytest.raises(ValueError, match="Unknown data_format 'NWC'"):
+        spatial_axes("NWC")
+    assert spatial_attr([1, 1, 2, 3, 4], "strides", "NCDHW") == (2, 3, 4)
+    x = tf.placeholder(tf.float32, [2, 3, 8, None, 6])  # NCDHW
+    y = tf.nn.conv3d(x, tf.zeros([3, 3, 3, 3, 5]), [1, 1, 2, 2, 2], "SAME", data_format="NCDHW")
+    assert y.shape.as_list() == [2, 5, 4, None, 3]
+    p = tf.nn.avg_pool3d(x, [1, 1, 2, 2, 2], [1, 1, 2, 2, 2], "VALID", data_format="NCDHW")
+    assert p.shape.as_list() == [2, 3, 4, None, 3]
 
 
 @pytest.mark.parametrize("case", [0, 1, 2])
