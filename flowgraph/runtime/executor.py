@@ -64,11 +64,22 @@ def execute(plan: ExecutorPlan, step: Step) -> None:
             and step.feeds_sent
             and (not schedule.expensive or plan.device.thread_pool is None)
         ):
-            schedule.run(plan, step, _fail_step)
+            schedule.run(plan, step, _fail_step, _resume)
         else:
             _Execution(plan, step).run()
     finally:
         ieee.restore(token)
+
+
+def _resume(plan: ExecutorPlan, step: Step, pending, inputs, ready, completions) -> None:
+    """Takes over a step whose fixed schedule reached an async kernel that must wait
+    (schedule.py): the loop starts from the schedule's pending counts, input slots and ready
+    nodes, with that kernel in flight; its completion arrives on `completions`."""
+    execution = _Execution(plan, step)
+    execution.root_state.pending, execution.root_state.inputs = pending, inputs
+    execution.ready = ready
+    execution.completions, execution.inflight = completions, 1
+    execution.run()
 
 
 def _cancelled_by_error():
@@ -194,6 +205,7 @@ class _Execution:
             if not self.inflight:
                 break
             st, nid, out, exc, t0, t1, tid, ins = step.wait(self.completions)
+            st = st or root  # None: a scheduled step's async kernel, finished after _resume
             self.inflight -= 1
             item = items[nid]
             if exc is not None:

@@ -4,12 +4,18 @@ kernels all run inline needs no pending counts and no ready queue.
 The dispatch loop (executor.py) decides what runs next from pending counts, a ready queue and
 input slots per iteration, because in general it cannot know the order in advance: a kernel
 may go to the inter-op pool, an async kernel may finish at any time, loops create iterations.
-When a plan has no control flow, its only async kernels are the client's feeds (which are in
-the step's rendezvous before it starts) and no kernel would go to the pool, the loop's order is
-known when the plan is built: it is the order in which the loop would pop the nodes (a heap
-of node ids, each finished as it runs). That order is computed once here, and a step runs the
-kernels in it, one after the other: the same kernels in the same order with the same inputs,
-without the bookkeeping.
+When a plan has no control flow and no kernel would go to the pool, the loop's order is known
+when the plan is built as long as every async kernel finishes within its call: it is the order
+in which the loop would pop the nodes (a heap of node ids, each finished as it runs). That
+order is computed once here, and a step runs the kernels in it, one after the other: the same
+kernels in the same order with the same inputs, without the bookkeeping.
+
+Async kernels (a feed's _Recv, a Recv from another device, a dequeue, an enqueue, a reader's
+read) mostly do finish within their call: the feed is in the rendezvous, the queue has an
+element or room. One that must wait (§5.3) hands the rest of the step to the dispatch loop:
+the values the schedule made become the loop's input slots and pending counts (`_hand_off`),
+and the loop runs the nodes not yet run while the kernel waits, then its continuation, exactly
+as if the loop had run the step from its start in this order.
 
 Values live in registers allocated once per plan: a value occupies a slot from when its
 producer ran until its last reader ran (then the slot is cleared or reused by the reader's
@@ -31,6 +37,7 @@ import threading
 from flowgraph.runtime.plan import ASYNC, EXPENSIVE, ExecutorPlan
 
 _MULTI = -1  # `out` of a node with several outputs: its slots are in Schedule.multi[nid]
+_ASYNC = -2  # `out` of an async kernel: its slots are in Schedule.outs[nid]
 _STEP = 0  # the slot holding the step (the root frame's kernel context)
 
 
@@ -39,13 +46,19 @@ class Schedule:
 
     `entries` are (node id, kernel, input getter, output slot, slots to clear): the getter
     returns the kernel's arguments from the registers; `out` is the output's slot, `_MULTI`,
-    or ~slot for an async kernel (a client feed's _Recv)."""
+    or `_ASYNC` for an async kernel (called with the step and its continuation first).
+    `outs[nid]` are the slots of a node's outputs and `position[nid]` its place in `entries`:
+    what a hand-off to the dispatch loop reads."""
 
-    __slots__ = ("entries", "expensive", "multi", "num_slots")
+    __slots__ = ("entries", "expensive", "multi", "num_slots", "outs", "position")
 
     def __init__(self, plan: ExecutorPlan, order: list[int]):
         self.expensive = any(item.kind == EXPENSIVE for item in plan.items)
         self.multi: dict[int, tuple] = {}
+        self.outs: list[tuple] = [()] * len(plan.items)
+        self.position = [0] * len(plan.items)
+        for pos, nid in enumerate(order):
+            self.position[nid] = pos
         self.entries, self.num_slots = self._allocate(plan, order)
 
     @staticmethod
@@ -53,11 +66,6 @@ class Schedule:
         """The plan's schedule, or None when its steps need the dispatch loop."""
         if plan.has_control_flow:
             return None
-        for item in plan.items:
-            if item.kind == ASYNC and not (
-                item.node.op == "_Recv" and item.node.attrs.get("client_terminated")
-            ):
-                return None  # a Recv from another device, a queue: it may wait on this step
         order = _order(plan)
         return Schedule(plan, order) if order is not None else None
 
@@ -77,7 +85,7 @@ class Schedule:
             item = plan.items[nid]
             node = item.node
             args = [where[src] for src in node.inputs]
-            if item.step_arg:
+            if item.step_arg and item.kind != ASYNC:  # an async kernel gets the step in run()
                 args.insert(0, _STEP)
             released = []
             for src in node.inputs:
@@ -97,8 +105,9 @@ class Schedule:
             unread = [s for port, s in enumerate(outs) if not uses.get((names[nid], port))]
             kill = tuple(s for s in released if s not in outs) + tuple(unread)
             free.extend(reversed(unread))
+            self.outs[nid] = tuple(outs)
             if item.kind == ASYNC:
-                out = ~outs[0]
+                out = _ASYNC
             elif len(outs) == 1:
                 out = outs[0]
             elif outs:
@@ -114,9 +123,11 @@ class Schedule:
             entries.append((nid, item.compute, _getter(args), out, kill))
         return entries, top
 
-    def run(self, plan: ExecutorPlan, step, fail) -> None:
+    def run(self, plan: ExecutorPlan, step, fail, resume) -> None:
         """Runs one step; a kernel's failure is raised as `fail(plan, step, node id, error)`
-        returns it (the executor's: the node's error, the step cancelled)."""
+        returns it (the executor's: the node's error, the step cancelled). An async kernel
+        that must wait hands the step to the dispatch loop: `resume(plan, step, pending,
+        inputs, ready, completions)` (the executor's) runs the rest."""
         values = [None] * self.num_slots
         values[_STEP] = step
         multi = self.multi
@@ -129,12 +140,50 @@ class Schedule:
                     for slot, value in zip(multi[nid], compute(*get(values))):
                         values[slot] = value
                 else:
-                    values[~out] = _receive(compute, get(values), step)
+                    done = _Continuation(nid)
+                    compute(step, done, *get(values))
+                    done.thread = 0  # from now on, a call of done() is a completion
+                    if done.result is None:
+                        break  # it waits: the dispatch loop takes over, below
+                    result, error = done.result
+                    if error is not None:
+                        raise error
+                    slots = self.outs[nid]
+                    if len(slots) == 1:
+                        values[slots[0]] = result
+                    else:  # none (an enqueue) or several (a dequeue of several components)
+                        for slot, value in zip(slots, result or ()):
+                            values[slot] = value
                 if kill:
                     for slot in kill:
                         values[slot] = None
+            else:
+                return
         except BaseException as e:  # noqa: BLE001 (the step's error, even Ctrl-C)
             raise fail(plan, step, nid, e)
+        resume(plan, step, *self._hand_off(plan, values, nid), done.completions)
+
+    def _hand_off(self, plan: ExecutorPlan, values: list, waiting: int):
+        """The dispatch loop's state when the async kernel of node `waiting` is in flight and
+        the nodes before it in the schedule have run: the pending counts, the input slots
+        (each filled from the register of its producer's output) and the ready nodes."""
+        order = [entry[0] for entry in self.entries]
+        pos = self.position[waiting]
+        ran = bytearray(len(plan.items))
+        for nid in order[: pos + 1]:
+            ran[nid] = 1
+        pending = plan.frame_pending[:]  # a plan without control flow: data + control inputs
+        inputs = [None] * plan.num_inputs
+        outs = self.outs
+        for nid in order[:pos]:
+            slots = outs[nid]
+            for dst, slot, port in plan.out_edges[nid]:
+                pending[dst] -= 1
+                if slot >= 0 and not ran[dst]:
+                    inputs[slot] = values[slots[port]]
+        ready = [nid for nid in order[pos + 1 :] if not pending[nid]]
+        heapq.heapify(ready)
+        return pending, inputs, ready
 
 
 def _order(plan: ExecutorPlan) -> list[int] | None:
@@ -164,26 +213,24 @@ def _getter(slots: list[int]):
     return operator.itemgetter(slice(0, 0))
 
 
-def _receive(compute, args, step):
-    """Calls an async kernel (a feed's _Recv) and returns its value: at once when it finishes
-    within the call (the feed is already in the rendezvous), else when it calls back, within
-    the step's deadline; a cancelled step fails it through its rendezvous."""
-    box = []
-    caller = threading.get_ident()
+class _Continuation:
+    """An async kernel's `done(out=None, error=None)` in a scheduled step. Called within the
+    kernel's call on the step's thread (the feed was there, the queue had an element), it
+    leaves the result for the schedule to go on with; called later, or from another thread,
+    it queues a completion for the dispatch loop that took the step over (its iteration
+    state is the loop's root one, None here: the loop fills it in)."""
 
-    def done(out=None, error=None):
-        if threading.get_ident() == caller and not box:
-            box.append((out, error))
-        else:
-            waiting.put((out, error))
+    __slots__ = ("completions", "nid", "result", "thread")
 
-    waiting = queue.SimpleQueue()
-    compute(*args, done)
-    if box:
-        out, error = box[0]
-    else:
-        box.append(None)  # later calls, even from this thread, go to the queue
-        out, error = step.wait(waiting)
-    if error is not None:
-        raise error
-    return out
+    def __init__(self, nid: int):
+        self.nid = nid
+        self.thread = threading.get_ident()
+        self.result = None
+        self.completions = queue.SimpleQueue()
+
+    def __call__(self, out=None, error=None):
+        if self.thread and threading.get_ident() == self.thread:
+            self.thread = 0
+            self.result = (out, error)
+            return
+        self.completions.put((None, self.nid, out, error, 0.0, 0.0, 0, None))

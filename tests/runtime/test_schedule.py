@@ -72,7 +72,7 @@ def _run_program(feed_rows):
         return [sess.run(fetches, {x: rows}) for rows in feed_rows], sess
 
 
-def test_plain_graphs_have_a_schedule_and_loops_queues_and_cross_device_recvs_not():
+def test_plain_graphs_queues_and_cross_device_recvs_have_a_schedule_and_loops_not():
     g = tf.Graph()
     with g.as_default():
         a = tf.placeholder(tf.float32, [])
@@ -80,20 +80,20 @@ def test_plain_graphs_have_a_schedule_and_loops_queues_and_cross_device_recvs_no
         loop = tf.while_loop(lambda i: i < 3, lambda i: i + 1, [tf.constant(0)])
         q = tf.FIFOQueue(10, tf.float32)
         enqueue = q.enqueue([a])
-    with tf.Session(graph=g) as sess:
-        sess.run(plain, {a: 1.0})
-        assert [p.schedule is not None for p in _plans(sess)] == [True]
-    for fetch, feed in [(loop, None), (enqueue, {a: 1.0})]:
+    for fetch, feed, scheduled in [(plain, {a: 1.0}, True), (loop, None, False)]:
         with tf.Session(graph=g) as sess:
             sess.run(fetch, feed)
-            assert [p.schedule for p in _plans(sess)] == [None]
+            assert [p.schedule is not None for p in _plans(sess)] == [scheduled]
+    with tf.Session(graph=g) as sess:
+        sess.run(enqueue, {a: 1.0})
+        assert [p.schedule is not None for p in _plans(sess)] == [True]
     with tf.Session(graph=g, config=tf.ConfigProto(device_count={"CPU": 2})) as sess:
         with g.as_default(), tf.device("/cpu:1"):
             across = plain + 1.0
         assert sess.run(across, {a: 1.0}) == 4.0
         plans = _plans(sess)
         recv_side = [p for p in plans if p.device.name.endswith("CPU:1")]
-        assert recv_side and all(p.schedule is None for p in recv_side)
+        assert recv_side and all(p.schedule is not None for p in recv_side)
 
 
 def test_which_steps_run_the_schedule(runs):
