@@ -52,14 +52,14 @@ class Window:
         """(output index, input index) of the output cells whose tap (i, j) reads a real cell of
         the unpadded h x w input, and those cells; None when the tap only reads padding. The
         index computation that lets a kernel skip the padded copy of its input."""
-        rows = _valid(self.oh, self.sh, self.pads[0][0] - i * self.dh, h)
-        cols = _valid(self.ow, self.sw, self.pads[1][0] - j * self.dw, w)
+        rows = valid_range(self.oh, self.sh, self.pads[0][0] - i * self.dh, h)
+        cols = valid_range(self.ow, self.sw, self.pads[1][0] - j * self.dw, w)
         if rows is None or cols is None:
             return None
         return (slice(None), rows[0], cols[0], slice(None)), (slice(None), rows[1], cols[1])
 
 
-def _valid(out: int, stride: int, offset: int, size: int):
+def valid_range(out: int, stride: int, offset: int, size: int):
     """Outputs o in [lo, hi) with 0 <= o * stride - offset < size, and the input rows they read."""
     lo = max(0, -(-offset // stride))
     hi = min(out, (size - 1 + offset) // stride + 1)
