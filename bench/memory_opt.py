@@ -15,11 +15,11 @@ on a shared machine disturb least.
 
 What to expect: the LSTM's peak is its gradient sums (tf.gradients adds the kernel's 32
 per-step contributions with one AddN, 32 x 288 KiB alive at once), which DEFAULT_MEM_OPT
-accumulates as they come. W4's peak is the gradient of the second layer's 1024x1024 weights
+accumulates as they come. W4's peak was the gradient of the second layer's 1024x1024 weights
 (4 MiB) while its inputs (relu output and incoming gradient, 1 MiB each) and the layer's input
-gradient (1 MiB, which the optimizer's gradient tuple makes wait for it) are alive: every
-rewrite here leaves those four buffers coexisting, so W4 has no headroom (7 MiB, of which 6 are
-the operands and result of that one MatMul).
+gradient (1 MiB) are alive; DEFAULT_MEM_OPT fuses each weight gradient into its
+ApplyGradientDescent (passes/weight_updates.py), which accumulates it into the weights with
+gemm, so the gradient is never materialized and the peak is the activations (7 -> 4 MiB).
 """
 
 from __future__ import annotations

@@ -47,3 +47,4 @@ from flowgraph.opdefs import linalg_decomp  # noqa: F401
 from flowgraph.opdefs import array_nd  # noqa: F401
 from flowgraph.opdefs import image_resample  # noqa: F401
 from flowgraph.opdefs import nn_conv3d  # noqa: F401
+from flowgraph.opdefs import weight_updates  # noqa: F401

@@ -15,6 +15,8 @@ from flowgraph.core.protos import RewriterConfig
 
 def _config(on: bool) -> tf.ConfigProto:
     config = tf.ConfigProto()
+    # op counts below are the dependency optimizer's alone (memory.py fuses weight gradients)
+    config.graph_options.rewrite_options.memory_optimization = RewriterConfig.NO_MEM_OPT
     if not on:
         config.graph_options.rewrite_options.dependency_optimization = RewriterConfig.OFF
     return config

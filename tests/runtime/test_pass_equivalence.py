@@ -2,7 +2,10 @@
 exported, the examples' training steps and random graphs give the same values with the passes on
 (the defaults) and off (opt_level L0, Grappler's rewrites OFF, NO_MEM_OPT), bit for bit (up to
 the sign of zero, which `x + 0` may change as in TensorFlow); the examples' training steps also
-with every memory optimization on (HEURISTICS: recomputation and accumulated sums)."""
+with every memory optimization on (HEURISTICS: recomputation and accumulated sums). One rewrite
+changes rounding: a weight gradient fused into its update (passes/weight_updates.py) is added
+to the variable by gemm as it is computed, not rounded first; where one ran, values agree to a
+few float ulps."""
 
 from __future__ import annotations
 
@@ -38,29 +41,38 @@ def _memory_heuristics() -> tf.ConfigProto:
     return config
 
 
-def _runs(graph: tf.Graph, steps: list, config) -> tuple[list, int]:
-    """Values of every step's fetches, and how many nodes ran in the last step."""
+def _runs(graph: tf.Graph, steps: list, config) -> tuple[list, int, bool]:
+    """Values of every step's fetches, how many nodes ran in the last step, and whether a
+    fused weight-gradient update ran."""
     values = []
+    fused = False
     with tf.Session(graph=graph, config=config) as s:
         for fetches, feeds in steps:
             md = tf.RunMetadata()
             opts = tf.RunOptions(output_partition_graphs=True)
             values.append(s.run(fetches, feeds, options=opts, run_metadata=md))
-    return values, sum(len(g.node) for g in md.partition_graphs)
+            ops = {n.op for g in md.partition_graphs for n in g.node}
+            fused |= any(op.startswith("_FusedMatMul") for op in ops)
+    return values, sum(len(g.node) for g in md.partition_graphs), fused
 
 
-def _assert_same(on, off):
+def _assert_same(on, off, rounding: bool):
     for a, b in zip(on, off, strict=True):
         if isinstance(a, (list, tuple)):
-            _assert_same(a, b)
+            _assert_same(a, b, rounding)
         elif a is not None or b is not None:
-            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+            a, b = np.asarray(a), np.asarray(b)
+            if rounding and a.dtype.kind == "f":
+                eps = np.finfo(a.dtype).eps
+                np.testing.assert_allclose(a, b, rtol=64 * eps, atol=64 * eps * np.abs(b).max())
+            else:
+                np.testing.assert_array_equal(a, b)
 
 
 def _compare(graph: tf.Graph, steps: list, on_config=None) -> tuple[int, int]:
-    on, n_on = _runs(graph, steps, on_config)
-    off, n_off = _runs(graph, steps, _off())
-    _assert_same(on, off)
+    on, n_on, fused = _runs(graph, steps, on_config)
+    off, n_off, _ = _runs(graph, steps, _off())
+    _assert_same(on, off, rounding=fused)
     return n_on, n_off
 
 

@@ -37,4 +37,5 @@ from flowgraph.kernels.cpu import fused  # noqa: F401
 from flowgraph.kernels.cpu import array_nd  # noqa: F401
 from flowgraph.kernels.cpu import image_resample  # noqa: F401
 from flowgraph.kernels.cpu import conv3d  # noqa: F401
+from flowgraph.kernels.cpu import weight_updates  # noqa: F401
 from flowgraph.kernels.cpu import bfloat16  # noqa: F401  (after every kernel it wraps)

@@ -4,10 +4,11 @@ lower a step's peak memory without changing what it computes.
 RewriterConfig.memory_optimization picks the rewrites, as in TensorFlow:
 
 =========================  =================================================================
-DEFAULT_MEM_OPT (default)  accumulate large sums; recompute marked nodes; swap marked tensors
+DEFAULT_MEM_OPT (default)  accumulate large sums and weight gradients; recompute marked nodes;
+                           swap marked tensors
 NO_MEM_OPT                 nothing
 MANUAL                     recompute marked nodes; swap marked tensors
-SCHEDULING_HEURISTICS      accumulate large sums
+SCHEDULING_HEURISTICS      accumulate large sums and weight gradients
 RECOMPUTATION_HEURISTICS   recompute marked and cheap nodes
 SWAPPING_HEURISTICS        swap marked and long-lived large tensors
 HEURISTICS                 all of the above
@@ -23,6 +24,9 @@ HEURISTICS                 all of the above
   arrive; a fixed order keeps results deterministic. Only when the inputs' static shapes are
   fully known and equal (AddV2 would broadcast where AddN must fail) and the chain saves at
   least MIN_SAVED_BYTES (each link costs an op dispatch).
+* Accumulating weight gradients: passes/weight_updates.py. A weight gradient's MatMul whose
+  only reader is the variable's update is fused into it, and BLAS accumulates the product into
+  the variable's buffer, so the gradient is never materialized.
 * Recomputation: passes/recompute.py. Marked nodes are recomputed by DEFAULT_MEM_OPT too, where
   TensorFlow needs MANUAL or a heuristic level: TF1's `recompute_grad` does not rely on the
   option (it builds its own gradient), so marking here must not either.
@@ -42,6 +46,7 @@ from flowgraph.runtime.passes import rules, static_shapes
 from flowgraph.runtime.passes.backward import DEFAULT_SCOPE, fresh_name, has_control_flow
 from flowgraph.runtime.passes.recompute import recompute
 from flowgraph.runtime.passes.swapping import swap
+from flowgraph.runtime.passes.weight_updates import fuse_weight_updates
 
 MIN_SAVED_BYTES = 64 << 10
 _R = RewriterConfig
@@ -68,6 +73,7 @@ def optimize_memory(
     scope = rw.memory_optimizer_target_node_name_scope or DEFAULT_SCOPE
     if level in _SCHEDULING:
         nodes = accumulate_sums(nodes, keep, feed_shapes)
+        nodes = fuse_weight_updates(nodes, keep)
     if has_control_flow(nodes):
         return nodes
     if level in _MARKED:
