@@ -10,6 +10,7 @@ original name scope ("dense/MatMul", then "dense/MatMul_1"), like TF1.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import re
 
 import numpy as np
@@ -273,6 +274,31 @@ class Layer:
             shapes = convert_to_tensor(inputs).get_shape()
         self.build(shapes)
         self.built = True
+
+
+def functional(layer_class, doc: str):
+    """The functional form of `layer_class`, as tf.layers.dense is of Dense: builds a layer whose
+    variable scope is `name` (reused with `reuse`) and applies it to `inputs`. Its signature is
+    the class's with `inputs` first and `reuse` last, so help() and positional calls match TF1's
+    spelt-out functions."""
+
+    def build_and_apply(inputs, *args, name=None, reuse=None, **kwargs):
+        layer = layer_class(*args, name=name, _reuse=reuse, _scope=name, **kwargs)
+        return layer.apply(inputs)
+
+    params = [
+        p for p in inspect.signature(layer_class).parameters.values() if p.kind != p.VAR_KEYWORD
+    ]
+    build_and_apply.__signature__ = inspect.Signature(
+        [
+            inspect.Parameter("inputs", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+            *params,
+            inspect.Parameter("reuse", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None),
+        ]
+    )
+    build_and_apply.__doc__ = doc
+    build_and_apply.__name__ = build_and_apply.__qualname__ = to_snake_case(layer_class.__name__)
+    return build_and_apply
 
 
 def _as_tensor_if_array(x):

@@ -1,5 +1,5 @@
 """The other convolution and pooling layers of tf.layers (TF 1.15): 1-D convolution and pooling,
-transposed 2-D convolution (the generator of a GAN), and depthwise-separable convolutions.
+transposed convolution (the generator of a GAN), and depthwise-separable convolutions.
 
 They share Conv2D's arguments and variable names (`kernel`, `bias`; separable layers own
 `depthwise_kernel` and `pointwise_kernel`), so checkpoints name them as TensorFlow does.
@@ -7,19 +7,24 @@ They share Conv2D's arguments and variable names (`kernel`, `bias`; separable la
 
 from __future__ import annotations
 
-from flowgraph.core.shapes import TensorShape
 from flowgraph.framework.convert import convert_to_tensor
-from flowgraph.layers.base import Layer
+from flowgraph.layers.base import functional
 from flowgraph.layers.convolutional import (
     Conv2D,
+    _arrange,
+    _Conv,
+    _finish,
     _nn_format,
     _output_length,
-    _padding,
-    _spatial_shape,
+    _output_shape,
+    _per_axis,
+    _Pooling,
+    _spatial,
+    _tuple,
+    functional_pool,
 )
-from flowgraph.layers.core import _normalize_data_format
+from flowgraph.layers.core import add_bias
 from flowgraph.ops import array as array_ops
-from flowgraph.ops import nn as nn_ops
 from flowgraph.ops import nn_conv
 
 __all__ = [
@@ -38,58 +43,13 @@ __all__ = [
 ]
 
 
-def _single(value, name):
-    """An int or a 1-sequence as a positive int."""
-    values = value if isinstance(value, (list, tuple)) else (value,)
-    if len(values) != 1 or int(values[0]) <= 0:
-        raise ValueError(f"The `{name}` argument must be a positive integer. Received: {value!r}")
-    return int(values[0])
-
-
-def _finish(layer, outputs, fmt):
-    if layer.use_bias:
-        outputs = nn_ops.bias_add(outputs, layer.bias, data_format=fmt)
-    return layer.activation(outputs) if layer.activation is not None else outputs
-
-
-class Conv1D(Conv2D):
+class Conv1D(_Conv):
     """1-D convolution over [batch, length, channels]: kernel [kernel_size, in, filters]."""
 
-    def __init__(self, filters, kernel_size, strides=1, dilation_rate=1, **kwargs):
-        super().__init__(filters, (_single(kernel_size, "kernel_size"), 1), **kwargs)
-        self.kernel_size = (_single(kernel_size, "kernel_size"),)
-        self.strides = (_single(strides, "strides"),)
-        self.dilation_rate = (_single(dilation_rate, "dilation_rate"),)
+    rank = 1
 
-    def build(self, input_shape):
-        input_shape = TensorShape(input_shape).with_rank(3)
-        channels = input_shape[self._channel_axis()].value
-        if channels is None:
-            raise ValueError("The channel dimension of the inputs should be defined. Found `None`.")
-        self._build_weights([self.kernel_size[0], channels, self.filters])
-
-    def _build_weights(self, kernel_shape):
-        self.kernel = self.add_weight(
-            "kernel",
-            kernel_shape,
-            initializer=self.kernel_initializer,
-            regularizer=self.kernel_regularizer,
-            constraint=self.kernel_constraint,
-        )
-        self.bias = None
-        if self.use_bias:
-            self.bias = self.add_weight(
-                "bias",
-                [self.filters],
-                initializer=self.bias_initializer,
-                regularizer=self.bias_regularizer,
-                constraint=self.bias_constraint,
-            )
-        self.built = True
-
-    def call(self, inputs):
-        fmt = "NWC" if self.data_format == "channels_last" else "NCW"
-        outputs = nn_conv.conv1d(
+    def _convolve(self, inputs, fmt):
+        return nn_conv.conv1d(
             inputs,
             self.kernel,
             stride=self.strides[0],
@@ -97,17 +57,6 @@ class Conv1D(Conv2D):
             data_format=fmt,
             dilations=self.dilation_rate[0],
         )
-        return _finish(self, outputs, _nn_format(self.data_format))
-
-    def compute_output_shape(self, input_shape):
-        dims = TensorShape(input_shape).with_rank(3).as_list()
-        length = dims[1] if self.data_format == "channels_last" else dims[2]
-        out = _output_length(
-            length, self.kernel_size[0], self.padding, self.strides[0], self.dilation_rate[0]
-        )
-        if self.data_format == "channels_last":
-            return TensorShape([dims[0], out, self.filters])
-        return TensorShape([dims[0], self.filters, out])
 
 
 def _deconv_length(length, kernel, padding, stride):
@@ -118,54 +67,71 @@ def _deconv_length(length, kernel, padding, stride):
     return length * stride
 
 
-class Conv2DTranspose(Conv2D):
-    """Transposed 2-D convolution ("deconvolution"): kernel [kh, kw, filters, in_channels];
-    the output grows by `strides` (plus the kernel overhang with 'valid' padding)."""
+class _ConvTranspose(_Conv):
+    """A transposed convolution ("deconvolution") over `rank` spatial dims: kernel
+    [*window, filters, in_channels]; each spatial dim grows by its stride (plus the kernel
+    overhang with 'valid' padding). Subclasses set `rank` and `transpose_fn` (tf.nn's)."""
 
-    def __init__(self, filters, kernel_size, strides=(1, 1), **kwargs):
+    transpose_fn = None
+
+    def __init__(
+        self,
+        filters,
+        kernel_size,
+        strides=1,
+        padding="valid",
+        data_format="channels_last",
+        activation=None,
+        **kwargs,
+    ):
         if "dilation_rate" in kwargs:
-            raise TypeError("Conv2DTranspose of tf.layers takes no dilation_rate argument")
-        super().__init__(filters, kernel_size, strides=strides, **kwargs)
-
-    def build(self, input_shape):
-        input_shape = TensorShape(input_shape).with_rank(4)
-        channels = input_shape[self._channel_axis()].value
-        if channels is None:
-            raise ValueError("The channel dimension of the inputs should be defined. Found `None`.")
-        Conv1D._build_weights(self, [*self.kernel_size, self.filters, channels])
-
-    def call(self, inputs):
-        inputs = convert_to_tensor(inputs)
-        fmt = _nn_format(self.data_format)
-        shape = array_ops.shape(inputs)
-        h_axis, w_axis = (1, 2) if fmt == "NHWC" else (2, 3)
-        out_h, out_w = (
-            _deconv_length(shape[axis], k, self.padding, s)
-            for axis, k, s in zip((h_axis, w_axis), self.kernel_size, self.strides)
+            raise TypeError(f"{type(self).__name__} of tf.layers takes no dilation_rate argument")
+        super().__init__(
+            filters,
+            kernel_size,
+            strides=strides,
+            padding=padding,
+            data_format=data_format,
+            activation=activation,
+            **kwargs,
         )
-        dims = [shape[0], out_h, out_w, self.filters]
-        if fmt == "NCHW":
-            dims = [shape[0], self.filters, out_h, out_w]
-        strides = [1, *self.strides, 1] if fmt == "NHWC" else [1, 1, *self.strides]
-        outputs = nn_conv.conv2d_transpose(
+
+    def _kernel_shape(self, channels):
+        return [*self.kernel_size, self.filters, channels]
+
+    def _convolve(self, inputs, fmt):
+        inputs = convert_to_tensor(inputs)
+        shape = array_ops.shape(inputs)
+        axes = range(1, self.rank + 1) if fmt.endswith("C") else range(2, self.rank + 2)
+        out = [
+            _deconv_length(shape[axis], k, self.padding, s)
+            for axis, k, s in zip(axes, self.kernel_size, self.strides)
+        ]
+        outputs = self.transpose_fn(
             inputs,
             self.kernel,
-            array_ops.stack(dims),
-            strides,
+            array_ops.stack(_arrange(shape[0], self.data_format, out, self.filters)),
+            _per_axis(self.strides, fmt),
             padding=self.padding.upper(),
             data_format=fmt,
         )
         outputs.set_shape(self.compute_output_shape(inputs.shape))
-        return _finish(self, outputs, fmt)
+        return outputs
 
     def compute_output_shape(self, input_shape):
-        shape = TensorShape(input_shape).with_rank(4)
-        hw = shape.as_list()[1:3] if self.data_format == "channels_last" else shape.as_list()[2:]
+        spatial, _ = _spatial(input_shape, self.data_format, self.rank)
         out = [
             _deconv_length(n, k, self.padding, s)
-            for n, k, s in zip(hw, self.kernel_size, self.strides)
+            for n, k, s in zip(spatial, self.kernel_size, self.strides)
         ]
-        return _spatial_shape(shape, self.data_format, out, self.filters)
+        return _output_shape(input_shape, self.data_format, out, self.filters)
+
+
+class Conv2DTranspose(_ConvTranspose):
+    """Transposed 2-D convolution: kernel [kh, kw, filters, in_channels]."""
+
+    rank = 2
+    transpose_fn = staticmethod(nn_conv.conv2d_transpose)
 
 
 class SeparableConv2D(Conv2D):
@@ -194,15 +160,9 @@ class SeparableConv2D(Conv2D):
         self.depthwise_constraint = depthwise_constraint
         self.pointwise_constraint = pointwise_constraint
 
-    def _rank(self):
-        return 4
-
     def build(self, input_shape):
-        input_shape = TensorShape(input_shape).with_rank(self._rank())
-        channels = input_shape[self._channel_axis()].value
-        if channels is None:
-            raise ValueError("The channel dimension of the inputs should be defined. Found `None`.")
-        window = list(self.kernel_size[4 - self._rank() :])  # 1-D kernels have no height
+        channels = self._in_channels(input_shape)
+        window = list(self.kernel_size[4 - self._input_rank() :])  # 1-D kernels have no height
         self.depthwise_kernel = self.add_weight(
             "depthwise_kernel",
             [*window, channels, self.depth_multiplier],
@@ -217,29 +177,19 @@ class SeparableConv2D(Conv2D):
             regularizer=self.pointwise_regularizer,
             constraint=self.pointwise_constraint,
         )
-        self.bias = None
-        if self.use_bias:
-            self.bias = self.add_weight(
-                "bias",
-                [self.filters],
-                initializer=self.bias_initializer,
-                regularizer=self.bias_regularizer,
-                constraint=self.bias_constraint,
-            )
-        self.built = True
+        add_bias(self, self.filters)
 
     def call(self, inputs):
         fmt = _nn_format(self.data_format)
-        strides = [1, *self.strides, 1] if fmt == "NHWC" else [1, 1, *self.strides]
         depthwise, pointwise = self.depthwise_kernel, self.pointwise_kernel
-        if self._rank() == 3:
+        if self._input_rank() == 3:
             depthwise = array_ops.expand_dims(depthwise, 0)
             pointwise = array_ops.expand_dims(pointwise, 0)
         outputs = nn_conv.separable_conv2d(
             inputs,
             depthwise,
             pointwise,
-            strides,
+            _per_axis(self.strides, fmt),
             self.padding.upper(),
             rate=self.dilation_rate,
             data_format=fmt,
@@ -251,11 +201,11 @@ class SeparableConv1D(SeparableConv2D):
     """SeparableConv2D over [batch, length, channels] (a height-1 image)."""
 
     def __init__(self, filters, kernel_size, strides=1, dilation_rate=1, **kwargs):
-        super().__init__(filters, (1, _single(kernel_size, "kernel_size")), **kwargs)
-        self.strides = (1, _single(strides, "strides"))
-        self.dilation_rate = (1, _single(dilation_rate, "dilation_rate"))
+        super().__init__(filters, (1, _tuple(kernel_size, 1, "kernel_size")[0]), **kwargs)
+        self.strides = (1, *_tuple(strides, 1, "strides"))
+        self.dilation_rate = (1, *_tuple(dilation_rate, 1, "dilation_rate"))
 
-    def _rank(self):
+    def _input_rank(self):
         return 3
 
     def call(self, inputs):
@@ -264,46 +214,28 @@ class SeparableConv1D(SeparableConv2D):
         return array_ops.squeeze(outputs, [axis])
 
     def compute_output_shape(self, input_shape):
-        dims = TensorShape(input_shape).with_rank(3).as_list()
-        length = dims[1] if self.data_format == "channels_last" else dims[2]
+        (length,), _ = _spatial(input_shape, self.data_format, 1)
         out = _output_length(
             length, self.kernel_size[1], self.padding, self.strides[1], self.dilation_rate[1]
         )
-        if self.data_format == "channels_last":
-            return TensorShape([dims[0], out, self.filters])
-        return TensorShape([dims[0], self.filters, out])
+        return _output_shape(input_shape, self.data_format, [out], self.filters)
 
 
-class _Pooling1D(Layer):
-    pool_fn_name = ""
+class _Pooling1D(_Pooling):
+    """Pooling of [batch, length, channels] as the 2-D pooling of a width-1 image."""
 
-    def __init__(
-        self, pool_size, strides, padding="valid", data_format="channels_last", name=None, **kwargs
-    ):
-        super().__init__(name=name, **kwargs)
-        self.pool_size = _single(pool_size, "pool_size")
-        self.strides = _single(strides, "strides")
-        self.padding = _padding(padding)
-        self.data_format = _normalize_data_format(data_format)
+    rank = 1
 
     def call(self, inputs):
         channels_last = self.data_format == "channels_last"
         axis = 2 if channels_last else 3  # a width-1 image [N, L, 1, C] or [N, C, L, 1]
         image = array_ops.expand_dims(convert_to_tensor(inputs), axis)
-        window = [1, self.pool_size, 1, 1] if channels_last else [1, 1, self.pool_size, 1]
-        steps = [1, self.strides, 1, 1] if channels_last else [1, 1, self.strides, 1]
+        fmt = _nn_format(self.data_format)
+        window = _per_axis([*self.pool_size, 1], fmt)
+        steps = _per_axis([*self.strides, 1], fmt)
         pool = getattr(nn_conv, self.pool_fn_name)
-        fmt = "NHWC" if channels_last else "NCHW"
         pooled = pool(image, window, steps, self.padding.upper(), data_format=fmt)
         return array_ops.squeeze(pooled, [axis])
-
-    def compute_output_shape(self, input_shape):
-        dims = TensorShape(input_shape).with_rank(3).as_list()
-        length = dims[1] if self.data_format == "channels_last" else dims[2]
-        out = _output_length(length, self.pool_size, self.padding, self.strides)
-        if self.data_format == "channels_last":
-            return TensorShape([dims[0], out, dims[2]])
-        return TensorShape([dims[0], dims[1], out])
 
 
 class MaxPooling1D(_Pooling1D):
@@ -318,32 +250,12 @@ class AveragePooling1D(_Pooling1D):
     pool_fn_name = "avg_pool"
 
 
-def _functional(layer_class, doc):
-    def build_and_apply(inputs, *args, name=None, reuse=None, **kwargs):
-        layer = layer_class(*args, name=name, _reuse=reuse, _scope=name, **kwargs)
-        return layer.apply(inputs)
-
-    build_and_apply.__doc__ = doc
-    return build_and_apply
-
-
-def _functional_pool(layer_class, doc):
-    def build_and_apply(
-        inputs, pool_size, strides, padding="valid", data_format="channels_last", name=None
-    ):
-        layer = layer_class(pool_size, strides, padding=padding, data_format=data_format, name=name)
-        return layer.apply(inputs)
-
-    build_and_apply.__doc__ = doc
-    return build_and_apply
-
-
-conv1d = _functional(Conv1D, "Functional Conv1D. Example: h = tf.layers.conv1d(x, 16, 3)")
-conv2d_transpose = _functional(
+conv1d = functional(Conv1D, "Functional Conv1D. Example: h = tf.layers.conv1d(x, 16, 3)")
+conv2d_transpose = functional(
     Conv2DTranspose,
     "Functional Conv2DTranspose. Example: up = tf.layers.conv2d_transpose(h, 64, 5, 2, 'same')",
 )
-separable_conv1d = _functional(SeparableConv1D, "Functional SeparableConv1D.")
-separable_conv2d = _functional(SeparableConv2D, "Functional SeparableConv2D.")
-max_pooling1d = _functional_pool(MaxPooling1D, "Functional MaxPooling1D.")
-average_pooling1d = _functional_pool(AveragePooling1D, "Functional AveragePooling1D.")
+separable_conv1d = functional(SeparableConv1D, "Functional SeparableConv1D.")
+separable_conv2d = functional(SeparableConv2D, "Functional SeparableConv2D.")
+max_pooling1d = functional_pool(MaxPooling1D, "Functional MaxPooling1D.")
+average_pooling1d = functional_pool(AveragePooling1D, "Functional AveragePooling1D.")

@@ -6,13 +6,40 @@ import numpy as np
 
 from flowgraph.core.shapes import TensorShape
 from flowgraph.framework.convert import convert_to_tensor
-from flowgraph.layers.base import Layer, smart_cond
+from flowgraph.layers.base import Layer, functional, smart_cond
 from flowgraph.ops import array as array_ops
 from flowgraph.ops import init_ops
 from flowgraph.ops import linalg as linalg_ops
 from flowgraph.ops import nn as nn_ops
 
 __all__ = ["Dense", "Dropout", "Flatten", "dense", "dropout", "flatten"]
+
+
+def add_kernel_and_bias(layer, kernel_shape, units):
+    """Builds `layer.kernel` and `layer.bias` from the layer's initializer, regularizer and
+    constraint attributes: Dense and every convolution own these two variables."""
+    layer.kernel = layer.add_weight(
+        "kernel",
+        kernel_shape,
+        initializer=layer.kernel_initializer,
+        regularizer=layer.kernel_regularizer,
+        constraint=layer.kernel_constraint,
+    )
+    add_bias(layer, units)
+
+
+def add_bias(layer, units):
+    """Builds `layer.bias` [units] when `layer.use_bias` (else None) and marks it built."""
+    layer.bias = None
+    if layer.use_bias:
+        layer.bias = layer.add_weight(
+            "bias",
+            [units],
+            initializer=layer.bias_initializer,
+            regularizer=layer.bias_regularizer,
+            constraint=layer.bias_constraint,
+        )
+    layer.built = True
 
 
 class Dense(Layer):
@@ -58,24 +85,7 @@ class Dense(Layer):
             raise ValueError(
                 "The last dimension of the inputs to `Dense` should be defined. Found `None`."
             )
-        last = input_shape[-1].value
-        self.kernel = self.add_weight(
-            "kernel",
-            [last, self.units],
-            initializer=self.kernel_initializer,
-            regularizer=self.kernel_regularizer,
-            constraint=self.kernel_constraint,
-        )
-        self.bias = None
-        if self.use_bias:
-            self.bias = self.add_weight(
-                "bias",
-                [self.units],
-                initializer=self.bias_initializer,
-                regularizer=self.bias_regularizer,
-                constraint=self.bias_constraint,
-            )
-        self.built = True
+        add_kernel_and_bias(self, [input_shape[-1].value, self.units], self.units)
 
     def call(self, inputs):
         inputs = convert_to_tensor(inputs, dtype=self.dtype)
@@ -103,40 +113,9 @@ class Dense(Layer):
         return TensorShape(input_shape.as_list()[:-1] + [self.units])
 
 
-def dense(
-    inputs,
-    units,
-    activation=None,
-    use_bias=True,
-    kernel_initializer=None,
-    bias_initializer=init_ops.zeros_initializer(),
-    kernel_regularizer=None,
-    bias_regularizer=None,
-    activity_regularizer=None,
-    kernel_constraint=None,
-    bias_constraint=None,
-    trainable=True,
-    name=None,
-    reuse=None,
-):
-    """Functional Dense. Example: h = tf.layers.dense(x, 128, activation=tf.nn.relu)"""
-    layer = Dense(
-        units,
-        activation=activation,
-        use_bias=use_bias,
-        kernel_initializer=kernel_initializer,
-        bias_initializer=bias_initializer,
-        kernel_regularizer=kernel_regularizer,
-        bias_regularizer=bias_regularizer,
-        activity_regularizer=activity_regularizer,
-        kernel_constraint=kernel_constraint,
-        bias_constraint=bias_constraint,
-        trainable=trainable,
-        name=name,
-        _scope=name,
-        _reuse=reuse,
-    )
-    return layer.apply(inputs)
+dense = functional(
+    Dense, "Functional Dense. Example: h = tf.layers.dense(x, 128, activation=tf.nn.relu)"
+)
 
 
 class Dropout(Layer):

@@ -1,6 +1,8 @@
 """tf.layers Conv1D, Conv2DTranspose, SeparableConv1D/2D and 1-D pooling against NumPy
 references; variable names and shapes as TF 1.15's layers create them."""
 
+import inspect
+
 import numpy as np
 import pytest
 
@@ -133,3 +135,30 @@ def test_pooling1d():
     windows = np.stack([padded[:, i : i + 3] for i in range(7)], 1)
     np.testing.assert_allclose(got_a, np.nanmean(windows, axis=2), rtol=1e-6)
     np.testing.assert_allclose(got_first, np.maximum(x[:, :, :-1], x[:, :, 1:]))
+
+
+def test_layers_of_every_rank_share_tf1_signatures():
+    """One rank-generic base per concept: TF1's positional order holds for 1-D, 2-D and 3-D, and
+    the functional forms take the class's arguments after `inputs`, then `reuse`."""
+    params = list(inspect.signature(tf.layers.conv3d).parameters)
+    assert params[:7] == ["inputs", "filters", "kernel_size", "strides", "padding"] + [
+        "data_format",
+        "dilation_rate",
+    ]
+    assert params[-2:] == ["name", "reuse"]
+    assert tf.layers.conv2d_transpose.__name__ == "conv2d_transpose"
+    layer = tf.layers.Conv3D(4, 3, 1, "same", "channels_first")
+    assert (layer.padding, layer.data_format, layer.strides) == ("same", "channels_first", (1,) * 3)
+    assert tf.layers.MaxPooling1D(2, 1).pool_size == (2,)
+    with pytest.raises(ValueError, match="tuple of 3 positive"):
+        tf.layers.Conv3D(4, (3, 3))
+    with pytest.raises(TypeError, match="Conv3DTranspose .* no dilation_rate"):
+        tf.layers.Conv3DTranspose(2, 2, dilation_rate=2)
+    x = tf.zeros([1, 3, 2, 4, 5])  # NCDHW
+    up = tf.layers.conv3d_transpose(x, 6, (1, 2, 3), 2, "valid", "channels_first", name="up")
+    assert up.shape.as_list() == [1, 6, 4, 8, 11]
+    pooled = tf.layers.average_pooling3d(up, 2, 2, "same", "channels_first")
+    assert pooled.shape.as_list() == [1, 6, 2, 4, 6]
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        assert sess.run(pooled).shape == (1, 6, 2, 4, 6)
