@@ -33,41 +33,33 @@ def _after_write(op, flow_grad):
         return util.build("Identity", flow_grad, name="write_barrier")
 
 
-@register_gradient("TensorArrayReadV3")
-def _read_grad(op, grad):
-    flow = op.inputs[2]
-    g = _grad_array(op, op.get_attr("dtype"), flow, _grad_source(grad))
-    return None, None, g.write(op.inputs[1], convert_to_tensor(grad)).flow
+def _reader_grad(op_type, write):
+    """Registers the gradient of a read-like op: `write(g, op, grad)` puts the incoming gradient
+    into the gradient array `g`, and its flow is the gradient of the op's `flow_in`."""
+
+    def grad_fn(op, grad, *_unused):
+        g = _grad_array(op, op.get_attr("dtype"), op.inputs[-1], _grad_source(grad))
+        return (None,) * (len(op.inputs) - 1) + (write(g, op, convert_to_tensor(grad)).flow,)
+
+    register_gradient(op_type)(grad_fn)
 
 
-@register_gradient("TensorArrayWriteV3")
-def _write_grad(op, flow_grad):
-    flow = _after_write(op, flow_grad)
-    g = _grad_array(op, op.get_attr("T"), flow, _grad_source(flow_grad))
-    return None, None, g.read(op.inputs[1]), flow
+def _writer_grad(op_type, read):
+    """Registers the gradient of a write-like op: `read(g, op)` gives the gradients of the inputs
+    between the handle and `flow_in`, read back out of the gradient array `g`."""
+
+    def grad_fn(op, flow_grad):
+        flow = _after_write(op, flow_grad)
+        g = _grad_array(op, op.get_attr("T"), flow, _grad_source(flow_grad))
+        return (None, *read(g, op), flow)
+
+    register_gradient(op_type)(grad_fn)
 
 
-@register_gradient("TensorArrayGatherV3")
-def _gather_grad(op, grad):
-    g = _grad_array(op, op.get_attr("dtype"), op.inputs[2], _grad_source(grad))
-    return None, None, g.scatter(op.inputs[1], convert_to_tensor(grad)).flow
-
-
-@register_gradient("TensorArrayScatterV3")
-def _scatter_grad(op, flow_grad):
-    flow = _after_write(op, flow_grad)
-    g = _grad_array(op, op.get_attr("T"), flow, _grad_source(flow_grad))
-    return None, None, g.gather(op.inputs[1]), flow
-
-
-@register_gradient("TensorArrayConcatV3")
-def _concat_grad(op, grad, _lengths_grad):
-    g = _grad_array(op, op.get_attr("dtype"), op.inputs[1], _grad_source(grad))
-    return None, g.split(convert_to_tensor(grad), op.outputs[1]).flow
-
-
-@register_gradient("TensorArraySplitV3")
-def _split_grad(op, flow_grad):
-    flow = _after_write(op, flow_grad)
-    g = _grad_array(op, op.get_attr("T"), flow, _grad_source(flow_grad))
-    return None, g.concat(), None, flow
+# The dualities: read <-> write, gather <-> scatter, concat <-> split.
+_reader_grad("TensorArrayReadV3", lambda g, op, grad: g.write(op.inputs[1], grad))
+_reader_grad("TensorArrayGatherV3", lambda g, op, grad: g.scatter(op.inputs[1], grad))
+_reader_grad("TensorArrayConcatV3", lambda g, op, grad: g.split(grad, op.outputs[1]))
+_writer_grad("TensorArrayWriteV3", lambda g, op: (None, g.read(op.inputs[1])))
+_writer_grad("TensorArrayScatterV3", lambda g, op: (None, g.gather(op.inputs[1])))
+_writer_grad("TensorArraySplitV3", lambda g, op: (g.concat(), None))

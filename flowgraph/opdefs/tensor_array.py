@@ -9,10 +9,7 @@ from flowgraph.core.shapes import TensorShape, unknown_shape
 from flowgraph.opdefs.shape_fns import no_outputs, scalar
 
 _FLOW = lambda ctx: TensorShape([])
-
-
-def _element_shape(ctx):
-    return ctx.attrs.get("element_shape", unknown_shape())
+_HANDLE_AND_FLOW = lambda ctx: [TensorShape([2]), TensorShape([])]
 
 
 def _gather_shape(ctx):
@@ -20,102 +17,76 @@ def _gather_shape(ctx):
     return TensorShape([n]).concatenate(ctx.attrs.get("element_shape", unknown_shape()))
 
 
-register_op(
-    OpDef(
-        "TensorArrayV3",
-        inputs=["size: int32"],
-        outputs=["handle: resource", "flow: float"],
-        attrs=[
-            "dtype: type",
-            "element_shape: shape = None",
-            "dynamic_size: bool = false",
-            "clear_after_read: bool = true",
-            "identical_element_shapes: bool = false",
-            "tensor_array_name: string = ''",
-        ],
-        shape_fn=lambda ctx: [TensorShape([2]), TensorShape([])],
-        is_stateful=True,
+def _array_op(name, inputs, outputs, attrs, shape_fn):
+    """Every TensorArray op is stateful: it reads or changes the array behind its handle."""
+    register_op(
+        OpDef(
+            name, inputs=inputs, outputs=outputs, attrs=attrs, shape_fn=shape_fn, is_stateful=True
+        )
     )
-)
-register_op(
-    OpDef(
-        "TensorArrayWriteV3",
-        inputs=["handle: resource", "index: int32", "value: T", "flow_in: float"],
-        outputs=["flow_out: float"],
-        attrs=["T: type"],
-        shape_fn=_FLOW,
-        is_stateful=True,
+
+
+def _writer(name, *inputs):
+    """A write, scatter or split: `inputs` go between the handle and `flow_in`, and the new
+    `flow_out` orders later reads after it."""
+    _array_op(
+        name,
+        ["handle: resource", *inputs, "flow_in: float"],
+        ["flow_out: float"],
+        ["T: type"],
+        _FLOW,
     )
+
+
+def _reader(name, inputs, outputs, attrs, shape_fn):
+    """A read, gather, concat, size or grad: it waits for `flow_in`, so for the writes before it."""
+    _array_op(name, ["handle: resource", *inputs, "flow_in: float"], outputs, attrs, shape_fn)
+
+
+_array_op(
+    "TensorArrayV3",
+    ["size: int32"],
+    ["handle: resource", "flow: float"],
+    [
+        "dtype: type",
+        "element_shape: shape = None",
+        "dynamic_size: bool = false",
+        "clear_after_read: bool = true",
+        "identical_element_shapes: bool = false",
+        "tensor_array_name: string = ''",
+    ],
+    _HANDLE_AND_FLOW,
 )
-register_op(
-    OpDef(
-        "TensorArrayReadV3",
-        inputs=["handle: resource", "index: int32", "flow_in: float"],
-        outputs=["value: dtype"],
-        attrs=["dtype: type"],
-        shape_fn=lambda ctx: unknown_shape(),
-        is_stateful=True,
-    )
+_writer("TensorArrayWriteV3", "index: int32", "value: T")
+_writer("TensorArrayScatterV3", "indices: int32", "value: T")
+_writer("TensorArraySplitV3", "value: T", "lengths: int64")
+_reader(
+    "TensorArrayReadV3",
+    ["index: int32"],
+    ["value: dtype"],
+    ["dtype: type"],
+    lambda ctx: unknown_shape(),
 )
-register_op(
-    OpDef(
-        "TensorArrayGatherV3",
-        inputs=["handle: resource", "indices: int32", "flow_in: float"],
-        outputs=["value: dtype"],
-        attrs=["dtype: type", "element_shape: shape = None"],
-        shape_fn=_gather_shape,
-        is_stateful=True,
-    )
+_reader(
+    "TensorArrayGatherV3",
+    ["indices: int32"],
+    ["value: dtype"],
+    ["dtype: type", "element_shape: shape = None"],
+    _gather_shape,
 )
-register_op(
-    OpDef(
-        "TensorArrayScatterV3",
-        inputs=["handle: resource", "indices: int32", "value: T", "flow_in: float"],
-        outputs=["flow_out: float"],
-        attrs=["T: type"],
-        shape_fn=_FLOW,
-        is_stateful=True,
-    )
+_reader(
+    "TensorArrayConcatV3",
+    [],
+    ["value: dtype", "lengths: int64"],
+    ["dtype: type", "element_shape_except0: shape = None"],
+    lambda ctx: [unknown_shape(), TensorShape([None])],
 )
-register_op(
-    OpDef(
-        "TensorArrayConcatV3",
-        inputs=["handle: resource", "flow_in: float"],
-        outputs=["value: dtype", "lengths: int64"],
-        attrs=["dtype: type", "element_shape_except0: shape = None"],
-        shape_fn=lambda ctx: [unknown_shape(), TensorShape([None])],
-        is_stateful=True,
-    )
-)
-register_op(
-    OpDef(
-        "TensorArraySplitV3",
-        inputs=["handle: resource", "value: T", "lengths: int64", "flow_in: float"],
-        outputs=["flow_out: float"],
-        attrs=["T: type"],
-        shape_fn=_FLOW,
-        is_stateful=True,
-    )
-)
-register_op(
-    OpDef(
-        "TensorArraySizeV3",
-        inputs=["handle: resource", "flow_in: float"],
-        outputs=["size: int32"],
-        shape_fn=scalar,
-        is_stateful=True,
-    )
-)
-register_op(
-    OpDef("TensorArrayCloseV3", inputs=["handle: resource"], shape_fn=no_outputs, is_stateful=True)
-)
-register_op(
-    OpDef(
-        "TensorArrayGradV3",
-        inputs=["handle: resource", "flow_in: float"],
-        outputs=["grad_handle: resource", "flow_out: float"],
-        attrs=["source: string"],
-        shape_fn=lambda ctx: [TensorShape([2]), TensorShape([])],
-        is_stateful=True,
-    )
+_reader("TensorArraySizeV3", [], ["size: int32"], [], scalar)
+_array_op("TensorArrayCloseV3", ["handle: resource"], [], [], no_outputs)
+_reader(
+    "TensorArrayGradV3",
+    [],
+    ["grad_handle: resource", "flow_out: float"],
+    ["source: string"],
+    _HANDLE_AND_FLOW,
 )
