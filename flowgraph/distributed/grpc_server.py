@@ -47,7 +47,7 @@ class GrpcServer:
             ) from None
         self._address = f"{host}:{bound}"
         _set_task_address(self._server_def, self._address)
-        self.services = task_services.TaskServices(self._server_def)
+        self.services = task_services.TaskServices(self._server_def, raw_host=host)
         self._grpc.add_generic_rpc_handlers(tuple(self.services.handlers))
         self._lock = threading.Lock()  # guards _state
         self._state = "new"  # new -> started -> stopped

@@ -230,18 +230,29 @@ class Client:
             raise self.error(name, e) from None
         return self._methods[name].response.FromString(data)
 
-    def stream(self, path: str, request: Message, timeout: float) -> Iterator[bytes]:
+    def stream(
+        self, path: str, request: Message, timeout: float, call_opts=None
+    ) -> Iterator[bytes]:
         """The raw messages of the server-streaming RPC at `path` ("/Service/Method"). Like
         `call`, a stream that never reached the peer (nothing was received) is retried once
-        if a connection opens within RECONNECT_TIMEOUT_S (a peer back from a restart)."""
+        if a connection opens within RECONNECT_TIMEOUT_S (a peer back from a restart).
+        Cancelling `call_opts` (a CallOptions) cancels the call, which then raises the
+        cancellation's error; closing the generator cancels it too."""
         call = self._channel.unary_stream(path, _serialize, None)
         for retry in (False, True):
+            responses = call(request, timeout=timeout)
+            if call_opts is not None:
+                call_opts.set_cancel_callback(lambda error, r=responses: r.cancel())
             try:
-                yield from call(request, timeout=timeout)
+                yield from responses
                 return
             except grpc.RpcError as e:
+                if call_opts is not None and call_opts.error is not None:
+                    raise call_opts.error from None
                 if retry or not (_never_connected(e) and self._reconnected()):
                     raise rpc_errors.from_rpc_error(e, path.lstrip("/"), self.peer) from None
+            finally:
+                responses.cancel()  # (nothing to cancel once the call has ended)
 
     def error(self, name: str, e: grpc.RpcError) -> errors.OpError:
         return rpc_errors.from_rpc_error(e, f"{self._service}/{name}", self.peer)

@@ -6,7 +6,8 @@ grpc_remote_worker / grpc_worker_cache).
 RecvTensor is served twice: TF's unary `/tensorflow.WorkerService/RecvTensor` for interop (and
 for small tensors between flowgraph peers),
 and `/flowgraph.WorkerStream/RecvTensor`, the same request answered as a stream of ~1 MiB chunks
-(tensor_stream.py), which flowgraph peers use.
+(tensor_stream.py), which flowgraph peers use; on that stream a large tensor's bytes go by a
+plain socket instead, when the receiver offers it (raw_transport.py).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import grpc
 
 from flowgraph.core import errors
 from flowgraph.core.protos import ClusterDef, worker_pb2, worker_service_pb2
-from flowgraph.distributed import grpc_service, tensor_stream
+from flowgraph.distributed import grpc_service, raw_transport, tensor_stream
 from flowgraph.distributed import messages as m
 from flowgraph.distributed.worker_cache import CallOptions
 
@@ -35,8 +36,9 @@ UNARY_RECV_BYTES = 64 << 10  # up to this size a tensor takes the unary RecvTens
 
 
 # -- server side -----------------------------------------------------------------------------
-def handlers(worker) -> list[grpc.GenericRpcHandler]:
-    """The grpcio handlers serving `worker` (a Worker) as WorkerService and WorkerStream."""
+def handlers(worker, raw_sender=None) -> list[grpc.GenericRpcHandler]:
+    """The grpcio handlers serving `worker` (a Worker) as WorkerService and WorkerStream;
+    large tensors go by `raw_sender` (a RawSender) to receivers that offer it."""
     unary = {}
     for name in METHODS:
         method = getattr(worker, grpc_service.snake_case(name), None)
@@ -46,6 +48,8 @@ def handlers(worker) -> list[grpc.GenericRpcHandler]:
 
     def recv_stream(request, context):
         response = worker.recv_tensor(grpc_service.from_wire(m.RecvTensorRequest, request))
+        if raw_sender is not None and raw_transport.offered(request) and _large(response):
+            return raw_sender.serve(response, context)
         return tensor_stream.encode(response.tensor, response.is_dead, response.send_start_micros)
 
     return [
@@ -57,6 +61,10 @@ def handlers(worker) -> list[grpc.GenericRpcHandler]:
             streaming={"RecvTensor": (worker_pb2.RecvTensorRequest, recv_stream)},
         ),
     ]
+
+
+def _large(response: m.RecvTensorResponse) -> bool:
+    return tensor_stream.body_bytes(response.tensor) >= raw_transport.MIN_BYTES
 
 
 def _forward(method, request_class):
@@ -92,6 +100,7 @@ class RemoteWorker:
         self._address = address
         self._client = self._connect()
         self._pool = pool  # runs the streams of recv_tensor_async
+        self._raw = raw_transport.RawReceiver(address.rpartition(":")[0].strip("[]"), task)
         self._sizes: dict[str, int] = {}  # edge -> bytes it carried last (dict ops are atomic)
 
     def _connect(self) -> grpc_service.Client:
@@ -106,6 +115,7 @@ class RemoteWorker:
 
     def close(self) -> None:
         self._client.close()
+        self._raw.close()
 
     def _call(self, name: str, req, timeout: float = grpc_service.CONTROL_TIMEOUT_S):
         response = self._client.call(name, req.to_proto(), timeout)
@@ -169,30 +179,54 @@ class RemoteWorker:
             if call_opts is not None:
                 call_opts.clear_cancel_callback()
 
-    def recv_tensor(self, req: m.RecvTensorRequest) -> m.RecvTensorResponse:
-        """The tensor streamed in chunks from the peer (it waits until the step made it)."""
+    def recv_tensor(
+        self, req: m.RecvTensorRequest, call_opts: CallOptions | None = None, raw: bool = True
+    ) -> m.RecvTensorResponse:
+        """The tensor streamed from the peer (it waits until the step made it): in chunks,
+        or, if `raw` and the peer takes the offer, over a socket (raw_transport.py).
+        Cancelling `call_opts` ends the call at once."""
+        request = req.to_proto()
+        if raw:
+            raw_transport.offer(request)
+
+        def fill_raw(header, array) -> bool:
+            options = raw_transport.accepted(header)
+            if options is not None:
+                self._raw.receive(options, array, call_opts, req.rendezvous_key)
+            return options is not None
+
         messages = self._client.stream(
-            STREAM_RECV_PATH, req.to_proto(), grpc_service.STEP_TIMEOUT_S
+            STREAM_RECV_PATH, request, grpc_service.STEP_TIMEOUT_S, call_opts
         )
-        array, header = tensor_stream.decode(messages)
+        try:
+            array, header = tensor_stream.decode(messages, fill_raw)
+        finally:
+            messages.close()  # cancels the call if a socket carried the bytes
+            if call_opts is not None:
+                call_opts.clear_cancel_callback()
         self._sizes[_edge(req.rendezvous_key)] = array.nbytes if array is not None else 0
         return m.RecvTensorResponse(array, header.is_dead, header.send_start_micros)
 
-    def recv_tensor_async(self, req: m.RecvTensorRequest, done) -> None:
+    def recv_tensor_async(
+        self, req: m.RecvTensorRequest, done, call_opts: CallOptions | None = None
+    ) -> None:
         """A tensor that was small the last time this edge carried it comes by TF's unary
         RecvTensor, answered on gRPC's own thread (a stream costs ~0.5 ms more per call);
-        one seen large, or never seen, by the chunked stream on a pool thread."""
+        one seen large, or never seen, by the chunked stream (or a socket) on a pool
+        thread. Cancelling `call_opts` (the receiving step ended) ends the call."""
         size = self._sizes.get(_edge(req.rendezvous_key))
         if size is not None and size <= UNARY_RECV_BYTES:
             future = self._client.call_future(
                 "RecvTensor", req.to_proto(), grpc_service.STEP_TIMEOUT_S
             )
+            if call_opts is not None:
+                call_opts.set_cancel_callback(lambda error: future.cancel())
             future.add_done_callback(lambda f: self._unary_done(req, f, done))
             return
 
         def receive():
             try:
-                response = self.recv_tensor(req)
+                response = self.recv_tensor(req, call_opts)
             except Exception as e:  # noqa: BLE001  (done reports every failure)
                 done(e, None)
             else:

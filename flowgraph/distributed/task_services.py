@@ -1,6 +1,7 @@
 """What one task of a cluster runs behind its gRPC port (whitepaper §3.3): a Worker over the
 task's own devices, a Master that places over every task of the cluster, and the worker cache
-joining them (its own worker in process, the others by gRPC), as TF's GrpcServer::Init does.
+joining them (its own worker in process, the others by gRPC), as TF's GrpcServer::Init does,
+and, given the host its gRPC port is on, a listener there for large tensors (raw_transport.py).
 """
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ from __future__ import annotations
 import grpc
 
 from flowgraph.core.protos import ClusterDef, ConfigProto, ServerDef
-from flowgraph.distributed import grpc_master, grpc_worker, health
+from flowgraph.distributed import grpc_master, grpc_worker, health, raw_transport
 from flowgraph.distributed.master import Master
 from flowgraph.distributed.worker import Worker
 from flowgraph.runtime import blas
@@ -18,7 +19,7 @@ from flowgraph.runtime import device as device_lib
 class TaskServices:
     """The master, worker and worker cache of task `server_def` names, and their handlers."""
 
-    def __init__(self, server_def: ServerDef):
+    def __init__(self, server_def: ServerDef, raw_host: str | None = None):
         config = server_def.default_session_config
         blas.single_threaded()  # intra-op parallelism is the devices' pools' (threadpool.py)
         devices = device_lib.make_devices(
@@ -33,8 +34,9 @@ class TaskServices:
         self.worker_cache = grpc_worker.GrpcWorkerCache(server_def.cluster, self.task, self.worker)
         self.health = health.HealthMonitor(self.worker_cache, self.task)
         self.master = Master(self.worker_cache, self.task, self.health)
+        self.raw_sender = raw_transport.RawSender(raw_host) if raw_host is not None else None
         self.handlers: list[grpc.GenericRpcHandler] = [
-            *grpc_worker.handlers(self.worker),
+            *grpc_worker.handlers(self.worker, self.raw_sender),
             *grpc_master.handlers(self.master),
         ]
 
@@ -42,6 +44,8 @@ class TaskServices:
         self.health.close()
         self.worker.close()
         self.worker_cache.close()
+        if self.raw_sender is not None:
+            self.raw_sender.close()
 
 
 def server_def(

@@ -31,45 +31,80 @@ def _raw(array) -> bool:
     return array is not None and np.asarray(array).dtype != object and np.size(array) > 0
 
 
-def encode(array: np.ndarray | None, is_dead: bool, send_start_micros: int = 0) -> Iterator[bytes]:
-    """The messages of one streamed RecvTensor (see the module docstring); `array` is None for
-    a dead tensor. Costs one copy of the tensor, chunk by chunk (gRPC needs `bytes`)."""
+def body_bytes(array) -> int:
+    """How many raw bytes follow the header for `array` (0: the header carries it whole)."""
+    return np.asarray(array).nbytes if _raw(array) else 0
+
+
+def split(
+    array: np.ndarray | None, is_dead: bool, send_start_micros: int = 0
+) -> tuple[RecvTensorResponse, memoryview | None]:
+    """The header (message 0) of a streamed RecvTensor and the raw bytes that follow it (None
+    when the header carries the whole value); `array` is None for a dead tensor. The bytes are
+    the array's own buffer unless it must be made contiguous or little-endian first."""
     header = RecvTensorResponse(is_dead=is_dead, send_start_micros=send_start_micros)
     if not _raw(array):
         if array is not None:
             header.tensor.CopyFrom(tensor_util.make_tensor_proto(array))
-        yield header.SerializeToString()
-        return
+        return header, None
     contiguous = np.asarray(array, order="C")  # (ascontiguousarray makes 0-d arrays 1-d)
     if contiguous.dtype.byteorder == ">":
         contiguous = contiguous.astype(contiguous.dtype.newbyteorder("<"))
     header.tensor.dtype = dtypes.as_dtype(contiguous.dtype).as_datatype_enum
     for size in contiguous.shape:
         header.tensor.tensor_shape.dim.add(size=size)
+    return header, memoryview(contiguous.reshape(-1).view(np.uint8))
+
+
+def encode(array: np.ndarray | None, is_dead: bool, send_start_micros: int = 0) -> Iterator[bytes]:
+    """The messages of one streamed RecvTensor (see the module docstring); `array` is None for
+    a dead tensor. Costs one copy of the tensor, chunk by chunk (gRPC needs `bytes`)."""
+    header, flat = split(array, is_dead, send_start_micros)
     yield header.SerializeToString()
-    flat = memoryview(contiguous.reshape(-1).view(np.uint8))
-    for start in range(0, len(flat), CHUNK_BYTES):
-        yield bytes(flat[start : start + CHUNK_BYTES])
+    if flat is not None:
+        for start in range(0, len(flat), CHUNK_BYTES):
+            yield bytes(flat[start : start + CHUNK_BYTES])
 
 
-def decode(messages: Iterable[bytes]) -> tuple[np.ndarray | None, RecvTensorResponse]:
+def decode(
+    messages: Iterable[bytes], fill_elsewhere=None
+) -> tuple[np.ndarray | None, RecvTensorResponse]:
     """The tensor (None if dead) and the header of a streamed RecvTensor. Raises DataLossError
-    when the chunks do not add up to the tensor the header announced."""
+    when the chunks do not add up to the tensor the header announced. `fill_elsewhere(header,
+    array)` may fill the array from another transport the header names (returning True)."""
     stream = iter(messages)
+    header = read_header(stream)
+    array = allocate(header)
+    if array is None:
+        return carried(header), header
+    if fill_elsewhere is None or not fill_elsewhere(header, array):
+        _fill(array.reshape(-1).view(np.uint8), stream)
+    return array, header
+
+
+def read_header(stream: Iterator[bytes]) -> RecvTensorResponse:
     first = next(stream, None)
     if first is None:
         raise errors.DataLossError(None, None, "RecvTensor stream ended before its header")
-    header = RecvTensorResponse.FromString(first)
+    return RecvTensorResponse.FromString(first)
+
+
+def allocate(header: RecvTensorResponse) -> np.ndarray | None:
+    """The uninitialized array the raw bytes after `header` fill; None when the header carries
+    the whole value (`carried`)."""
     if header.is_dead:
-        return None, header
+        return None
     tensor = header.tensor
     shape = tuple(d.size for d in tensor.tensor_shape.dim)
     np_dtype = np.dtype(dtypes.as_dtype(tensor.dtype).as_numpy_dtype)
     if np_dtype == object or 0 in shape:  # strings, resource handles, empty tensors
-        return tensor_util.make_ndarray(tensor), header  # carried whole by message 0
-    array = np.empty(shape, dtype=np_dtype)
-    _fill(array.reshape(-1).view(np.uint8), stream)
-    return array, header
+        return None
+    return np.empty(shape, dtype=np_dtype)
+
+
+def carried(header: RecvTensorResponse) -> np.ndarray | None:
+    """The value a header carries whole (None for a dead tensor)."""
+    return None if header.is_dead else tensor_util.make_ndarray(header.tensor)
 
 
 def _fill(buffer: np.ndarray, stream: Iterator[bytes]) -> None:

@@ -202,14 +202,7 @@ class Worker:
         if call_opts is not None:
             call_opts.set_cancel_callback(step.cancel)
         try:
-            if len(plans) == 1:
-                execute(plans[0], step)
-            else:
-                self._run_partitions(plans, step)
-        except BaseException as e:
-            if not isinstance(e, Exception):  # Ctrl-C while waiting: stop the step's work
-                step.cancel(errors.CancelledError(None, None, "Step was interrupted"))
-            raise
+            self._execute(plans, step)
         finally:
             self._steps.pop(step_id, None)
             step.end()  # its TensorArrays and stacks go with it
@@ -317,8 +310,12 @@ class Worker:
         return m.CleanupAllResponse()
 
     # -- tensors for peers -----------------------------------------------------------------
-    def recv_tensor_async(self, req: m.RecvTensorRequest, done) -> None:
-        """`done(error, RecvTensorResponse)` once the step has produced the tensor."""
+    def recv_tensor_async(
+        self, req: m.RecvTensorRequest, done, call_opts: CallOptions | None = None
+    ) -> None:
+        """`done(error, RecvTensorResponse)` once the step has produced the tensor. In process
+        there is no transfer for `call_opts` to cancel: the receiver's rendezvous drops a reply
+        that comes after its step ended."""
         key = req.rendezvous_key
         if not key.startswith(self.task + "/device:"):
             done(

@@ -18,7 +18,9 @@ def test_quick_run_prints_d1_d2_and_d3():
         check=True,
     ).stdout
     assert re.search(
-        r"D1 RecvTensor 64 MiB.*stream \d+ MB/s, gRPC floor.* \d+ MB/s, raw socket \d+", out
+        r"D1 RecvTensor 64 MiB float32: \d+ MB/s \(socket transport\), gRPC stream \d+ MB/s, "
+        r"gRPC floor.* \d+ MB/s, raw socket \d+",
+        out,
     )
     assert len(re.findall(r"D2 trivial step, grpc.*overhead [\d.]+ ms", out)) == 2
     for workers in (1, 2):  # steps/s per worker and total, step ms, RPC fractions, CPU, loss

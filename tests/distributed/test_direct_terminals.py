@@ -19,9 +19,9 @@ def cluster():
     for worker in c.workers.values():  # count the RecvTensor and RunGraph calls each serves
         recv, run = worker.recv_tensor_async, worker.run_graph
 
-        def counted_recv(req, done, recv=recv, task=worker.task):
+        def counted_recv(req, done, *opts, recv=recv, task=worker.task):
             c.recvs.append((task, req.rendezvous_key))
-            recv(req, done)
+            recv(req, done, *opts)
 
         def counted_run(req, call_opts=None, run=run, task=worker.task):
             c.run_graphs.append(task)

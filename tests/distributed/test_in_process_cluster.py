@@ -20,9 +20,9 @@ def cluster():
     for worker in c.workers.values():  # count the RecvTensor calls each worker serves
         real = worker.recv_tensor_async
 
-        def counted(req, done, real=real, task=worker.task):
+        def counted(req, done, *opts, real=real, task=worker.task):
             recvs.append((task, req.rendezvous_key))
-            real(req, done)
+            real(req, done, *opts)
 
         worker.recv_tensor_async = counted
     c.recvs = recvs

@@ -27,16 +27,20 @@ class GetStatusResponse(_message.Message):
     def __init__(self, device_attributes: _Optional[_Iterable[_Union[_device_attributes_pb2.DeviceAttributes, _Mapping]]] = ...) -> None: ...
 
 class CreateWorkerSessionRequest(_message.Message):
-    __slots__ = ("session_handle", "server_def", "isolate_session_state", "cluster_device_attributes")
+    __slots__ = ("session_handle", "server_def", "isolate_session_state", "cluster_device_attributes", "master_task", "master_incarnation")
     SESSION_HANDLE_FIELD_NUMBER: _ClassVar[int]
     SERVER_DEF_FIELD_NUMBER: _ClassVar[int]
     ISOLATE_SESSION_STATE_FIELD_NUMBER: _ClassVar[int]
     CLUSTER_DEVICE_ATTRIBUTES_FIELD_NUMBER: _ClassVar[int]
+    MASTER_TASK_FIELD_NUMBER: _ClassVar[int]
+    MASTER_INCARNATION_FIELD_NUMBER: _ClassVar[int]
     session_handle: str
     server_def: _tensorflow_server_pb2.ServerDef
     isolate_session_state: bool
     cluster_device_attributes: _containers.RepeatedCompositeFieldContainer[_device_attributes_pb2.DeviceAttributes]
-    def __init__(self, session_handle: _Optional[str] = ..., server_def: _Optional[_Union[_tensorflow_server_pb2.ServerDef, _Mapping]] = ..., isolate_session_state: _Optional[bool] = ..., cluster_device_attributes: _Optional[_Iterable[_Union[_device_attributes_pb2.DeviceAttributes, _Mapping]]] = ...) -> None: ...
+    master_task: str
+    master_incarnation: int
+    def __init__(self, session_handle: _Optional[str] = ..., server_def: _Optional[_Union[_tensorflow_server_pb2.ServerDef, _Mapping]] = ..., isolate_session_state: _Optional[bool] = ..., cluster_device_attributes: _Optional[_Iterable[_Union[_device_attributes_pb2.DeviceAttributes, _Mapping]]] = ..., master_task: _Optional[str] = ..., master_incarnation: _Optional[int] = ...) -> None: ...
 
 class CreateWorkerSessionResponse(_message.Message):
     __slots__ = ()
@@ -195,6 +199,14 @@ class RecvTensorResponse(_message.Message):
     transport_options: _any_pb2.Any
     require_ack: bool
     def __init__(self, tensor: _Optional[_Union[_tensor_pb2.TensorProto, _Mapping]] = ..., is_dead: _Optional[bool] = ..., send_start_micros: _Optional[int] = ..., transport_options: _Optional[_Union[_any_pb2.Any, _Mapping]] = ..., require_ack: _Optional[bool] = ...) -> None: ...
+
+class RawTensorTransport(_message.Message):
+    __slots__ = ("port", "token")
+    PORT_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    port: int
+    token: bytes
+    def __init__(self, port: _Optional[int] = ..., token: _Optional[bytes] = ...) -> None: ...
 
 class MarkRecvFinishedRequest(_message.Message):
     __slots__ = ("request_id",)
