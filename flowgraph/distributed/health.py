@@ -10,6 +10,13 @@ A task that does not answer in time is unreachable: the running steps that need 
 with UnavailableError naming it. A task that answers with devices of a new incarnation was
 restarted: its state is gone, and each session registers its graphs there again
 (MasterSession.observe).
+
+Workers check their sessions' masters the same way (a MasterWatch per session whose master is
+on another task, at the period of the session's config, which CreateWorkerSession carries): a
+master that does not answer in time may be hung mid-step, so the worker ends the session's
+running steps (UnavailableError naming the master) and frees their rendezvous instead of
+waiting for a CleanupGraph that may never come; a master of a new incarnation has lost the
+session, which the worker then deletes.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ import logging
 import threading
 
 from flowgraph.core import errors
+from flowgraph.core.protos import ConfigProto
 
 logger = logging.getLogger(__name__)
 DEFAULT_PERIOD_MS = 1000
@@ -104,3 +112,38 @@ class HealthMonitor:
                     session.observe(task, status.device_attributes)
                 except errors.OpError as e:  # the task went away again while re-registering
                     logger.info("re-registering with %s failed: %s", task, e.message)
+
+
+class MasterWatch:
+    """The HealthMonitor's view of one worker session whose master is on another task: it
+    has the `tasks`, `config`, `observe` and `task_unreachable` of a MasterSession, and acts
+    on the worker (see the module docstring)."""
+
+    def __init__(self, worker, handle: str, master_task: str, incarnation: int, config):
+        self.tasks = frozenset([master_task])
+        self.config = config if config is not None else ConfigProto()
+        self._worker = worker
+        self._handle = handle
+        self._incarnation = incarnation % (1 << 64)  # (sent as a signed int64)
+
+    def observe(self, task: str, device_attributes: list) -> None:
+        if not (self._incarnation and device_attributes):
+            return
+        if device_attributes[0].incarnation % (1 << 64) != self._incarnation:
+            self._worker.end_session(
+                self._handle,
+                errors.AbortedError(
+                    None, None, f"The master of session {self._handle}, {task}, was restarted"
+                ),
+            )
+
+    def task_unreachable(self, task: str, error: errors.OpError) -> None:
+        self._worker.end_session_steps(
+            self._handle,
+            errors.UnavailableError(
+                None,
+                None,
+                f"The master of session {self._handle}, {task}, did not answer its health "
+                f"check: {error.message}",
+            ),
+        )

@@ -25,6 +25,7 @@ from flowgraph.core.protos import (
     FunctionDefLibrary,
     GraphDef,
     RunMetadata,
+    ServerDef,
     StepStats,
 )
 from flowgraph.distributed import direct_terminals
@@ -159,13 +160,20 @@ class MasterSession(TaskFailures):
         filters = [parse(f) for f in self.config.device_filters]
         tasks = worker_cache.list_workers()
         tasks.sort(key=lambda t: t != local_task)  # the master's own task is placed first
+        # Workers on other tasks check this master's health at the session's period: they
+        # learn its task, its incarnation (the local task's status, asked first) and config.
+        create = m.CreateWorkerSessionRequest(
+            handle, ServerDef(default_session_config=self.config), master_task=local_task
+        )
         for task in tasks:
             local = task == local_task  # TF: the master's own devices are always the session's
             if not (local or _matches(parse(task), filters)):
                 continue  # not waited for: a filtered-out task need not be up
             worker = self.worker(task)
-            worker.create_worker_session(m.CreateWorkerSessionRequest(session_handle=handle))
+            worker.create_worker_session(create)
             resp = worker.get_status(m.GetStatusRequest())
+            if local and resp.device_attributes:
+                create.master_incarnation = _signed64(resp.device_attributes[0].incarnation)
             infos = [DeviceInfo.from_attributes(a) for a in resp.device_attributes]
             devices.extend(d for d in infos if local or _matches(d.spec, filters))
         self.devices = tuple(devices)
@@ -543,3 +551,8 @@ def _check_inputs(nodes: dict, added: list):
                 raise errors.InvalidArgumentError(
                     None, None, f"Node '{n.name}': unknown control input '{c}'"
                 )
+
+
+def _signed64(value: int) -> int:
+    """An unsigned 64-bit incarnation as the int64 a CreateWorkerSessionRequest carries."""
+    return value - (1 << 64) if value >= 1 << 63 else value

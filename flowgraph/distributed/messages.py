@@ -316,11 +316,15 @@ class GetStatusResponse(Message):
     session_handle="v",
     server_def="m",
     isolate_session_state="v",
+    master_task="v",
+    master_incarnation="v",
 )
 class CreateWorkerSessionRequest(Message):
     session_handle: str = ""
-    server_def: Any = None  # ServerDef
+    server_def: Any = None  # ServerDef; its default_session_config is the session's config
     isolate_session_state: bool = False
+    master_task: str = ""  # the task of the session's master, whose health the worker checks
+    master_incarnation: int = 0  # its first device's incarnation, as a signed int64
 
 
 @_message("worker_pb2.CreateWorkerSessionResponse")

@@ -33,6 +33,7 @@ class TaskServices:
         self.worker = Worker(self.task, devices)
         self.worker_cache = grpc_worker.GrpcWorkerCache(server_def.cluster, self.task, self.worker)
         self.health = health.HealthMonitor(self.worker_cache, self.task)
+        self.worker.health = self.health  # it checks the masters of its sessions
         self.master = Master(self.worker_cache, self.task, self.health)
         self.raw_sender = raw_transport.RawSender(raw_host) if raw_host is not None else None
         self.handlers: list[grpc.GenericRpcHandler] = [

@@ -27,6 +27,7 @@ import flowgraph.opdefs  # noqa: F401  (registers the op library)
 from flowgraph.core import errors
 from flowgraph.core.rendezvous_keys import parse_key
 from flowgraph.distributed import messages as m
+from flowgraph.distributed.health import MasterWatch
 from flowgraph.distributed.rendezvous import RemoteRendezvous
 from flowgraph.distributed.worker_cache import CallOptions, task_of
 from flowgraph.runtime import nodes as rt_nodes
@@ -66,6 +67,9 @@ class Worker:
         self._graphs: dict[str, list[ExecutorPlan]] = {}  # graph handle -> plans
         self._graph_ids = itertools.count(1)
         self._steps: dict[int, Step] = {}  # running steps by id (cancelled by close)
+        self._step_sessions: dict[int, str] = {}  # running step id -> its session handle
+        self.health = None  # a HealthMonitor checking masters on other tasks, if any
+        self._watches: dict[str, object] = {}  # session handle -> its MasterWatch
         self._partial: dict[int, _PartialStep] = {}
         self._self_contained: set[str] = set()  # graph handles that send to no other task
         self._ended: OrderedDict[int, None] = OrderedDict()  # recently cleaned-up step ids
@@ -103,6 +107,17 @@ class Worker:
     ) -> m.CreateWorkerSessionResponse:
         with self._lock:
             self._sessions.setdefault(req.session_handle, set())
+        if req.master_task and req.master_task != self.task and self.health is not None:
+            config = req.server_def.default_session_config if req.server_def else None
+            watch = MasterWatch(
+                self, req.session_handle, req.master_task, req.master_incarnation, config
+            )
+            with self._lock:
+                old = self._watches.get(req.session_handle)
+                self._watches[req.session_handle] = watch
+            if old is not None:
+                self.health.remove(old)
+            self.health.add(watch)
         return m.CreateWorkerSessionResponse()
 
     def delete_worker_session(
@@ -112,7 +127,22 @@ class Worker:
             for handle in self._sessions.pop(req.session_handle, ()):
                 self._graphs.pop(handle, None)
                 self._self_contained.discard(handle)
+            watch = self._watches.pop(req.session_handle, None)
+        if watch is not None:
+            self.health.remove(watch)
         return m.DeleteWorkerSessionResponse()
+
+    def end_session_steps(self, handle: str, error: errors.OpError) -> None:
+        """Ends the running steps of session `handle` with `error` (its master is unreachable)
+        as its master's CleanupGraph would have."""
+        for step_id, session in list(self._step_sessions.items()):
+            if session == handle:
+                self._end_step(step_id, error)
+
+    def end_session(self, handle: str, error: errors.OpError) -> None:
+        """Ends session `handle`'s steps and deletes it (its master lost it in a restart)."""
+        self.end_session_steps(handle, error)
+        self.delete_worker_session(m.DeleteWorkerSessionRequest(session_handle=handle))
 
     def register_graph(self, req: m.RegisterGraphRequest) -> m.RegisterGraphResponse:
         """Compiles this task's partitions of a signature (every node carries its device)."""
@@ -197,6 +227,7 @@ class Worker:
         stats = StepStatsCollector(self.devices) if traced else None
         step = Step(step_id, rendezvous, stats, call_opts.timeout_ms if call_opts else 0)
         self._steps[step_id] = step
+        self._step_sessions[step_id] = req.session_handle
         if step_id in self._ended:  # its CleanupGraph came between the check and here
             step.cancel(errors.CancelledError(None, None, f"Step {step_id} was cancelled"))
         if call_opts is not None:
@@ -205,6 +236,7 @@ class Worker:
             self._execute(plans, step)
         finally:
             self._steps.pop(step_id, None)
+            self._step_sessions.pop(step_id, None)
             step.end()  # its TensorArrays and stacks go with it
             if call_opts is not None:
                 call_opts.clear_cancel_callback()
@@ -257,6 +289,7 @@ class Worker:
             if call_opts is not None:
                 call_opts.set_cancel_callback(step.cancel)
             self._steps[step.step_id] = step
+            self._step_sessions[step.step_id] = req.session_handle
             threading.Thread(
                 target=self._partial_main,
                 args=(state, plans),
@@ -282,6 +315,7 @@ class Worker:
             state.step.cancel(e)
         finally:
             self._steps.pop(state.step.step_id, None)
+            self._step_sessions.pop(state.step.step_id, None)
             state.step.end()
             if state.call_opts is not None:
                 state.call_opts.clear_cancel_callback()
@@ -289,18 +323,24 @@ class Worker:
 
     def cleanup_graph(self, req: m.CleanupGraphRequest) -> m.CleanupGraphResponse:
         """Ends a step on this worker: its rendezvous goes, failing receivers still waiting."""
-        step_id = req.step_id
+        self._end_step(
+            req.step_id, errors.CancelledError(None, None, f"Step {req.step_id} was cancelled")
+        )
+        return m.CleanupGraphResponse()
+
+    def _end_step(self, step_id: int, error: errors.OpError) -> None:
+        """Cancels step `step_id` with `error` if it runs, drops its rendezvous, and refuses a
+        RunGraph of it that comes later."""
         self._ended[step_id] = None
         while len(self._ended) > _ENDED_KEPT:
             self._ended.popitem(last=False)
         state = self._partial.pop(step_id, None) if self._partial else None
         if state is not None:
-            state.step.cancel(errors.CancelledError(None, None, f"Step {step_id} was ended"))
+            state.step.cancel(error)
         step = self._steps.get(step_id)
         if step is not None:  # still running: its master cancelled it
-            step.cancel(errors.CancelledError(None, None, f"Step {step_id} was cancelled"))
+            step.cancel(error)
         self.rendezvous_mgr.cleanup(step_id)
-        return m.CleanupGraphResponse()
 
     def cleanup_all(self, req: m.CleanupAllRequest) -> m.CleanupAllResponse:
         """Drops the named resource containers on every device (the default one if none)."""

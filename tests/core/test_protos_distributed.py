@@ -68,6 +68,8 @@ FIELDS = {
         "server_def": 2,
         "isolate_session_state": 3,
         "cluster_device_attributes": 4,
+        "master_task": 5,
+        "master_incarnation": 6,
     },
     worker_pb2.DeleteWorkerSessionRequest: {"session_handle": 1},
     worker_pb2.RegisterGraphRequest: {
