@@ -6,8 +6,9 @@ the frame it runs in (frames.py); a graph without loops is the case of the root 
 iteration. Nodes whose count is zero wait in the ready queue, a heap of `iteration key | node
 id` ordered by iteration then construction order, so ties break the way the graph was written
 and forward temporaries die early (§4.1). Cheap kernels run inline in the scheduling thread;
-an expensive kernel goes to the device's inter-op thread pool when other work is ready or in
-flight, so independent kernels overlap (NumPy releases the GIL in large kernels). BLAS
+when other work is ready or in flight, an expensive kernel waits for the scheduling thread to
+run it (one at a time) or goes to the device's inter-op thread pool, so independent kernels
+overlap (NumPy releases the GIL in large kernels) without a hand-off per kernel. BLAS
 kernels are parallel inside (intra-op) and run inline, one at a time (kernels/base.py).
 Asynchronous kernels (Recv) receive a continuation and never park a thread (§5.3).
 
@@ -96,6 +97,9 @@ def _fail_step(plan: ExecutorPlan, step: Step, nid: int, e: BaseException) -> Ba
 
 _ROOT_FRAME = FrameState("", None, 0, 1, 0)  # the root frame of every step without loops
 _PASSING = frozenset({FORWARD, ENTER, EXIT, NEXT})  # nodes whose output is their input
+# An expensive kernel waits for this thread while nothing is in flight and at most this many
+# nodes are ready (cheap ones, e.g. a loop's counter, run first); with more, it goes to the pool.
+_DEFER_READY = 8
 _GONE = object()  # a kernel's outputs that come later (async, pooled) or never (it failed)
 
 
@@ -104,6 +108,7 @@ class _Execution:
 
     __slots__ = (
         "completions",
+        "deferred",
         "error",
         "inflight",
         "items",
@@ -131,6 +136,7 @@ class _Execution:
         self.root_state.context = step  # the root frame's tag, 0:0, is the Step's constant
         self.completions = None  # made by the first pooled or async kernel
         self.inflight = 0
+        self.deferred = None  # an expensive kernel this thread runs once nothing else is ready
         self.error = None
         stats = step.stats
         self.mem = stats.memory(plan.device.name) if stats is not None else None
@@ -202,6 +208,12 @@ class _Execution:
                     if mem is not None:
                         _release(mem, ins)
                     stats.record(device, item, t0, perf(), out, threading.get_ident())
+            if self.deferred is not None:  # nothing else ready: run it here, as a completion
+                deferred, self.deferred = self.deferred, None
+                if self.error is None:
+                    self._pooled(*deferred)
+                else:
+                    self.inflight -= 1
             if not self.inflight:
                 break
             st, nid, out, exc, t0, t1, tid, ins = step.wait(self.completions)
@@ -249,8 +261,25 @@ class _Execution:
                     return _GONE
                 return out
             if pool is not None and (self.ready or self.inflight):
+                # Other work is ready or in flight. A hand-off to a worker costs two thread
+                # wake-ups (~25 us of CPU each on 2 shared cores, and the worker's caches), so
+                # one expensive kernel at a time waits for this thread (TF's
+                # "curr_expensive_node"), which runs it once nothing else is ready: when no
+                # worker is idle, or when only a few cheap nodes (a loop's counter) are ready
+                # and nothing is in flight. Others go to the pool. A function call (a step
+                # kernel) may block on other nodes of the step: it always goes to the pool.
+                if (
+                    self.deferred is None
+                    and not item.step_arg
+                    and (
+                        not pool.idle_workers()
+                        or (not self.inflight and len(self.ready) <= _DEFER_READY)
+                    )
+                ):
+                    self.deferred = (st, nid, args, ins)
+                else:
+                    pool.submit(self._pooled, st, nid, args, ins)
                 self.inflight += 1
-                pool.submit(self._pooled, st, nid, args, ins)
                 return _GONE
         try:
             return item.compute(*args)
