@@ -182,43 +182,42 @@ def shape_of_input(i: int):
     return fn
 
 
-_CONV_ATTRS = [
-    f"T: {_FLOATS}",
-    "strides: list(int)",
-    "use_cudnn_on_gpu: bool = true",
-    _PADDING_EXPLICIT,
-    "explicit_paddings: list(int) = []",
-    _FORMAT,
-    "dilations: list(int) = [1, 1, 1, 1]",
-]
-register_op(
-    OpDef(
-        "Conv2D",
-        inputs=["input: T", "filter: T"],
-        outputs=["output: T"],
-        attrs=_CONV_ATTRS,
-        shape_fn=conv_shape,
+def register_conv(name, attrs, shape_fn, rank, suffix="", input_sizes=("int32", [])):
+    """Registers the convolution `name` and its gradients `name`BackpropInput`suffix` (whose
+    output shape is its `input_sizes` vector; `input_sizes` is that input's type and the attrs it
+    adds) and `name`BackpropFilter`suffix` (shaped by `filter_sizes`): one family per op, so
+    2-D, depthwise and 3-D convolutions declare their gradients alike."""
+    sizes_type, sizes_attrs = input_sizes
+    register_op(
+        OpDef(
+            name,
+            inputs=["input: T", "filter: T"],
+            outputs=["output: T"],
+            attrs=attrs,
+            shape_fn=shape_fn,
+        )
     )
-)
-register_op(
-    OpDef(
-        "Conv2DBackpropInput",
-        inputs=["input_sizes: int32", "filter: T", "out_backprop: T"],
-        outputs=["output: T"],
-        attrs=_CONV_ATTRS,
-        shape_fn=shape_from_input(0, 4),
+    register_op(
+        OpDef(
+            f"{name}BackpropInput{suffix}",
+            inputs=[f"input_sizes: {sizes_type}", "filter: T", "out_backprop: T"],
+            outputs=["output: T"],
+            attrs=attrs + sizes_attrs,
+            shape_fn=shape_from_input(0, rank),
+        )
     )
-)
-register_op(
-    OpDef(
-        "Conv2DBackpropFilter",
-        inputs=["input: T", "filter_sizes: int32", "out_backprop: T"],
-        outputs=["output: T"],
-        attrs=_CONV_ATTRS,
-        shape_fn=shape_from_input(1, 4),
+    register_op(
+        OpDef(
+            f"{name}BackpropFilter{suffix}",
+            inputs=["input: T", "filter_sizes: int32", "out_backprop: T"],
+            outputs=["output: T"],
+            attrs=attrs,
+            shape_fn=shape_from_input(1, rank),
+        )
     )
-)
 
+
+# DepthwiseConv2dNative's attrs; Conv2D's add use_cudnn_on_gpu after strides (TF's order).
 _DEPTHWISE_ATTRS = [
     f"T: {_FLOATS}",
     "strides: list(int)",
@@ -227,33 +226,9 @@ _DEPTHWISE_ATTRS = [
     _FORMAT,
     "dilations: list(int) = [1, 1, 1, 1]",
 ]
-register_op(
-    OpDef(
-        "DepthwiseConv2dNative",
-        inputs=["input: T", "filter: T"],
-        outputs=["output: T"],
-        attrs=_DEPTHWISE_ATTRS,
-        shape_fn=_depthwise_shape,
-    )
-)
-register_op(
-    OpDef(
-        "DepthwiseConv2dNativeBackpropInput",
-        inputs=["input_sizes: int32", "filter: T", "out_backprop: T"],
-        outputs=["output: T"],
-        attrs=_DEPTHWISE_ATTRS,
-        shape_fn=shape_from_input(0, 4),
-    )
-)
-register_op(
-    OpDef(
-        "DepthwiseConv2dNativeBackpropFilter",
-        inputs=["input: T", "filter_sizes: int32", "out_backprop: T"],
-        outputs=["output: T"],
-        attrs=_DEPTHWISE_ATTRS,
-        shape_fn=shape_from_input(1, 4),
-    )
-)
+_CONV_ATTRS = [*_DEPTHWISE_ATTRS[:2], "use_cudnn_on_gpu: bool = true", *_DEPTHWISE_ATTRS[2:]]
+register_conv("Conv2D", _CONV_ATTRS, conv_shape, 4)
+register_conv("DepthwiseConv2dNative", _DEPTHWISE_ATTRS, _depthwise_shape, 4)
 
 _POOL_ATTRS = ["ksize: list(int) >= 4", "strides: list(int) >= 4", _PADDING, _FORMAT]
 register_op(

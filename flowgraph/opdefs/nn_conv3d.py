@@ -9,6 +9,7 @@ from flowgraph.core.op_def import OpDef, register_op
 from flowgraph.opdefs.nn_conv import (
     conv_shape,
     pool_shape,
+    register_conv,
     shape_from_input,
     shape_of_input,
     spatial_attr,
@@ -30,32 +31,13 @@ _CONV_ATTRS = [
     _FORMAT,
     "dilations: list(int) = [1, 1, 1, 1, 1]",
 ]
-register_op(
-    OpDef(
-        "Conv3D",
-        inputs=["input: T", "filter: T"],
-        outputs=["output: T"],
-        attrs=_CONV_ATTRS,
-        shape_fn=conv_shape,
-    )
-)
-register_op(
-    OpDef(
-        "Conv3DBackpropInputV2",
-        inputs=["input_sizes: Tshape", "filter: T", "out_backprop: T"],
-        outputs=["output: T"],
-        attrs=_CONV_ATTRS + ["Tshape: {int32, int64} = DT_INT32"],
-        shape_fn=shape_from_input(0, 5),
-    )
-)
-register_op(
-    OpDef(
-        "Conv3DBackpropFilterV2",
-        inputs=["input: T", "filter_sizes: int32", "out_backprop: T"],
-        outputs=["output: T"],
-        attrs=_CONV_ATTRS,
-        shape_fn=shape_from_input(1, 5),
-    )
+register_conv(
+    "Conv3D",
+    _CONV_ATTRS,
+    conv_shape,
+    5,
+    suffix="V2",
+    input_sizes=("Tshape", ["Tshape: {int32, int64} = DT_INT32"]),
 )
 
 _POOL_ATTRS = ["ksize: list(int) >= 5", "strides: list(int) >= 5", _PADDING, _FORMAT]

@@ -27,28 +27,39 @@ __all__ = [
     "separable_conv2d",
 ]
 
-_FORMATS = ("NHWC", "NCHW")
+_FORMATS = {2: ("NHWC", "NCHW"), 3: ("NDHWC", "NCDHW")}  # by the number of spatial dims
 
 
-def _check_format(data_format):
-    if data_format not in _FORMATS:
-        raise ValueError(f"data_format must be 'NHWC' or 'NCHW', got {data_format!r}")
+def _check_format(data_format, rank=2):
+    """`data_format`, checked to be one of the two layouts of `rank` spatial dims."""
+    formats = _FORMATS[rank]
+    if data_format not in formats:
+        raise ValueError(
+            f"data_format must be {formats[0]!r} or {formats[1]!r}, got {data_format!r}"
+        )
     return data_format
 
 
 def _sequence(value, n: int, data_format: str, name: str) -> list:
-    """TF's _get_sequence: an int or a list of 1, 2 or 4 ints becomes the 4-element attr."""
+    """TF's _get_sequence: an int or a list of 1, n or n + 2 ints becomes the (n + 2)-element
+    attr of a tensor with `n` spatial dims (1 for the batch and channel entries)."""
     if value is None:
         value = 1
-    items = [value] if isinstance(value, int) else list(value)
-    if len(items) == 4:
+    items = [value] if isinstance(value, (int, np.integer)) else list(value)
+    if len(items) == n + 2:
         return [int(v) for v in items]
     if len(items) == 1:
         items = items * n
     if len(items) != n:
-        raise ValueError(f"{name} should be of length 1, {n} or 4 but was {len(items)}")
+        raise ValueError(f"{name} should be of length 1, {n} or {n + 2} but was {len(items)}")
     items = [int(v) for v in items]
-    return [1] + items + [1] if data_format == "NHWC" else [1, 1] + items
+    return [1, *items, 1] if data_format.endswith("C") else [1, 1, *items]
+
+
+def _padding(padding) -> str:
+    if not isinstance(padding, str) or padding.upper() not in ("SAME", "VALID"):
+        raise ValueError(f"padding must be 'SAME' or 'VALID', got {padding!r}")
+    return padding.upper()
 
 
 def _padding_attrs(padding, data_format) -> dict:
@@ -370,18 +381,18 @@ def _width_entry(value, name, spatial):
     raise ValueError(f"{name} should be an int or a list of 1 or 3 ints, got {value!r}")
 
 
-def _pool(op_type, value, input, ksize, strides, padding, data_format, name):
-    value = _one_of(value, input, "value", "input")
-    data_format = _check_format(data_format)
-    if not isinstance(padding, str) or padding.upper() not in ("SAME", "VALID"):
-        raise ValueError(f"padding must be 'SAME' or 'VALID', got {padding!r}")
+def _pool(op_type, value, ksize, strides, padding, data_format, name, rank=2):
+    """A max or average pooling op over `rank` spatial dims, its attrs checked as TF's wrappers
+    check them (tf.nn.max_pool, max_pool3d, ...)."""
+    data_format = _check_format(data_format, rank)
+    padding = _padding(padding)
     return apply_op(
         op_type,
         [value],
         name=name,
-        ksize=_sequence(ksize, 2, data_format, "ksize"),
-        strides=_sequence(strides, 2, data_format, "strides"),
-        padding=padding.upper(),
+        ksize=_sequence(ksize, rank, data_format, "ksize"),
+        strides=_sequence(strides, rank, data_format, "strides"),
+        padding=padding,
         data_format=data_format,
     ).outputs[0]
 
@@ -389,17 +400,19 @@ def _pool(op_type, value, input, ksize, strides, padding, data_format, name):
 def max_pool(value, ksize, strides, padding, data_format="NHWC", name=None, input=None):
     """The maximum over each ksize window. Example: tf.nn.max_pool(x, [1, 2, 2, 1], [1, 2, 2, 1],
     "SAME")"""
-    return _pool("MaxPool", value, input, ksize, strides, padding, data_format, name)
+    value = _one_of(value, input, "value", "input")
+    return _pool("MaxPool", value, ksize, strides, padding, data_format, name)
 
 
 def avg_pool(value, ksize, strides, padding, data_format="NHWC", name=None, input=None):
     """The mean over each window; SAME padding's padded cells are not counted in the mean."""
-    return _pool("AvgPool", value, input, ksize, strides, padding, data_format, name)
+    value = _one_of(value, input, "value", "input")
+    return _pool("AvgPool", value, ksize, strides, padding, data_format, name)
 
 
 def max_pool2d(input, ksize, strides, padding, data_format="NHWC", name=None):
-    return _pool("MaxPool", input, None, ksize, strides, padding, data_format, name)
+    return _pool("MaxPool", input, ksize, strides, padding, data_format, name)
 
 
 def avg_pool2d(input, ksize, strides, padding, data_format="NHWC", name=None):
-    return _pool("AvgPool", input, None, ksize, strides, padding, data_format, name)
+    return _pool("AvgPool", input, ksize, strides, padding, data_format, name)

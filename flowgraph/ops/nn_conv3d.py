@@ -13,7 +13,7 @@ import numpy as np
 
 from flowgraph.framework.apply_op import apply_op
 from flowgraph.framework.convert import convert_to_tensor
-from flowgraph.ops.nn_conv import _one_of
+from flowgraph.ops.nn_conv import _check_format, _one_of, _padding, _pool, _sequence
 
 __all__ = [
     "avg_pool3d",
@@ -24,43 +24,14 @@ __all__ = [
     "max_pool3d",
 ]
 
-_FORMATS = ("NDHWC", "NCDHW")
-
-
-def _check_format(data_format):
-    if data_format not in _FORMATS:
-        raise ValueError(f"data_format must be 'NDHWC' or 'NCDHW', got {data_format!r}")
-    return data_format
-
-
-def _sequence(value, data_format: str, name: str) -> list:
-    """An int or a list of 1, 3 or 5 ints as the 5-element attr (TF's _get_sequence)."""
-    if value is None:
-        value = 1
-    items = [value] if isinstance(value, (int, np.integer)) else list(value)
-    if len(items) == 5:
-        return [int(v) for v in items]
-    if len(items) == 1:
-        items = items * 3
-    if len(items) != 3:
-        raise ValueError(f"{name} should be of length 1, 3 or 5 but was {len(items)}")
-    items = [int(v) for v in items]
-    return [1, *items, 1] if data_format == "NDHWC" else [1, 1, *items]
-
-
-def _padding(padding) -> str:
-    if not isinstance(padding, str) or padding.upper() not in ("SAME", "VALID"):
-        raise ValueError(f"padding must be 'SAME' or 'VALID', got {padding!r}")
-    return padding.upper()
-
 
 def _conv_attrs(strides, padding, data_format, dilations) -> dict:
-    data_format = _check_format(data_format)
+    data_format = _check_format(data_format, 3)
     return {
-        "strides": _sequence(strides, data_format, "strides"),
+        "strides": _sequence(strides, 3, data_format, "strides"),
         "padding": _padding(padding),
         "data_format": data_format,
-        "dilations": _sequence(dilations, data_format, "dilations"),
+        "dilations": _sequence(dilations, 3, data_format, "dilations"),
     }
 
 
@@ -129,24 +100,11 @@ def conv3d_transpose(
     ).outputs[0]
 
 
-def _pool(op_type, input, ksize, strides, padding, data_format, name):
-    data_format = _check_format(data_format)
-    return apply_op(
-        op_type,
-        [input],
-        name=name,
-        ksize=_sequence(ksize, data_format, "ksize"),
-        strides=_sequence(strides, data_format, "strides"),
-        padding=_padding(padding),
-        data_format=data_format,
-    ).outputs[0]
-
-
 def max_pool3d(input, ksize, strides, padding, data_format="NDHWC", name=None):
     """The maximum over each ksize window of a 5-D volume."""
-    return _pool("MaxPool3D", input, ksize, strides, padding, data_format, name)
+    return _pool("MaxPool3D", input, ksize, strides, padding, data_format, name, rank=3)
 
 
 def avg_pool3d(input, ksize, strides, padding, data_format="NDHWC", name=None):
     """The mean over each window; SAME padding's padded cells are not counted."""
-    return _pool("AvgPool3D", input, ksize, strides, padding, data_format, name)
+    return _pool("AvgPool3D", input, ksize, strides, padding, data_format, name, rank=3)
