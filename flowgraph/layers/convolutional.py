@@ -102,9 +102,10 @@ def _finish(layer, outputs, fmt):
 
 class _Conv(Layer):
     """A convolution over `rank` spatial dims: outputs = activation(conv(inputs, kernel) + bias).
-    Subclasses set `rank` and `_convolve`."""
+    Subclasses set `rank` and `conv_fn`, the tf.nn convolution of that rank."""
 
     rank = 2
+    conv_fn = None
 
     def __init__(
         self,
@@ -169,8 +170,14 @@ class _Conv(Layer):
         add_kernel_and_bias(self, kernel_shape, self.filters)
 
     def _convolve(self, inputs, fmt):
-        """The tf.nn convolution of this rank (each subclass names its own)."""
-        raise NotImplementedError(f"{type(self).__name__} defines no _convolve")
+        return self.conv_fn(
+            inputs,
+            self.kernel,
+            strides=_per_axis(self.strides, fmt),
+            padding=self.padding.upper(),
+            data_format=fmt,
+            dilations=_per_axis(self.dilation_rate, fmt),
+        )
 
     def call(self, inputs):
         fmt = _nn_format(self.data_format, self.rank)
@@ -189,16 +196,7 @@ class Conv2D(_Conv):
     """2-D convolution: outputs = activation(conv2d(inputs, kernel) + bias)."""
 
     rank = 2
-
-    def _convolve(self, inputs, fmt):
-        return nn_conv.conv2d(
-            inputs,
-            self.kernel,
-            strides=_per_axis(self.strides, fmt),
-            padding=self.padding.upper(),
-            data_format=fmt,
-            dilations=_per_axis(self.dilation_rate, fmt),
-        )
+    conv_fn = staticmethod(nn_conv.conv2d)
 
 
 class _Pooling(Layer):

@@ -10,7 +10,7 @@ for `kernel_size`, `strides`, `dilation_rate` and `pool_size`, and the same vari
 from __future__ import annotations
 
 from flowgraph.layers.base import functional
-from flowgraph.layers.convolutional import _Conv, _per_axis, _Pooling, functional_pool
+from flowgraph.layers.convolutional import _Conv, _Pooling, functional_pool
 from flowgraph.layers.convolutional_variants import _ConvTranspose
 from flowgraph.ops import nn_conv3d
 
@@ -30,16 +30,7 @@ class Conv3D(_Conv):
     """3-D convolution: outputs = activation(conv3d(inputs, kernel) + bias)."""
 
     rank = 3
-
-    def _convolve(self, inputs, fmt):
-        return nn_conv3d.conv3d(
-            inputs,
-            self.kernel,
-            strides=_per_axis(self.strides, fmt),
-            padding=self.padding.upper(),
-            data_format=fmt,
-            dilations=_per_axis(self.dilation_rate, fmt),
-        )
+    conv_fn = staticmethod(nn_conv3d.conv3d)
 
 
 class Conv3DTranspose(_ConvTranspose):
