@@ -167,70 +167,75 @@ def _dequeue(queue, batch_size, allow_smaller_final_batch, name):
     return queue.dequeue_many(batch_size, name=name)
 
 
-def _batch(
-    tensors,
-    batch_size,
-    keep_input,
-    num_threads=1,
-    capacity=32,
-    enqueue_many=False,
-    shapes=None,
-    dynamic_pad=False,
-    allow_smaller_final_batch=False,
-    shared_name=None,
-    name=None,
-):
-    tensor_list = _as_tensor_list(tensors)
-    graph = default_graph.get()
-    with graph.name_scope(name or "batch") as scope:
-        tensor_list = _validate(tensor_list)
-        keep_input = _validate_keep_input(keep_input, enqueue_many)
-        tensor_list, infos = _store_sparse_tensors(tensor_list, enqueue_many, keep_input)
-        types = _dtypes([tensor_list])
-        shapes = _shapes([tensor_list], shapes, enqueue_many)
+def _fifo_queue(capacity, shapes, dynamic_pad, shared_name):
+    """The queue of batch/batch_join: a FIFOQueue (padding with `dynamic_pad`) and a summary of
+    how full it is."""
+
+    def make(tensor_list_list, enqueue_many):
         queue_cls = queues.PaddingFIFOQueue if dynamic_pad else queues.FIFOQueue
-        queue = queue_cls(capacity=capacity, dtypes=types, shapes=shapes, shared_name=shared_name)
-        ops = _enqueue_ops(queue, [tensor_list], enqueue_many, keep_input) * num_threads
-        add_queue_runner(QueueRunner(queue, ops))
+        queue = queue_cls(
+            capacity=capacity,
+            dtypes=_dtypes(tensor_list_list),
+            shapes=_shapes(tensor_list_list, shapes, enqueue_many),
+            shared_name=shared_name,
+        )
         _scalar_summary(
             f"fraction_of_{capacity}_full",
             math_ops.cast(queue.size(), dtypes.float32) * (1.0 / capacity),
         )
-        dequeued = _dequeue(queue, batch_size, allow_smaller_final_batch, scope)
-        return _as_original_type(tensors, _restore_sparse_tensors(dequeued, infos))
+        return queue
+
+    return make
 
 
-def _batch_join(
-    tensors_list,
-    batch_size,
-    keep_input,
-    capacity=32,
-    enqueue_many=False,
-    shapes=None,
-    dynamic_pad=False,
-    allow_smaller_final_batch=False,
-    shared_name=None,
-    name=None,
-):
-    tensor_list_list = _as_tensor_list_list(tensors_list)
-    graph = default_graph.get()
-    with graph.name_scope(name or "batch_join") as scope:
-        tensor_list_list = _validate_join(tensor_list_list)
+def _shuffle_queue(capacity, min_after_dequeue, seed, shapes, shared_name):
+    """The queue of shuffle_batch/shuffle_batch_join: a RandomShuffleQueue that keeps
+    `min_after_dequeue` elements to mix from, and a summary of how full it is beyond them."""
+
+    def make(tensor_list_list, enqueue_many):
+        if capacity <= min_after_dequeue:
+            raise ValueError(
+                f"capacity {capacity} must be bigger than min_after_dequeue {min_after_dequeue}."
+            )
+        queue = queues.RandomShuffleQueue(
+            capacity=capacity,
+            min_after_dequeue=min_after_dequeue,
+            seed=seed,
+            dtypes=_dtypes(tensor_list_list),
+            shapes=_shapes(tensor_list_list, shapes, enqueue_many),
+            shared_name=shared_name,
+        )
+        over = math_ops.maximum(0, queue.size() - min_after_dequeue)
+        full = math_ops.cast(over, dtypes.float32) * (1.0 / (capacity - min_after_dequeue))
+        _scalar_summary(
+            f"fraction_over_{min_after_dequeue}_of_{capacity - min_after_dequeue}_full", full
+        )
+        return queue
+
+    return make
+
+
+def _batch_through(
+    make_queue, tensors, keep_input, batch_size, enqueue_many, allow_smaller_final_batch, name,
+    num_threads=None,
+):  # fmt: skip
+    """The body of every batcher: `tensors` (a list or dict; for the *_join forms, num_threads
+    None, a list of them, one enqueuing thread each) is validated, its SparseTensors stored, and
+    enqueued into `make_queue`'s queue by a QueueRunner; batches are dequeued in its structure."""
+    join = num_threads is None
+    with default_graph.get().name_scope(name) as scope:
+        if join:
+            tensor_list_list = _validate_join(_as_tensor_list_list(tensors))
+        else:
+            tensor_list_list = [_validate(_as_tensor_list(tensors))]
         keep_input = _validate_keep_input(keep_input, enqueue_many)
         tensor_list_list, infos = _store_join(tensor_list_list, enqueue_many, keep_input)
-        types = _dtypes(tensor_list_list)
-        shapes = _shapes(tensor_list_list, shapes, enqueue_many)
-        queue_cls = queues.PaddingFIFOQueue if dynamic_pad else queues.FIFOQueue
-        queue = queue_cls(capacity=capacity, dtypes=types, shapes=shapes, shared_name=shared_name)
-        add_queue_runner(
-            QueueRunner(queue, _enqueue_ops(queue, tensor_list_list, enqueue_many, keep_input))
-        )
-        _scalar_summary(
-            f"fraction_of_{capacity}_full",
-            math_ops.cast(queue.size(), dtypes.float32) * (1.0 / capacity),
-        )
+        queue = make_queue(tensor_list_list, enqueue_many)
+        ops = _enqueue_ops(queue, tensor_list_list, enqueue_many, keep_input)
+        add_queue_runner(QueueRunner(queue, ops if join else ops * num_threads))
         dequeued = _dequeue(queue, batch_size, allow_smaller_final_batch, scope)
-        return _as_original_type(tensors_list[0], _restore_sparse_tensors(dequeued, infos))
+        original = tensors[0] if join else tensors
+        return _as_original_type(original, _restore_sparse_tensors(dequeued, infos))
 
 
 def _store_join(tensor_list_list, enqueue_many, keep_input):
@@ -240,90 +245,6 @@ def _store_join(tensor_list_list, enqueue_many, keep_input):
     for tl in tensor_list_list[1:]:
         stored.append(_store_sparse_tensors(tl, enqueue_many, keep_input, infos)[0])
     return stored, infos
-
-
-def _shuffle_queue(
-    tensor_list_list, capacity, min_after_dequeue, seed, enqueue_many, shapes, shared_name
-):
-    if capacity <= min_after_dequeue:
-        raise ValueError(
-            f"capacity {capacity} must be bigger than min_after_dequeue {min_after_dequeue}."
-        )
-    types = _dtypes(tensor_list_list)
-    shapes = _shapes(tensor_list_list, shapes, enqueue_many)
-    queue = queues.RandomShuffleQueue(
-        capacity=capacity,
-        min_after_dequeue=min_after_dequeue,
-        seed=seed,
-        dtypes=types,
-        shapes=shapes,
-        shared_name=shared_name,
-    )
-    full = math_ops.cast(math_ops.maximum(0, queue.size() - min_after_dequeue), dtypes.float32) * (
-        1.0 / (capacity - min_after_dequeue)
-    )
-    _scalar_summary(
-        f"fraction_over_{min_after_dequeue}_of_{capacity - min_after_dequeue}_full", full
-    )
-    return queue
-
-
-def _shuffle_batch(
-    tensors,
-    batch_size,
-    capacity,
-    min_after_dequeue,
-    keep_input,
-    num_threads=1,
-    seed=None,
-    enqueue_many=False,
-    shapes=None,
-    allow_smaller_final_batch=False,
-    shared_name=None,
-    name=None,
-):
-    tensor_list = _as_tensor_list(tensors)
-    graph = default_graph.get()
-    with graph.name_scope(name or "shuffle_batch") as scope:
-        tensor_list = _validate(tensor_list)
-        keep_input = _validate_keep_input(keep_input, enqueue_many)
-        tensor_list, infos = _store_sparse_tensors(tensor_list, enqueue_many, keep_input)
-        queue = _shuffle_queue(
-            [tensor_list], capacity, min_after_dequeue, seed, enqueue_many, shapes, shared_name
-        )
-        ops = _enqueue_ops(queue, [tensor_list], enqueue_many, keep_input) * num_threads
-        add_queue_runner(QueueRunner(queue, ops))
-        dequeued = _dequeue(queue, batch_size, allow_smaller_final_batch, scope)
-        return _as_original_type(tensors, _restore_sparse_tensors(dequeued, infos))
-
-
-def _shuffle_batch_join(
-    tensors_list,
-    batch_size,
-    capacity,
-    min_after_dequeue,
-    keep_input,
-    seed=None,
-    enqueue_many=False,
-    shapes=None,
-    allow_smaller_final_batch=False,
-    shared_name=None,
-    name=None,
-):
-    tensor_list_list = _as_tensor_list_list(tensors_list)
-    graph = default_graph.get()
-    with graph.name_scope(name or "shuffle_batch_join") as scope:
-        tensor_list_list = _validate_join(tensor_list_list)
-        keep_input = _validate_keep_input(keep_input, enqueue_many)
-        tensor_list_list, infos = _store_join(tensor_list_list, enqueue_many, keep_input)
-        queue = _shuffle_queue(
-            tensor_list_list, capacity, min_after_dequeue, seed, enqueue_many, shapes, shared_name
-        )
-        add_queue_runner(
-            QueueRunner(queue, _enqueue_ops(queue, tensor_list_list, enqueue_many, keep_input))
-        )
-        dequeued = _dequeue(queue, batch_size, allow_smaller_final_batch, scope)
-        return _as_original_type(tensors_list[0], _restore_sparse_tensors(dequeued, infos))
 
 
 def batch(
@@ -342,19 +263,10 @@ def batch(
 
     dynamic_pad: pad variable-sized inputs to the largest in the batch (a PaddingFIFOQueue).
     allow_smaller_final_batch: once the input ends, the last batch may be short."""
-    return _batch(
-        tensors,
-        batch_size,
-        True,
-        num_threads,
-        capacity,
-        enqueue_many,
-        shapes,
-        dynamic_pad,
-        allow_smaller_final_batch,
-        shared_name,
-        name,
-    )
+    return maybe_batch(
+        tensors, True, batch_size, num_threads, capacity, enqueue_many, shapes, dynamic_pad,
+        allow_smaller_final_batch, shared_name, name,
+    )  # fmt: skip
 
 
 def maybe_batch(
@@ -371,19 +283,11 @@ def maybe_batch(
     name=None,
 ):
     """Like batch, but only inputs whose `keep_input` is true are enqueued."""
-    return _batch(
-        tensors,
-        batch_size,
-        keep_input,
-        num_threads,
-        capacity,
-        enqueue_many,
-        shapes,
-        dynamic_pad,
-        allow_smaller_final_batch,
-        shared_name,
-        name,
-    )
+    make_queue = _fifo_queue(capacity, shapes, dynamic_pad, shared_name)
+    return _batch_through(
+        make_queue, tensors, keep_input, batch_size, enqueue_many, allow_smaller_final_batch,
+        name or "batch", num_threads,
+    )  # fmt: skip
 
 
 def batch_join(
@@ -398,18 +302,10 @@ def batch_join(
     name=None,
 ):
     """Batches from several input lists, one enqueuing thread per list."""
-    return _batch_join(
-        tensors_list,
-        batch_size,
-        True,
-        capacity,
-        enqueue_many,
-        shapes,
-        dynamic_pad,
-        allow_smaller_final_batch,
-        shared_name,
-        name,
-    )
+    return maybe_batch_join(
+        tensors_list, True, batch_size, capacity, enqueue_many, shapes, dynamic_pad,
+        allow_smaller_final_batch, shared_name, name,
+    )  # fmt: skip
 
 
 def maybe_batch_join(
@@ -424,18 +320,11 @@ def maybe_batch_join(
     shared_name=None,
     name=None,
 ):
-    return _batch_join(
-        tensors_list,
-        batch_size,
-        keep_input,
-        capacity,
-        enqueue_many,
-        shapes,
-        dynamic_pad,
-        allow_smaller_final_batch,
-        shared_name,
-        name,
-    )
+    make_queue = _fifo_queue(capacity, shapes, dynamic_pad, shared_name)
+    return _batch_through(
+        make_queue, tensors_list, keep_input, batch_size, enqueue_many,
+        allow_smaller_final_batch, name or "batch_join",
+    )  # fmt: skip
 
 
 def shuffle_batch(
@@ -453,20 +342,10 @@ def shuffle_batch(
 ):
     """Batches `tensors` in random order through a RandomShuffleQueue that keeps at least
     `min_after_dequeue` elements buffered to mix from."""
-    return _shuffle_batch(
-        tensors,
-        batch_size,
-        capacity,
-        min_after_dequeue,
-        True,
-        num_threads,
-        seed,
-        enqueue_many,
-        shapes,
-        allow_smaller_final_batch,
-        shared_name,
-        name,
-    )
+    return maybe_shuffle_batch(
+        tensors, batch_size, capacity, min_after_dequeue, True, num_threads, seed, enqueue_many,
+        shapes, allow_smaller_final_batch, shared_name, name,
+    )  # fmt: skip
 
 
 def maybe_shuffle_batch(
@@ -483,20 +362,11 @@ def maybe_shuffle_batch(
     shared_name=None,
     name=None,
 ):
-    return _shuffle_batch(
-        tensors,
-        batch_size,
-        capacity,
-        min_after_dequeue,
-        keep_input,
-        num_threads,
-        seed,
-        enqueue_many,
-        shapes,
-        allow_smaller_final_batch,
-        shared_name,
-        name,
-    )
+    make_queue = _shuffle_queue(capacity, min_after_dequeue, seed, shapes, shared_name)
+    return _batch_through(
+        make_queue, tensors, keep_input, batch_size, enqueue_many, allow_smaller_final_batch,
+        name or "shuffle_batch", num_threads,
+    )  # fmt: skip
 
 
 def shuffle_batch_join(
@@ -511,19 +381,10 @@ def shuffle_batch_join(
     shared_name=None,
     name=None,
 ):
-    return _shuffle_batch_join(
-        tensors_list,
-        batch_size,
-        capacity,
-        min_after_dequeue,
-        True,
-        seed,
-        enqueue_many,
-        shapes,
-        allow_smaller_final_batch,
-        shared_name,
-        name,
-    )
+    return maybe_shuffle_batch_join(
+        tensors_list, batch_size, capacity, min_after_dequeue, True, seed, enqueue_many, shapes,
+        allow_smaller_final_batch, shared_name, name,
+    )  # fmt: skip
 
 
 def maybe_shuffle_batch_join(
@@ -539,16 +400,8 @@ def maybe_shuffle_batch_join(
     shared_name=None,
     name=None,
 ):
-    return _shuffle_batch_join(
-        tensors_list,
-        batch_size,
-        capacity,
-        min_after_dequeue,
-        keep_input,
-        seed,
-        enqueue_many,
-        shapes,
-        allow_smaller_final_batch,
-        shared_name,
-        name,
-    )
+    make_queue = _shuffle_queue(capacity, min_after_dequeue, seed, shapes, shared_name)
+    return _batch_through(
+        make_queue, tensors_list, keep_input, batch_size, enqueue_many,
+        allow_smaller_final_batch, name or "shuffle_batch_join",
+    )  # fmt: skip

@@ -268,6 +268,46 @@ def test_batch_join_and_shuffle_batch_join():
     assert sorted(got.tolist()) == [0] * 4 + [1] * 4
 
 
+def test_maybe_join_forms_filter_and_every_batcher_names_its_queue_and_summary():
+    """The eight batchers share one body: each keeps only `keep_input` rows, makes one enqueue
+    op per thread (batch, shuffle_batch) or per input list (the _join forms), and summarizes
+    how full its queue is, as TF names the summaries."""
+    lists = [
+        [tf.constant(np.arange(4, dtype=np.int32))],
+        [tf.constant(np.arange(4, 8, dtype=np.int32))],
+    ]
+    keep = tf.constant([True, False, True, False])
+    mj = tf.train.maybe_batch_join(lists, keep, 4, enqueue_many=True, name="mj")
+    msj = tf.train.maybe_shuffle_batch_join(
+        lists, 4, capacity=10, min_after_dequeue=3, keep_input=keep, enqueue_many=True, seed=2
+    )
+    ms = tf.train.maybe_shuffle_batch(
+        lists[0], 2, 10, 1, keep, num_threads=3, enqueue_many=True, seed=3
+    )
+    runners = {r.queue.name.split("/")[0]: r for r in tf.get_collection(tf.GraphKeys.QUEUE_RUNNERS)}
+    assert {name: len(r.enqueue_ops) for name, r in runners.items()} == {
+        "mj": 2,
+        "shuffle_batch_join": 2,
+        "shuffle_batch": 3,
+    }
+    summaries = sorted(
+        op.name for op in tf.get_default_graph().get_operations() if op.type == "ScalarSummary"
+    )
+    assert summaries == [
+        "mj/fraction_of_32_full",
+        "shuffle_batch/fraction_over_1_of_9_full",
+        "shuffle_batch_join/fraction_over_3_of_7_full",
+    ]
+    with tf.Session() as sess:
+        coord = tf.train.Coordinator()
+        threads = tf.train.start_queue_runners(sess, coord)
+        assert set(sess.run(mj).tolist()) <= {0, 2, 4, 6}
+        assert set(sess.run(msj).tolist()) <= {0, 2, 4, 6}
+        assert set(sess.run(ms).tolist()) <= {0, 2}
+        coord.request_stop()
+        coord.join(threads, stop_grace_period_secs=10)
+
+
 def test_batch_rejects_inconsistent_types_in_join():
     with pytest.raises(TypeError, match="consistent"):
         tf.train.batch_join([[tf.constant(1)], [tf.constant(1.0)]], 2)
