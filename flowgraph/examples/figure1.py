@@ -1,9 +1,11 @@
 """The whitepaper's Figure 1 program: C = ReLU(W x + b), built and run as a TF1 graph.
 
-Run: python -m flowgraph.examples.figure1
+Run: python -m flowgraph.examples.figure1 [--steps 10]
 """
 
 from __future__ import annotations
+
+import argparse
 
 import numpy as np
 
@@ -20,12 +22,15 @@ def build():
     return x, relu, C
 
 
-def main():
+def main(argv=None):
+    parser = argparse.ArgumentParser(description="The whitepaper's Figure 1: C = ReLU(W x + b).")
+    parser.add_argument("--steps", type=int, default=10, help="batches of 32 to run")
+    args = parser.parse_args(argv)
     x, relu, C = build()
     rng = np.random.RandomState(0)
     with tf.Session() as s:  # create a context to execute a graph
         s.run(tf.global_variables_initializer())  # initialize the variables
-        for step in range(10):
+        for step in range(args.steps):
             batch = rng.rand(32, 784).astype(np.float32)
             result, cost = s.run([relu, C], feed_dict={x: batch})  # fetch relu and C
             print(f"step {step}: relu {result.shape}, C = {cost:.3f}")

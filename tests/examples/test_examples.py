@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import flowgraph as tf
-from flowgraph.examples import digits_cnn, digits_mlp, digits_softmax, lstm_lm
+from flowgraph.examples import digits_cnn, digits_mlp, digits_softmax, figure1, lstm_lm
 
 
 def _event_tags(logdir):
@@ -40,3 +40,18 @@ def test_lstm_lm_learns(tmp_path):
     out = lstm_lm.main(["--steps", "40", "--hidden", "32", "--logdir", str(tmp_path)])
     assert np.mean(out["losses"][-5:]) < np.mean(out["losses"][:5]) - 0.5
     assert out["unigram_perplexity"] > 1.0 and np.isfinite(out["perplexity"])
+
+
+def test_figure1_runs_its_steps_and_computes_relu_of_wx_plus_b(capsys):
+    figure1.main(["--steps", "2"])
+    assert capsys.readouterr().out.count("step ") == 2
+    with tf.Graph().as_default() as g:
+        x, relu, C = figure1.build()
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            batch = np.random.RandomState(1).rand(3, 784).astype(np.float32)
+            W, b = sess.run([g.get_tensor_by_name("W:0"), g.get_tensor_by_name("b:0")])
+            got_relu, got_c = sess.run([relu, C], {x: batch})
+    want = np.maximum(batch @ W + b, 0)
+    np.testing.assert_allclose(got_relu, want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got_c, want.sum(), rtol=1e-5)
