@@ -119,6 +119,34 @@ def test_recomputed_activations_give_the_same_gradients_with_lower_peak(level, m
     assert peak_on[CPU0] < 0.6 * peak_off[CPU0]
 
 
+@pytest.mark.parametrize("branch", [True, False])
+def test_graphs_with_control_flow_recompute_outside_loops_and_control_flow_ops(branch):
+    g = tf.Graph()
+    with g.as_default():
+        tf.set_random_seed(1)
+        x = tf.placeholder(tf.float32, [128, 1024])
+        flag = tf.placeholder(tf.bool, [])
+        ws = [tf.Variable(tf.random_normal([1024], seed=i), name=f"w{i}") for i in range(4)]
+        acts = [tf.sigmoid, tf.tanh, tf.nn.relu]
+        loss = tf.add_n([tf.reduce_sum(f(x) * w) for f, w in zip(acts, ws[:3], strict=True)])
+        # a loop (its nodes stay alone) and a cond (its Switch's readers stay alone)
+        _, looped = tf.while_loop(lambda i, v: i < 3, lambda i, v: (i + 1, tf.tanh(v)), (0, x))
+        picked = tf.cond(flag, lambda: tf.sigmoid(x * ws[3]), lambda: tf.tanh(x * ws[3]))
+        loss += tf.reduce_sum(looped * ws[3]) + tf.reduce_sum(picked)
+        grads = tf.gradients(loss, ws)
+        init = tf.global_variables_initializer()
+    rng = np.random.RandomState(0)
+    feed = {x: rng.randn(128, 1024).astype(np.float32), flag: branch}
+    fetches = [loss] + grads
+    on, nodes, peak_on = _run(g, fetches, feed, _config(R.HEURISTICS), init)
+    off, _, peak_off = _run(g, fetches, feed, _config(R.NO_MEM_OPT), init)
+    _assert_same(on, off)
+    copies = {n.name for n in nodes.values() if n.name.startswith("Recomputed/")}
+    assert {"Recomputed/Sigmoid", "Recomputed/Tanh", "Recomputed/Relu"} <= copies
+    assert not any("while/" in c or "cond/" in c for c in copies)
+    assert peak_on[CPU0] < peak_off[CPU0]
+
+
 def test_heuristics_leave_unmarked_activations_alone_when_recomputing_saves_nothing():
     """relu(x @ w + b): recomputing relu would keep x @ w + b alive instead."""
     g = tf.Graph()

@@ -8,6 +8,13 @@ Grappler: `tf.gradients` builds them under the `gradients/` name scope
 edge from the consumer's other backward inputs (the incoming gradient): the copy cannot start
 before the gradient reaching that consumer exists.
 
+Graphs with control flow: a copy runs once per step, in the root frame, so only a node that
+does too is copied, and only for readers that do: a node is *pinned* when it is inside a loop's
+frame, is a control-flow op, or reads one directly (a Switch's branch, a Merge's or an Exit's
+consumer); a node that is pinned or has a pinned reader is neither recomputed nor swapped. In a
+tf.cond branch a copy may be dead: it then reads what the original read and its reader is dead
+too, as it would have been.
+
 Every copy is triggered from the *first* backward consumer (in topological order) that reads it
 directly or through other copies. Ordering the graph by topological index, with a copy sitting
 just before its first consumer, every edge then runs forward, so these control edges never
@@ -17,6 +24,7 @@ consumer of the copy is later.
 
 from __future__ import annotations
 
+from flowgraph.runtime.control_loops import FrameInfo
 from flowgraph.runtime.nodes import Node
 from flowgraph.runtime.passes import rules
 
@@ -36,6 +44,14 @@ class Backward:
         for n in self.order:
             for src in dict.fromkeys(s for s, _ in n.inputs):
                 self.readers.setdefault(src, []).append(n)
+        self.pinned = _pinned(nodes) if has_control_flow(nodes) else frozenset()
+
+    def movable(self, name: str) -> bool:
+        """Whether node `name` may be copied (recomputed, swapped): it and its data readers
+        run once per step in the root frame (see the module docstring)."""
+        return name not in self.pinned and not any(
+            r.name in self.pinned for r in self.readers.get(name, ())
+        )
 
     def is_target(self, name: str) -> bool:
         """Whether `name` is a backward node (Grappler's test: in the scope at any depth)."""
@@ -72,9 +88,23 @@ def fresh_name(base: str, taken: set) -> str:
 
 
 def has_control_flow(nodes: list[Node]) -> bool:
-    """Graphs with frames are left alone: a copy of a node inside a loop would need the
-    iteration its consumer runs in, which a control edge from outside cannot give."""
     return any(n.op in rules.CONTROL_FLOW for n in nodes)
+
+
+def _pinned(nodes: list[Node]) -> frozenset:
+    """Nodes a copy cannot stand in for: in a loop's frame (a copy would need the iteration its
+    reader runs in, which a control edge from outside cannot give), control-flow ops, and
+    their direct readers."""
+    frames = FrameInfo(nodes)
+    flow = {n.name for n in nodes if n.op in rules.CONTROL_FLOW}
+    return frozenset(
+        n.name
+        for n in nodes
+        if frames.frame.get(n.name, "")
+        or n.name in flow
+        or any(s in flow for s, _ in n.inputs)
+        or any(c in flow for c in n.control)
+    )
 
 
 def place_before(nodes: list[Node], extra: dict[str, list[Node]]) -> list[Node]:

@@ -33,8 +33,9 @@ HEURISTICS                 all of the above
 * Swapping: passes/swapping.py, on devices with a memory of their own.
 
 Like Grappler's, the optimizer is off with `disable_meta_optimizer` and for graphs below
-`min_graph_nodes` (pipeline.py decides); graphs with control flow get no recomputation or
-swapping (backward.has_control_flow).
+`min_graph_nodes` (pipeline.py decides). In graphs with control flow nothing inside a loop is
+rewritten (weight_updates.py, backward.Backward.movable), nor is a control-flow op or a direct
+reader of one recomputed or swapped.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ from flowgraph.core import dtypes
 from flowgraph.core.protos import ConfigProto, RewriterConfig
 from flowgraph.runtime.nodes import Node, make_node
 from flowgraph.runtime.passes import rules, static_shapes
-from flowgraph.runtime.passes.backward import DEFAULT_SCOPE, fresh_name, has_control_flow
+from flowgraph.runtime.passes.backward import DEFAULT_SCOPE, fresh_name
 from flowgraph.runtime.passes.recompute import recompute
 from flowgraph.runtime.passes.swapping import swap
 from flowgraph.runtime.passes.weight_updates import fuse_weight_updates
@@ -74,8 +75,6 @@ def optimize_memory(
     if level in _SCHEDULING:
         nodes = accumulate_sums(nodes, keep, feed_shapes)
         nodes = fuse_weight_updates(nodes, keep)
-    if has_control_flow(nodes):
-        return nodes
     if level in _MARKED:
         nodes = recompute(nodes, keep, scope, heuristics=level in _CHEAP)
     if level in _SWAP_MARKED:

@@ -18,7 +18,8 @@ Which nodes are recomputed:
   recomputes every connected group of cheap ops instead, which in an unrolled RNN chains
   all time steps into one group recomputed at once, its own comment says.)
 
-Graphs with control flow are left alone (backward.has_control_flow). The copies are named
+In graphs with control flow, nodes in loops, control-flow ops and their direct readers are
+left alone (backward.Backward.movable). The copies are named
 `Recomputed/<name>`, as Grappler names them, and carry no `_recompute_hint`.
 """
 
@@ -52,7 +53,12 @@ def recompute(nodes: list[Node], keep: frozenset, scope: str, heuristics: bool) 
 
 
 def _candidate(n: Node, bw: Backward, keep: frozenset) -> bool:
-    return n.name not in keep and not bw.is_target(n.name) and rules.is_pure(n, bw.by_name)
+    return (
+        n.name not in keep
+        and not bw.is_target(n.name)
+        and rules.is_pure(n, bw.by_name)
+        and bw.movable(n.name)
+    )
 
 
 def _marked(bw: Backward, keep: frozenset) -> set:

@@ -69,6 +69,7 @@ def _swappable(bw: Backward, src: str, devices: set) -> bool:
         and n.device in devices
         and not bw.is_target(src)
         and rules.is_pure(n, bw.by_name)  # a variable's buffer stays anyway
+        and bw.movable(src)
     )
 
 
