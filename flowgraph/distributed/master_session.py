@@ -157,12 +157,12 @@ class MasterSession(TaskFailures):
         self.worker_cache = worker_cache
         self._workers: dict[str, object] = {}
         devices = []
-        filters = [parse(f) for f in self.config.device_filters]
+        self._filters = filters = [parse(f) for f in self.config.device_filters]
         tasks = worker_cache.list_workers()
         tasks.sort(key=lambda t: t != local_task)  # the master's own task is placed first
         # Workers on other tasks check this master's health at the session's period: they
         # learn its task, its incarnation (the local task's status, asked first) and config.
-        create = m.CreateWorkerSessionRequest(
+        self.create_request = create = m.CreateWorkerSessionRequest(
             handle, ServerDef(default_session_config=self.config), master_task=local_task
         )
         for task in tasks:
@@ -175,7 +175,7 @@ class MasterSession(TaskFailures):
             if local and resp.device_attributes:
                 create.master_incarnation = _signed64(resp.device_attributes[0].incarnation)
             infos = [DeviceInfo.from_attributes(a) for a in resp.device_attributes]
-            devices.extend(d for d in infos if local or _matches(d.spec, filters))
+            devices.extend(self.session_devices(task, infos))
         self.devices = tuple(devices)
         self.tasks = frozenset(task_of(d.name) for d in devices)  # what health checks check
         local = [d for d in devices if task_of(d.name) == local_task] or devices
@@ -200,6 +200,12 @@ class MasterSession(TaskFailures):
         )
         self._steps_run = 0  # for graph_options.build_cost_model(_after); guarded by _lock
         self._timeout = self.config.operation_timeout_in_ms  # a step's, unless RunOptions say
+
+    def session_devices(self, task: str, infos: list[DeviceInfo]) -> list[DeviceInfo]:
+        """The devices of `task` this session uses: all of the master's own task, those its
+        config's device_filters match elsewhere."""
+        local = task == self.local_task
+        return [d for d in infos if local or _matches(d.spec, self._filters)]
 
     def worker(self, task: str):
         worker = self._workers.get(task)

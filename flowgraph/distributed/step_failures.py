@@ -45,13 +45,16 @@ class RunningStep:
 class TaskFailures:
     """MasterSession's failure handling (a mixin: the session is the one class using it). It
     uses the session's `_lock` (guarding `devices`, `_plans` and `_restarts`), `tasks`,
-    `running`, `handle`, `local_task`, `worker(task)` and `_drop(sig)`."""
+    `running`, `handle`, `local_task`, `create_request`, `worker(task)`, `_drop(sig)`, and
+    for a task back with other devices `nodes`, `placed`, `session_devices` and
+    `_place_all`."""
 
     # -- failures ----------------------------------------------------------------------------------
     def observe(self, task: str, attributes) -> None:
         """`task` answered GetStatus with `attributes`. If its devices have a new incarnation
         it was restarted, empty: its worker session is made again and the plans that ran
-        there are dropped (the next step plans and registers them again). The restart is
+        there are dropped (the next step plans and registers them again); if it came back
+        with other devices, the nodes on devices it lost are placed again. The restart is
         reported once, as AbortedError: to the steps running there, else to the next step
         that runs there, so that a client learns its state there is gone."""
         fresh = {a.name: DeviceInfo.from_attributes(a) for a in attributes}
@@ -60,9 +63,7 @@ class TaskFailures:
             if all(d.name in fresh and fresh[d.name].incarnation == d.incarnation for d in mine):
                 return
             # first the new worker session: if the task is gone again, the next check retries
-            self.worker(task).create_worker_session(
-                m.CreateWorkerSessionRequest(session_handle=self.handle)
-            )
+            self.worker(task).create_worker_session(self.create_request)
             error = errors.AbortedError(
                 None,
                 None,
@@ -70,12 +71,15 @@ class TaskFailures:
                 "step was aborted; the session registers its graphs again and runs the next "
                 "one (initialize or restore the state first)",
             )
-            self.devices = tuple(
-                fresh.get(d.name, d) if task_of(d.name) == task else d for d in self.devices
-            )
-            for sig, plan in list(self._plans.items()):
-                if task in plan.tasks:
-                    self._drop(sig)
+            if {d.name for d in mine} == set(fresh):
+                self.devices = tuple(
+                    fresh.get(d.name, d) if task_of(d.name) == task else d for d in self.devices
+                )
+                for sig, plan in list(self._plans.items()):
+                    if task in plan.tasks:
+                        self._drop(sig)
+            else:  # it has other devices now: what was placed on the lost ones moves
+                self._replace_devices(task, list(fresh.values()))
             self._restarts[task] = error
         aborted = [step for step in self.running.copy() if task in step.tasks]
         for step in aborted:
@@ -83,6 +87,26 @@ class TaskFailures:
         if aborted:
             with self._lock:
                 self._restarts.pop(task, None)  # reported by the steps it aborted
+
+    def _replace_devices(self, task: str, infos: list[DeviceInfo]) -> None:
+        """`task` came back from a restart with other devices: they replace its old ones, and
+        the nodes placed on a device that is gone are placed again (needs `_lock`). Each
+        plan is dropped: the next step plans the new placement."""
+        new = self.session_devices(task, infos)
+        devices = []
+        for d in self.devices:
+            if task_of(d.name) != task:
+                devices.append(d)
+            elif new:  # the task's new devices take its old ones' place in the order
+                devices.extend(new)
+                new = []
+        self.devices = tuple(devices + new)
+        self.tasks = frozenset(task_of(d.name) for d in self.devices)
+        names = {d.name for d in self.devices}
+        gone = {name for name, n in self.placed.items() if n.device not in names}
+        self.placed = self._place_all(self.nodes, gone)
+        for sig in list(self._plans):
+            self._drop(sig)
 
     def _report_restart(self, tasks: frozenset) -> None:
         """Raises, once, the AbortedError of a restart of one of `tasks` not yet reported."""

@@ -121,3 +121,41 @@ def test_a_hung_task_fails_the_step_through_the_health_checks(grpc_cluster):
                 alive = tf.constant(1.0) + 1.0
             _restart_reported_once(sess, alive, "/job:ps/replica:0/task:0")
             assert sess.run(alive) == 2.0
+
+
+def test_a_task_back_with_other_devices_is_placed_again():
+    """worker:1 (a server in this process) has two CPUs, and a variable pinned to its CPU:1;
+    it restarts with one CPU: after the restart is reported, the session places what was on
+    the lost device again (soft placement: worker:1's CPU:0) and runs there."""
+    from conftest import free_ports
+
+    spec = tf.train.ClusterSpec({"worker": [f"127.0.0.1:{p}" for p in free_ports(2)]})
+
+    def serve(task: int, cpus: int):
+        config = tf.ConfigProto(device_count={"CPU": cpus})
+        return tf.train.Server(spec, job_name="worker", task_index=task, config=config)
+
+    servers = [serve(0, 1), serve(1, 2)]
+    try:
+        with tf.Graph().as_default():
+            with tf.device("/job:worker/task:1/device:CPU:1"):
+                v = tf.Variable(1.0)
+                y = v * 2.0
+            config = _config(-1)
+            config.allow_soft_placement = True
+            with tf.Session(servers[0].target, config=config) as sess:
+                sess.run(v.initializer)
+                assert sess.run(y) == 2.0
+                servers[1]._server.stop()
+                servers[1] = serve(1, 1)
+                _restart_reported_once(sess, y, "/job:worker/replica:0/task:1")
+                sess.run(v.initializer)
+                metadata = tf.RunMetadata()
+                options = tf.RunOptions(output_partition_graphs=True)
+                assert sess.run(y, options=options, run_metadata=metadata) == 2.0
+                devices = {n.device for g in metadata.partition_graphs for n in g.node}
+                assert "/job:worker/replica:0/task:1/device:CPU:0" in devices
+                assert not any(d.endswith("task:1/device:CPU:1") for d in devices)
+    finally:
+        for server in servers:
+            server._server.stop()
