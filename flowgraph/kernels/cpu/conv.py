@@ -23,6 +23,7 @@ from flowgraph.core import errors
 from flowgraph.kernels.base import register_kernel
 from flowgraph.kernels.cpu import conv_rows as R
 from flowgraph.kernels.cpu import windows as W
+from flowgraph.kernels.cpu import winograd as WG
 from flowgraph.kernels.cpu.loops import compiled
 from flowgraph.kernels.sharding import parallel_for
 
@@ -53,6 +54,17 @@ def conv2d(ctx, x, f):
     n, pixels = xn.shape[0], win.oh * win.ow
     out = np.empty((n * pixels, oc), dt)
     rows = R.forward_rows(win) if R.applies(win, dt, fc) else None
+    if WG.applies(win, dt, fc, oc):
+        u = WG.filter_transform(f, dt)
+        xd = xn.astype(dt, copy=False)
+        (top, _), (left, _) = win.pads
+        out4 = out.reshape(n, win.oh, win.ow, oc)
+
+        def tiles(lo: int, hi: int) -> None:
+            WG.conv(xd[lo:hi], u, top, left, out4[lo:hi])
+
+        parallel_for(ctx, n, pixels * f2.size, tiles)
+        return W.from_nhwc(out4, fmt).astype(x.dtype, copy=False)
 
     def images(lo: int, hi: int) -> None:
         base = lo * pixels
@@ -87,9 +99,15 @@ def conv2d_backprop_input(ctx, input_sizes, f, dy):
         rows = R.transposed(win, nhwc_in[1], nhwc_in[2])
         flipped = R.transposed_filter(f.astype(dt, copy=False))
         dx = np.empty(nhwc_in, dt)
+        if WG.applies(win, dt, oc, fc):
+            u, dyd = WG.filter_transform(flipped, dt), dyn.astype(dt, copy=False)
 
-        def transposed(lo: int, hi: int) -> None:
-            R.conv(dyn[lo:hi], flipped, rows, dx[lo:hi], dt)
+            def transposed(lo: int, hi: int) -> None:
+                WG.conv(dyd[lo:hi], u, rows.top, rows.left, dx[lo:hi])
+        else:
+
+            def transposed(lo: int, hi: int) -> None:
+                R.conv(dyn[lo:hi], flipped, rows, dx[lo:hi], dt)
 
         parallel_for(ctx, nhwc_in[0], nhwc_in[1] * nhwc_in[2] * f.size, transposed)
         return W.from_nhwc(dx, fmt).astype(dy.dtype, copy=False)
