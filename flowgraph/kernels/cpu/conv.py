@@ -160,6 +160,16 @@ def conv2d_backprop_filter(ctx, x, filter_sizes, dy):
     dyd = dyn.astype(dt, copy=False)
     pixels = win.oh * win.ow
     partials = {}  # first image -> the partial filter gradient of its block
+    if WG.applies(win, dt, fc, oc):
+        xd = xn.astype(dt, copy=False)
+        (top, _), (left, _) = win.pads
+
+        def tiles(lo: int, hi: int) -> None:
+            partials[lo] = WG.filter_grad(xd[lo:hi], dyd[lo:hi], top, left)
+
+        parallel_for(ctx, xn.shape[0], pixels * kh * kw * fc * oc, tiles)
+        sums = sum(partials[lo] for lo in sorted(partials))  # in a fixed order
+        return WG.filter_from_sums(sums).astype(x.dtype)
 
     def images(lo: int, hi: int) -> None:
         dy2 = dyd[lo:hi].reshape(-1, oc)

@@ -27,7 +27,7 @@ blocks of their work in parallel (kernels/sharding.py).
 * `relu` and `relu_grad`: one pass each where NumPy's maximum (NaN-propagating) and its
   multiply by a boolean mask (a casting loop) run at a quarter and a half of a copy's speed
   (LeNet's 6.4 MB conv1 activation: 0.61 -> 0.16 ms and 0.76 -> 0.34 ms).
-* `winograd_input` and `winograd_output`: the tile transforms of kernels/cpu/winograd.py, a few
+* `winograd_input`, `winograd_output` and `winograd_grad_tiles`: the tile transforms of kernels/cpu/winograd.py, a few
   adds per value over 36 strided streams that NumPy would run as ~70 small whole-array passes.
   Their constants come in the data's dtype (`k`): a Python int would promote float32 to float64
   and keep LLVM from vectorizing the channel loops (LeNet's conv2: 4.2 -> 2.3 ms).
@@ -308,6 +308,41 @@ def _winograd_output(m, y, tiles_w, k2):
                 tile += 1
 
 
+def _winograd_grad_tiles(dy, u, tiles_w, g):
+    """u[6 * a + b, tile] = (G e G^T)[a, b] for each 2x2 tile e of the NHWC block dy (tiles as
+    `winograd_input` orders them, zeros past dy's edge) with the 6x2 matrix g (winograd.py's
+    filter-gradient G, in u's dtype)."""
+    n, oh, ow, c = dy.shape
+    tiles_h = u.shape[1] // (n * tiles_w)
+    e = np.empty((2, 2, c), u.dtype)
+    s = np.empty((6, 2, c), u.dtype)
+    tile = 0
+    for b in range(n):
+        for ty in range(tiles_h):
+            for tx in range(tiles_w):
+                for i in range(2):
+                    for j in range(2):
+                        r, q = 2 * ty + i, 2 * tx + j
+                        if r < oh and q < ow:
+                            for ch in range(c):
+                                e[i, j, ch] = dy[b, r, q, ch]
+                        else:
+                            for ch in range(c):
+                                e[i, j, ch] = 0
+                for a in range(6):  # G along the rows
+                    g0, g1 = g[a, 0], g[a, 1]
+                    for j in range(2):
+                        for ch in range(c):
+                            s[a, j, ch] = g0 * e[0, j, ch] + g1 * e[1, j, ch]
+                for a in range(6):  # and along the columns
+                    for col in range(6):
+                        g0, g1 = g[col, 0], g[col, 1]
+                        out = u[6 * a + col, tile]
+                        for ch in range(c):
+                            out[ch] = g0 * s[a, 0, ch] + g1 * s[a, 1, ch]
+                tile += 1
+
+
 _FUNCTIONS = {
     "gamma": _gamma,
     "fisher_yates": _fisher_yates,
@@ -318,6 +353,7 @@ _FUNCTIONS = {
     "relu_grad": _relu_grad,
     "window_add": _window_add,
     "winograd_input": _winograd_input,
+    "winograd_grad_tiles": _winograd_grad_tiles,
     "winograd_output": _winograd_output,
 }
 
