@@ -1,5 +1,5 @@
-"""Winograd F(2x2, 5x5) and F(5x5, 2x2) (kernels/cpu/winograd.py): Conv2D and the unit-stride
-input and filter gradients of 5x5 filters with 8+ channels, against loop references on every dtype, with odd output sizes
+"""Winograd F(2x2, 5x5), F(4x4, 3x3) and their filter-gradient forms (kernels/cpu/winograd.py):
+Conv2D and the unit-stride input and filter gradients of 5x5 and 3x3 filters with 8+ channels, against loop references on every dtype, with odd output sizes
 (tiles cut at the edge), explicit paddings beyond the kernel (a cropped transposed
 convolution), NCHW, a short last block, and numeric Jacobians."""
 
@@ -35,15 +35,16 @@ def ref_backprop_filter(x, dy, kernel, padding):
     return df
 
 
+@pytest.mark.parametrize("kernel", [3, 5])
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
 @pytest.mark.parametrize("padding", PADDINGS)
 @pytest.mark.parametrize("data_format", ["NHWC", "NCHW"])
-def test_conv2d_and_its_gradients(dtype, padding, data_format):
-    x, f = _rand((3, 7, 8, 8), dtype), _rand((5, 5, 8, 9), dtype, 1)
+def test_conv2d_and_its_gradients(kernel, dtype, padding, data_format):
+    x, f = _rand((3, 7, 9, 8), dtype), _rand((kernel, kernel, 8, 9), dtype, 1)
     want = ref_conv2d(x.astype(np.float64), f.astype(np.float64), (1, 1), padding)
     dy = _rand(want.shape, dtype, 2)
     want_dx = ref_backprop_input(dy, f.astype(np.float64), x.shape, (1, 1), padding, (1, 1))
-    want_df = ref_backprop_filter(x.astype(np.float64), dy.astype(np.float64), 5, padding)
+    want_df = ref_backprop_filter(x.astype(np.float64), dy.astype(np.float64), kernel, padding)
     if data_format == "NCHW":
         x, dy, want, want_dx = _nchw(x), _nchw(dy), _nchw(want), _nchw(want_dx)
     attrs = _attrs((1, 1), padding, (1, 1), data_format)

@@ -57,11 +57,11 @@ def conv2d(ctx, x, f):
     if WG.applies(win, dt, fc, oc):
         u = WG.filter_transform(f, dt)
         xd = xn.astype(dt, copy=False)
-        (top, _), (left, _) = win.pads
+        pads = (win.pads[0][0], win.pads[1][0])
         out4 = out.reshape(n, win.oh, win.ow, oc)
 
         def tiles(lo: int, hi: int) -> None:
-            WG.conv(xd[lo:hi], u, top, left, out4[lo:hi])
+            WG.conv(xd[lo:hi], u, kh, pads, out4[lo:hi])
 
         parallel_for(ctx, n, pixels * f2.size, tiles)
         return W.from_nhwc(out4, fmt).astype(x.dtype, copy=False)
@@ -103,7 +103,7 @@ def conv2d_backprop_input(ctx, input_sizes, f, dy):
             u, dyd = WG.filter_transform(flipped, dt), dyn.astype(dt, copy=False)
 
             def transposed(lo: int, hi: int) -> None:
-                WG.conv(dyd[lo:hi], u, rows.top, rows.left, dx[lo:hi])
+                WG.conv(dyd[lo:hi], u, kh, (rows.top, rows.left), dx[lo:hi])
         else:
 
             def transposed(lo: int, hi: int) -> None:
@@ -162,14 +162,14 @@ def conv2d_backprop_filter(ctx, x, filter_sizes, dy):
     partials = {}  # first image -> the partial filter gradient of its block
     if WG.applies(win, dt, fc, oc):
         xd = xn.astype(dt, copy=False)
-        (top, _), (left, _) = win.pads
+        pads = (win.pads[0][0], win.pads[1][0])
 
         def tiles(lo: int, hi: int) -> None:
-            partials[lo] = WG.filter_grad(xd[lo:hi], dyd[lo:hi], top, left)
+            partials[lo] = WG.filter_grad(xd[lo:hi], dyd[lo:hi], kh, pads)
 
         parallel_for(ctx, xn.shape[0], pixels * kh * kw * fc * oc, tiles)
         sums = sum(partials[lo] for lo in sorted(partials))  # in a fixed order
-        return WG.filter_from_sums(sums).astype(x.dtype)
+        return WG.filter_from_sums(sums, kh).astype(x.dtype)
 
     def images(lo: int, hi: int) -> None:
         dy2 = dyd[lo:hi].reshape(-1, oc)

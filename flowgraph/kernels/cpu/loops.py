@@ -216,13 +216,13 @@ def _gamma(alphas, normals, uniforms, out):
     return -1
 
 
-def _winograd_input(x, v, top, left, tiles_w, k):
-    """v[6 * a + b, tile] = (B^T d B)[a, b] for each 6x6 tile d (stride 2, row-major over the
-    images of the NHWC block x) of x padded by `top` rows and `left` columns of zeros (negative:
-    cropped), channels innermost. B^T is winograd.py's; k = (2, 4, 5) in v's dtype."""
+def _winograd_input(x, v, step, top, left, tiles_w, k):
+    """v[6 * a + b, tile] = (B^T d B)[a, b] for each 6x6 tile d (`step` apart, row-major over
+    the images of the NHWC block x) of x padded by `top` rows and `left` columns of zeros
+    (negative: cropped), channels innermost. B^T is winograd.py's; k = (2, 4, 5) in v's dtype."""
     n, h, w, c = x.shape
     tiles_h = v.shape[1] // (n * tiles_w)
-    wide = 2 * tiles_w + 4
+    wide = step * (tiles_w - 1) + 6
     k2, k4, k5 = k[0], k[1], k[2]
     rows = np.zeros((6, wide * c), v.dtype)  # one tile row's 6 input rows, zero-padded
     t = np.empty((6, wide * c), v.dtype)
@@ -233,7 +233,7 @@ def _winograd_input(x, v, top, left, tiles_w, k):
     for b in range(n):
         for ty in range(tiles_h):
             for a in range(6):
-                r = 2 * ty + a - top
+                r = step * ty + a - top
                 if 0 <= r < h:
                     for q in range(width):
                         for ch in range(c):
@@ -256,7 +256,7 @@ def _winograd_input(x, v, top, left, tiles_w, k):
                 t[4, e] = k2 * (d1 - d3) - d2 + d4
                 t[5, e] = k4 * d1 - k5 * d3 + d5
             for tx in range(tiles_w):  # and along the columns of each tile
-                base = 2 * tx * c
+                base = step * tx * c
                 for a in range(6):
                     ta = t[a]
                     out = v[6 * a : 6 * a + 6, tile]
@@ -276,71 +276,81 @@ def _winograd_input(x, v, top, left, tiles_w, k):
                 tile += 1
 
 
-def _winograd_output(m, y, tiles_w, k2):
-    """y[b, 2 * ty + i, 2 * tx + j] = (A^T M A)[i, j] for the tiles of m (as `winograd_input`
-    orders them), the 2x2 outputs past y's edge dropped. A^T = [[1, 1, 1, 1, 1, 0],
-    [0, 1, -1, 2, -2, 1]]; k2 = 2 in m's dtype."""
+def _winograd_output(m, y, tiles_w, at):
+    """y[b, s * ty + i, s * tx + j] = (A^T M A)[i, j] for the tiles of m (as `winograd_input`
+    orders them, s = A^T's rows), the outputs past y's edge dropped; A^T (s x 6) in m's dtype.
+    Each step is a pass over all tiles and channels at once (contiguous in m): per tile, the
+    channel loops would be too short to vectorize well."""
     n, oh, ow, c = y.shape
-    tiles_h = m.shape[1] // (n * tiles_w)
-    s = np.empty((2, 6, c), m.dtype)
-    tile = 0
-    for b in range(n):
-        for ty in range(tiles_h):
-            for tx in range(tiles_w):
-                for j in range(6):  # A^T along the rows
-                    for ch in range(c):
-                        m0, m1, m2 = m[j, tile, ch], m[6 + j, tile, ch], m[12 + j, tile, ch]
-                        m3, m4, m5 = m[18 + j, tile, ch], m[24 + j, tile, ch], m[30 + j, tile, ch]
-                        s[0, j, ch] = m0 + m1 + m2 + m3 + m4
-                        s[1, j, ch] = m1 - m2 + k2 * (m3 - m4) + m5
-                for i in range(min(2, oh - 2 * ty)):  # and along the columns
-                    r = 2 * ty + i
-                    si = s[i]
-                    for ch in range(c):
-                        y[b, r, 2 * tx, ch] = (
-                            si[0, ch] + si[1, ch] + si[2, ch] + si[3, ch] + si[4, ch]
-                        )
-                    if 2 * tx + 1 < ow:
-                        for ch in range(c):
-                            y[b, r, 2 * tx + 1, ch] = (
-                                si[1, ch] - si[2, ch] + k2 * (si[3, ch] - si[4, ch]) + si[5, ch]
-                            )
-                tile += 1
+    step = at.shape[0]
+    tiles = m.shape[1]
+    tiles_h = tiles // (n * tiles_w)
+    flat = m.reshape(36, tiles * c)
+    s = np.empty((6, tiles * c), m.dtype)  # A^T along the rows, for one output row i
+    cell = np.empty(tiles * c, m.dtype)
+    for i in range(step):
+        for j in range(6):
+            sj = s[j]
+            sj[:] = 0
+            for a in range(6):
+                f = at[i, a]
+                if f != 0:
+                    row = flat[6 * a + j]
+                    for e in range(tiles * c):
+                        sj[e] += f * row[e]
+        for q in range(step):  # and along the columns, then into place
+            cell[:] = 0
+            for j in range(6):
+                f = at[q, j]
+                if f != 0:
+                    sj = s[j]
+                    for e in range(tiles * c):
+                        cell[e] += f * sj[e]
+            for tile in range(tiles):
+                b, rest = tile // (tiles_h * tiles_w), tile % (tiles_h * tiles_w)
+                r, col = step * (rest // tiles_w) + i, step * (rest % tiles_w) + q
+                if r < oh and col < ow:
+                    y[b, r, col] = cell[tile * c : tile * c + c]
 
 
 def _winograd_grad_tiles(dy, u, tiles_w, g):
-    """u[6 * a + b, tile] = (G e G^T)[a, b] for each 2x2 tile e of the NHWC block dy (tiles as
-    `winograd_input` orders them, zeros past dy's edge) with the 6x2 matrix g (winograd.py's
-    filter-gradient G, in u's dtype)."""
+    """u[6 * a + b, tile] = (G e G^T)[a, b] for each s x s tile e of the NHWC block dy (tiles as
+    `winograd_input` orders them, zeros past dy's edge) with the 6 x s matrix g (winograd.py's
+    filter-gradient G, in u's dtype). Gathers the tiles' cells, then transforms all tiles and
+    channels in contiguous passes, as `winograd_output`."""
     n, oh, ow, c = dy.shape
-    tiles_h = u.shape[1] // (n * tiles_w)
-    e = np.empty((2, 2, c), u.dtype)
-    s = np.empty((6, 2, c), u.dtype)
-    tile = 0
-    for b in range(n):
-        for ty in range(tiles_h):
-            for tx in range(tiles_w):
-                for i in range(2):
-                    for j in range(2):
-                        r, q = 2 * ty + i, 2 * tx + j
-                        if r < oh and q < ow:
-                            for ch in range(c):
-                                e[i, j, ch] = dy[b, r, q, ch]
-                        else:
-                            for ch in range(c):
-                                e[i, j, ch] = 0
-                for a in range(6):  # G along the rows
-                    g0, g1 = g[a, 0], g[a, 1]
-                    for j in range(2):
-                        for ch in range(c):
-                            s[a, j, ch] = g0 * e[0, j, ch] + g1 * e[1, j, ch]
-                for a in range(6):  # and along the columns
-                    for col in range(6):
-                        g0, g1 = g[col, 0], g[col, 1]
-                        out = u[6 * a + col, tile]
-                        for ch in range(c):
-                            out[ch] = g0 * s[a, 0, ch] + g1 * s[a, 1, ch]
-                tile += 1
+    step = g.shape[1]
+    tiles = u.shape[1]
+    tiles_h = tiles // (n * tiles_w)
+    size = tiles * c
+    e = np.zeros((step, step, size), u.dtype)  # e[i, j, tile * c + ch]
+    for tile in range(tiles):
+        b, rest = tile // (tiles_h * tiles_w), tile % (tiles_h * tiles_w)
+        for i in range(min(step, oh - step * (rest // tiles_w))):
+            for j in range(min(step, ow - step * (rest % tiles_w))):
+                cells = dy[b, step * (rest // tiles_w) + i, step * (rest % tiles_w) + j]
+                for ch in range(c):
+                    e[i, j, tile * c + ch] = cells[ch]
+    s = np.zeros((6, step, size), u.dtype)  # G along the rows
+    for a in range(6):
+        for i in range(step):
+            f = g[a, i]
+            if f != 0:
+                for j in range(step):
+                    sa, ei = s[a, j], e[i, j]
+                    for k in range(size):
+                        sa[k] += f * ei[k]
+    flat = u.reshape(36, size)  # and along the columns
+    flat[:] = 0
+    for a in range(6):
+        for col in range(6):
+            out = flat[6 * a + col]
+            for j in range(step):
+                f = g[col, j]
+                if f != 0:
+                    sa = s[a, j]
+                    for k in range(size):
+                        out[k] += f * sa[k]
 
 
 _FUNCTIONS = {
