@@ -279,78 +279,111 @@ def _winograd_input(x, v, step, top, left, tiles_w, k):
 def _winograd_output(m, y, tiles_w, at):
     """y[b, s * ty + i, s * tx + j] = (A^T M A)[i, j] for the tiles of m (as `winograd_input`
     orders them, s = A^T's rows), the outputs past y's edge dropped; A^T (s x 6) in m's dtype.
-    Each step is a pass over all tiles and channels at once (contiguous in m): per tile, the
-    channel loops would be too short to vectorize well."""
+    Each channel loop is six multiply-adds with coefficients hoisted out of it, which LLVM
+    vectorizes (skipping A^T's zeros would need branches or memory passes instead)."""
     n, oh, ow, c = y.shape
     step = at.shape[0]
-    tiles = m.shape[1]
-    tiles_h = tiles // (n * tiles_w)
-    flat = m.reshape(36, tiles * c)
-    s = np.empty((6, tiles * c), m.dtype)  # A^T along the rows, for one output row i
-    cell = np.empty(tiles * c, m.dtype)
-    for i in range(step):
-        for j in range(6):
-            sj = s[j]
-            sj[:] = 0
-            for a in range(6):
-                f = at[i, a]
-                if f != 0:
-                    row = flat[6 * a + j]
-                    for e in range(tiles * c):
-                        sj[e] += f * row[e]
-        for q in range(step):  # and along the columns, then into place
-            cell[:] = 0
-            for j in range(6):
-                f = at[q, j]
-                if f != 0:
-                    sj = s[j]
-                    for e in range(tiles * c):
-                        cell[e] += f * sj[e]
-            for tile in range(tiles):
-                b, rest = tile // (tiles_h * tiles_w), tile % (tiles_h * tiles_w)
-                r, col = step * (rest // tiles_w) + i, step * (rest % tiles_w) + q
-                if r < oh and col < ow:
-                    y[b, r, col] = cell[tile * c : tile * c + c]
+    tiles_h = m.shape[1] // (n * tiles_w)
+    s = np.empty((step, 6, c), m.dtype)
+    tile = 0
+    for b in range(n):
+        for ty in range(tiles_h):
+            for tx in range(tiles_w):
+                for i in range(step):  # A^T along the rows
+                    a0, a1, a2, a3, a4, a5 = (
+                        at[i, 0],
+                        at[i, 1],
+                        at[i, 2],
+                        at[i, 3],
+                        at[i, 4],
+                        at[i, 5],
+                    )
+                    for j in range(6):
+                        r0, r1, r2 = m[j, tile], m[6 + j, tile], m[12 + j, tile]
+                        r3, r4, r5 = m[18 + j, tile], m[24 + j, tile], m[30 + j, tile]
+                        sij = s[i, j]
+                        for ch in range(c):
+                            sij[ch] = (
+                                a0 * r0[ch]
+                                + a1 * r1[ch]
+                                + a2 * r2[ch]
+                                + a3 * r3[ch]
+                                + a4 * r4[ch]
+                                + a5 * r5[ch]
+                            )
+                for i in range(min(step, oh - step * ty)):  # and along the columns
+                    si = s[i]
+                    for q in range(min(step, ow - step * tx)):
+                        a0, a1, a2, a3, a4, a5 = (
+                            at[q, 0],
+                            at[q, 1],
+                            at[q, 2],
+                            at[q, 3],
+                            at[q, 4],
+                            at[q, 5],
+                        )
+                        out = y[b, step * ty + i, step * tx + q]
+                        for ch in range(c):
+                            out[ch] = (
+                                a0 * si[0, ch]
+                                + a1 * si[1, ch]
+                                + a2 * si[2, ch]
+                                + a3 * si[3, ch]
+                                + a4 * si[4, ch]
+                                + a5 * si[5, ch]
+                            )
+                tile += 1
 
 
 def _winograd_grad_tiles(dy, u, tiles_w, g):
     """u[6 * a + b, tile] = (G e G^T)[a, b] for each s x s tile e of the NHWC block dy (tiles as
     `winograd_input` orders them, zeros past dy's edge) with the 6 x s matrix g (winograd.py's
-    filter-gradient G, in u's dtype). Gathers the tiles' cells, then transforms all tiles and
-    channels in contiguous passes, as `winograd_output`."""
+    filter-gradient G, in u's dtype; s is 2 or 4). Tiles are read as 4 x 4 (zeros beyond s), so
+    that every channel loop is four multiply-adds with hoisted coefficients, as in
+    `winograd_output`."""
     n, oh, ow, c = dy.shape
     step = g.shape[1]
-    tiles = u.shape[1]
-    tiles_h = tiles // (n * tiles_w)
-    size = tiles * c
-    e = np.zeros((step, step, size), u.dtype)  # e[i, j, tile * c + ch]
-    for tile in range(tiles):
-        b, rest = tile // (tiles_h * tiles_w), tile % (tiles_h * tiles_w)
-        for i in range(min(step, oh - step * (rest // tiles_w))):
-            for j in range(min(step, ow - step * (rest % tiles_w))):
-                cells = dy[b, step * (rest // tiles_w) + i, step * (rest % tiles_w) + j]
-                for ch in range(c):
-                    e[i, j, tile * c + ch] = cells[ch]
-    s = np.zeros((6, step, size), u.dtype)  # G along the rows
-    for a in range(6):
-        for i in range(step):
-            f = g[a, i]
-            if f != 0:
-                for j in range(step):
-                    sa, ei = s[a, j], e[i, j]
-                    for k in range(size):
-                        sa[k] += f * ei[k]
-    flat = u.reshape(36, size)  # and along the columns
-    flat[:] = 0
-    for a in range(6):
-        for col in range(6):
-            out = flat[6 * a + col]
-            for j in range(step):
-                f = g[col, j]
-                if f != 0:
-                    sa = s[a, j]
-                    for k in range(size):
-                        out[k] += f * sa[k]
+    tiles_h = u.shape[1] // (n * tiles_w)
+    g4 = np.zeros((6, 4), u.dtype)
+    g4[:, :step] = g
+    e = np.zeros((4, 4, c), u.dtype)
+    s = np.empty((6, 4, c), u.dtype)
+    tile = 0
+    for b in range(n):
+        for ty in range(tiles_h):
+            for tx in range(tiles_w):
+                for i in range(step):
+                    for j in range(step):
+                        r, q = step * ty + i, step * tx + j
+                        inside = r < oh and q < ow
+                        for ch in range(c):
+                            e[i, j, ch] = dy[b, r, q, ch] if inside else 0
+                for a in range(6):  # G along the rows
+                    g0, g1, g2, g3 = g4[a, 0], g4[a, 1], g4[a, 2], g4[a, 3]
+                    for j in range(step):
+                        saj, e0, e1, e2, e3 = s[a, j], e[0, j], e[1, j], e[2, j], e[3, j]
+                        if step == 2:  # half the loads and multiply-adds (5x5 filters)
+                            for ch in range(c):
+                                saj[ch] = g0 * e0[ch] + g1 * e1[ch]
+                        else:
+                            for ch in range(c):
+                                saj[ch] = g0 * e0[ch] + g1 * e1[ch] + g2 * e2[ch] + g3 * e3[ch]
+                for col in range(6):  # and along the columns
+                    g0, g1, g2, g3 = g4[col, 0], g4[col, 1], g4[col, 2], g4[col, 3]
+                    for a in range(6):
+                        out, sa = u[6 * a + col, tile], s[a]
+                        if step == 2:
+                            for ch in range(c):
+                                out[ch] = g0 * sa[0, ch] + g1 * sa[1, ch]
+                        else:
+                            for ch in range(c):
+                                out[ch] = (
+                                    g0 * sa[0, ch]
+                                    + g1 * sa[1, ch]
+                                    + g2 * sa[2, ch]
+                                    + g3 * sa[3, ch]
+                                )
+                tile += 1
 
 
 _FUNCTIONS = {
