@@ -34,6 +34,7 @@ from scipy.linalg import blas
 
 from flowgraph.core import errors
 from flowgraph.kernels.base import register_kernel
+from flowgraph.kernels.cpu.loops import compiled
 from flowgraph.kernels.variable_state import locked
 from flowgraph.opdefs.training import APPLY_OPS, SCALARS, SPARSE_APPLY_OPS, TYPES, input_names
 
@@ -46,6 +47,9 @@ _AXPY = {
     np.dtype(t): getattr(blas, p + "axpy")
     for t, p in ((np.float32, "s"), (np.float64, "d"), (np.complex64, "c"), (np.complex128, "z"))
 }
+
+
+_FUSED = (np.dtype(np.float32), np.dtype(np.float64))  # the types of the compiled rules
 
 
 def _axpy(a, x: np.ndarray, y: np.ndarray) -> None:
@@ -156,6 +160,13 @@ def adam(a, s, c, g):
     beta1, beta2 = c["beta1"], c["beta2"]
     alpha = c["lr"] * np.sqrt(1 - c["beta2_power"]) / (1 - c["beta1_power"])
     m, v, var = s["m"], s["v"], s["var"]
+    arrays = (var, m, v, g)
+    if var.dtype in _FUSED and all(x.dtype == var.dtype and x.flags.c_contiguous for x in arrays):
+        # One compiled pass (loops.adam), same formulas and order as the NumPy form below.
+        coefficients = np.array([alpha, beta1, 1 - beta1, 1 - beta2, c["epsilon"]], var.dtype)
+        flat = [x.reshape(-1) for x in arrays]
+        compiled("adam")(*flat, coefficients, bool(a["use_nesterov"]))
+        return ("var", "m", "v")
     t = np.subtract(g, m)  # m += (g - m) * (1 - beta1)
     t *= 1 - beta1
     m += t
