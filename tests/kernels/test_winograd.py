@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import flowgraph as tf
-from flowgraph.kernels.cpu import winograd
+from flowgraph.kernels.cpu import windows, winograd
 from flowgraph.testing.gradient_checker import check_gradients
 from flowgraph.testing.op_test import run
 from tests.kernels.test_conv_rows import _attrs, ref_backprop_input
@@ -100,3 +100,16 @@ def test_float32_gradients_match_float64():
     for got, want in zip(grads(np.float32), grads(np.float64), strict=True):
         assert got.dtype == np.float32
         np.testing.assert_allclose(got, want, rtol=0, atol=5e-5 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("batch,shards", [(2, False), (64, True)])
+def test_small_convolutions_run_inline(monkeypatch, batch, shards):
+    """Below windows.INLINE_COST (counted as Winograd's share of the direct multiply-adds) a
+    convolution stays on the calling thread: its blocks' Python work costs more than a second
+    core saves."""
+    calls = []
+    real = windows.parallel_for
+    monkeypatch.setattr(windows, "parallel_for", lambda *a: calls.append(1) or real(*a))
+    x, f = _rand((batch, 28, 28, 32), np.float32), _rand((5, 5, 32, 64), np.float32, 1)
+    run(lambda a, b: tf.nn.conv2d(a, b, [1, 1, 1, 1], "SAME"), [x, f])
+    assert bool(calls) == shards

@@ -152,8 +152,8 @@ def test_sharded_convolutions_match_one_thread(dtype, padding):
     """Conv2D and both backprops split the batch over the pool (big enough to shard); one
     intra-op thread computes them unsharded (checked against NumPy in tests/ops)."""
     rng = np.random.RandomState(2)
-    x = (rng.rand(8, 24, 24, 8) * 0.5).astype(dtype)  # float16 filter grads stay finite
-    f = (rng.rand(3, 3, 8, 16) * 0.5).astype(dtype)
+    x = (rng.rand(16, 64, 64, 8) * 0.1).astype(dtype)  # float16 filter grads stay finite
+    f = (rng.rand(3, 3, 8, 32) * 0.1).astype(dtype)  # above windows.INLINE_COST as Winograd
 
     def build(xt, ft):
         y = tf.nn.conv2d(xt, ft, [1, 1, 1, 1], padding)
@@ -173,10 +173,10 @@ def test_sharded_cnn_layer_kernels_match_one_thread(threads, data_format):
     (BiasAddGrad, ReluGrad, MaxPoolGrad) split their work over the pool when large enough:
     the same values as one thread, which runs them whole; the forward also against NumPy."""
     rng = np.random.RandomState(3)
-    shape = (8, 80, 78, 16) if data_format == "NHWC" else (8, 16, 80, 78)
+    shape = (16, 80, 78, 16) if data_format == "NHWC" else (16, 16, 80, 78)
     x = rng.uniform(-1, 1, shape).astype(np.float32)
     b = rng.uniform(-0.5, 0.5, 16).astype(np.float32)
-    dy_scale = rng.uniform(0.5, 1.5, (8, 40, 39, 16)).astype(np.float32)
+    dy_scale = rng.uniform(0.5, 1.5, (16, 40, 39, 16)).astype(np.float32)
     if data_format == "NCHW":
         dy_scale = np.ascontiguousarray(dy_scale.transpose(0, 3, 1, 2))
     ksize = [1, 3, 3, 1] if data_format == "NHWC" else [1, 1, 3, 3]

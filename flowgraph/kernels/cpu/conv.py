@@ -25,7 +25,6 @@ from flowgraph.kernels.cpu import conv_rows as R
 from flowgraph.kernels.cpu import windows as W
 from flowgraph.kernels.cpu import winograd as WG
 from flowgraph.kernels.cpu.loops import compiled
-from flowgraph.kernels.sharding import parallel_for
 
 _FLOATS = [np.float16, np.float32, np.float64]
 _COMPILED_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
@@ -63,7 +62,7 @@ def conv2d(ctx, x, f):
         def tiles(lo: int, hi: int) -> None:
             WG.conv(xd[lo:hi], u, kh, pads, out4[lo:hi])
 
-        parallel_for(ctx, n, pixels * f2.size, tiles)
+        W.for_images(ctx, n, pixels * f2.size * WG.work(kh), tiles)
         return W.from_nhwc(out4, fmt).astype(x.dtype, copy=False)
 
     def images(lo: int, hi: int) -> None:
@@ -79,7 +78,7 @@ def conv2d(ctx, x, f):
         for first, last, cols in W.im2col_blocks(W.pad(xn[lo:hi], win), win, dt):
             np.matmul(cols, f2, out=out[base + first : base + last])
 
-    parallel_for(ctx, n, pixels * f2.size, images)
+    W.for_images(ctx, n, pixels * f2.size, images)
     out = out.reshape(n, win.oh, win.ow, oc)
     return W.from_nhwc(out, fmt).astype(x.dtype, copy=False)
 
@@ -109,7 +108,10 @@ def conv2d_backprop_input(ctx, input_sizes, f, dy):
             def transposed(lo: int, hi: int) -> None:
                 R.conv(dyn[lo:hi], flipped, rows, dx[lo:hi], dt)
 
-        parallel_for(ctx, nhwc_in[0], nhwc_in[1] * nhwc_in[2] * f.size, transposed)
+        cost = (
+            nhwc_in[1] * nhwc_in[2] * f.size * (WG.work(kh) if WG.applies(win, dt, oc, fc) else 1)
+        )
+        W.for_images(ctx, nhwc_in[0], cost, transposed)
         return W.from_nhwc(dx, fmt).astype(dy.dtype, copy=False)
     # One GEMM per kernel tap, each adding a contiguous (N, OH, OW, C) block into its window:
     # 5x faster than one big GEMM whose per-tap slices are strided (measured on LeNet's conv2).
@@ -143,7 +145,7 @@ def conv2d_backprop_input(ctx, input_sizes, f, dy):
             steps = (in_rows.step or 1, in_cols.step or 1)
             add(dxs, product, o_rows, o_cols, in_rows.start, in_cols.start, *steps)
 
-    parallel_for(ctx, nhwc_in[0], win.oh * win.ow * fd.size, images)
+    W.for_images(ctx, nhwc_in[0], win.oh * win.ow * fd.size, images)
     return W.from_nhwc(dx, fmt).astype(dy.dtype, copy=False)
 
 
@@ -167,7 +169,7 @@ def conv2d_backprop_filter(ctx, x, filter_sizes, dy):
         def tiles(lo: int, hi: int) -> None:
             partials[lo] = WG.filter_grad(xd[lo:hi], dyd[lo:hi], kh, pads)
 
-        parallel_for(ctx, xn.shape[0], pixels * kh * kw * fc * oc, tiles)
+        W.for_images(ctx, xn.shape[0], pixels * kh * kw * fc * oc * WG.work(kh), tiles)
         sums = sum(partials[lo] for lo in sorted(partials))  # in a fixed order
         return WG.filter_from_sums(sums, kh).astype(x.dtype)
 
@@ -181,7 +183,7 @@ def conv2d_backprop_filter(ctx, x, filter_sizes, dy):
             df += cols.T @ dy2[first:last]
         partials[lo] = df
 
-    parallel_for(ctx, xn.shape[0], pixels * kh * kw * fc * oc, images)
+    W.for_images(ctx, xn.shape[0], pixels * kh * kw * fc * oc, images)
     blocks = [partials[lo] for lo in sorted(partials)]  # summed in a fixed order
     df = blocks[0]
     for part in blocks[1:]:

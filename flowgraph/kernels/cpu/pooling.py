@@ -17,7 +17,6 @@ from flowgraph.core import errors
 from flowgraph.kernels.base import register_kernel
 from flowgraph.kernels.cpu import windows as W
 from flowgraph.kernels.cpu.loops import compiled
-from flowgraph.kernels.sharding import parallel_for
 
 _FLOATS = [np.float16, np.float32, np.float64]
 _REAL = _FLOATS + [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64]
@@ -77,7 +76,7 @@ def max_pool(ctx, x):
         for o, i in taps[1:] if covers else taps:
             np.maximum(os[o], xs[i], out=os[o])
 
-    parallel_for(ctx, n, _pool_cost(win, c, _TAP_COST), images)
+    W.for_images(ctx, n, _pool_cost(win, c, _TAP_COST), images)
     return W.from_nhwc(out, fmt)
 
 
@@ -91,7 +90,7 @@ def _backward(ctx, x, g, out, win: W.Window, gather: bool) -> None:
     def images(lo: int, hi: int) -> None:
         loop(x[lo:hi], g[lo:hi], out[lo:hi], *args)
 
-    parallel_for(ctx, x.shape[0], _pool_cost(win, x.shape[3], _TAP_COST_BACKWARD), images)
+    W.for_images(ctx, x.shape[0], _pool_cost(win, x.shape[3], _TAP_COST_BACKWARD), images)
 
 
 def _loop_dtype(dtype):

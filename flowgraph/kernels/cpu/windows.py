@@ -17,7 +17,15 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from flowgraph.core import errors
+from flowgraph.kernels.sharding import parallel_for
 from flowgraph.opdefs.nn_conv import spatial_axes, window_geometry
+
+# Cost units (kernels/sharding.py: about one single-threaded SGEMM multiply-add each) below
+# which a convolution or pooling kernel runs on the calling thread. Their blocks do Python work
+# between the GIL-free calls (buffers, compiled loops, BLAS calls): the digits CNN's conv2
+# (19M multiply-adds, 0.3 ms as Winograd) cut into 4 blocks made its training step 1 ms slower
+# at intra_op 2 (3.3 -> 4.4 ms, one process, interleaved), its pooling gradients into 2 too.
+INLINE_COST = 30_000_000
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,6 +75,15 @@ def valid_range(out: int, stride: int, offset: int, size: int):
         return None
     first = lo * stride - offset
     return slice(lo, hi), slice(first, first + (hi - lo - 1) * stride + 1, stride)
+
+
+def for_images(ctx, n: int, cost_per_image: float, fn) -> None:
+    """fn(lo, hi) over blocks of the batch's n images on the device's pool (`parallel_for`), or
+    fn(0, n) inline when the whole batch costs less than INLINE_COST."""
+    if n * cost_per_image < INLINE_COST:
+        fn(0, n)
+    else:
+        parallel_for(ctx, n, cost_per_image, fn)
 
 
 def to_nhwc(x: np.ndarray, data_format: str) -> np.ndarray:
