@@ -77,10 +77,11 @@ def test_a_failure_while_a_kernel_waits_for_the_thread_is_raised():
     a = tf.placeholder(tf.float32, [4, 4])
     bad = tf.placeholder(tf.int32, [None])
     product = tf.matmul(a, a)
+    other = tf.matmul(a, a, transpose_a=True)  # independent: the step runs the dispatch loop
     broken = tf.reshape(bad, [3])  # fails for a feed of another size
     with _session() as sess:
         feed = {a: np.eye(4, dtype=np.float32), bad: np.arange(4, dtype=np.int32)}
         with pytest.raises(tf.errors.InvalidArgumentError, match="Reshape"):
-            sess.run([product, broken], feed)
+            sess.run([product, other, broken], feed)
         out = sess.run(product, feed)
     np.testing.assert_array_equal(out, np.eye(4, dtype=np.float32))

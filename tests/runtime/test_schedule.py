@@ -102,7 +102,8 @@ def test_which_steps_run_the_schedule(runs):
         a = tf.placeholder(tf.float32, [2, 2])
         b = tf.placeholder(tf.float32, [2, 2])
         plain = a + b
-        product = tf.matmul(a, b)  # an expensive kernel: the inter-op pool may overlap it
+        product = tf.matmul(a, b)  # an expensive kernel, alone: nothing for the pool to overlap
+        products = [product, tf.matmul(b, a)]  # two independent ones: the pool overlaps them
     ones = np.ones((2, 2), np.float32)
     with tf.Session(graph=g) as sess:
         sess.run(plain, {a: ones, b: ones})
@@ -115,12 +116,17 @@ def test_which_steps_run_the_schedule(runs):
         assert runs == {"schedule": 1, "loop": 2}
     pooled = tf.ConfigProto(inter_op_parallelism_threads=2)
     with tf.Session(graph=g, config=pooled) as sess:
-        sess.run(product, {a: ones, b: ones})
+        sess.run(products, {a: ones, b: ones})
         assert runs == {"schedule": 1, "loop": 3}
-    one_thread = tf.ConfigProto(inter_op_parallelism_threads=1)
-    with tf.Session(graph=g, config=one_thread) as sess:
         sess.run(product, {a: ones, b: ones})
         assert runs == {"schedule": 2, "loop": 3}
+        chain = tf.matmul(tf.matmul(a, b, name="first"), b, name="second")
+        sess.run(chain, {a: ones, b: ones})  # one after the other: nothing to overlap
+        assert runs == {"schedule": 3, "loop": 3}
+    one_thread = tf.ConfigProto(inter_op_parallelism_threads=1)
+    with tf.Session(graph=g, config=one_thread) as sess:
+        sess.run(products, {a: ones, b: ones})
+        assert runs == {"schedule": 4, "loop": 3}
 
 
 def test_same_values_as_the_dispatch_loop(monkeypatch):
