@@ -3,6 +3,12 @@
 A NumPy-backed runtime can approach this time but not beat it (the same BLAS calls, no graph,
 no executor). Construction workloads (W8*) have no math, hence no floor. Sizes, seeds and batches
 come from `workloads` so that the floor computes what the graphs compute.
+
+Floors run with BLAS at its default thread count (run.py), except those of small products (W3,
+W6b, P2), which run BLAS on one thread as the best NumPy program would: a 256x256 product runs
+at ~100 GFLOP/s on one OpenBLAS thread and collapses on OpenBLAS's own threads as soon as
+another process holds a core (issue 9). W3's floor runs its chains on one Python thread per
+core, the inter-op parallelism a NumPy program gets (the products release the GIL).
 """
 
 from __future__ import annotations
@@ -12,11 +18,16 @@ import os
 import shutil
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+import program_workloads as pw
 import workloads as wl
 from numpy.lib.stride_tricks import sliding_window_view
+from threadpoolctl import ThreadpoolController
 from workloads import Case
+
+_BLAS = ThreadpoolController()
 
 
 def _timed(fn, inner: int = 1) -> Case:
@@ -27,6 +38,18 @@ def _timed(fn, inner: int = 1) -> Case:
         return time.perf_counter() - t0
 
     return Case(step)
+
+
+def _one_blas_thread(fn, close=lambda: None) -> Case:
+    """A Case timing fn() with BLAS on one thread (set and restored outside the timed part)."""
+
+    def step() -> float:
+        with _BLAS.limit(limits=1, user_api="blas"):
+            t0 = time.perf_counter()
+            fn()
+            return time.perf_counter() - t0
+
+    return Case(step, close)
 
 
 def _normal(shape, seed, stddev=1.0):
@@ -54,16 +77,21 @@ def floor_w3() -> Case:
     n = wl.W3_N
     w = _normal((n, n), 1, n**-0.5)
     xs = [_normal((n, n), 10 + c) for c in range(wl.W3_CHAINS)]
+    threads = os.cpu_count() or 1
+    pool = ThreadPoolExecutor(threads)
 
-    def chains():
+    def some_chains(first: int) -> np.ndarray:
         total = np.zeros((n, n), np.float32)
-        for x in xs:
+        for x in xs[first::threads]:
             for _ in range(wl.W3_LENGTH):
                 x = x @ w
             total += x
         return total
 
-    return _timed(chains)
+    def chains():
+        return sum(f.result() for f in [pool.submit(some_chains, i) for i in range(threads)])
+
+    return _one_blas_thread(chains, pool.shutdown)
 
 
 def floor_w7() -> Case:
@@ -221,12 +249,34 @@ def floor_w6b() -> Case:
     x0 = _normal((wl.W6B_N, wl.W6B_N), 2)
 
     def loop():
-        x = x0
+        x, y = x0.copy(), np.empty_like(x0)
         for _ in range(wl.W6B_ITERS):
-            x = np.tanh(x @ w)
+            np.tanh(np.matmul(x, w, out=y), out=x)
         return x
 
-    return _timed(loop)
+    return _one_blas_thread(loop)
+
+
+def floor_p2() -> Case:
+    """The softmax-regression tutorial's loop: the same batches, forward, gradient and SGD
+    update in place (only `train` is fetched, so no loss is computed)."""
+    data = pw.p2_data()
+    w, b = np.zeros((784, 10), np.float32), np.zeros(10, np.float32)
+    rate = np.float32(0.5)
+
+    def steps():
+        for _ in range(pw.PROGRAM_STEPS):
+            xs, ys = data.next_batch(pw.P2_BATCH)
+            logits = xs @ w + b
+            logits -= logits.max(axis=1, keepdims=True)
+            p = np.exp(logits, out=logits)
+            p /= p.sum(axis=1, keepdims=True)
+            p -= ys
+            p *= rate / len(xs)
+            np.subtract(w, xs.T @ p, out=w)
+            np.subtract(b, p.sum(axis=0), out=b)
+
+    return _one_blas_thread(steps)
 
 
 def _checkpoint_floor(restore: bool) -> Case:
@@ -267,4 +317,5 @@ FLOORS = {
     "W6b": floor_w6b,
     "C1": floor_c1,
     "C2": floor_c2,
+    "P2": floor_p2,
 }

@@ -105,12 +105,17 @@ def build_p1(tf) -> Case:
     return _training_loop(sess, [train, loss, accuracy], feed)
 
 
-def build_p2(tf) -> Case:
-    """The softmax-regression tutorial's training loop (see the module docstring)."""
+def p2_data() -> DataSet:
+    """P2's synthetic images and one-hot labels (the same on every peer and the floor)."""
     rng = np.random.RandomState(0)
     images = rng.rand(P2_EXAMPLES, 784).astype(np.float32)
     labels = np.eye(10, dtype=np.float32)[rng.randint(0, 10, P2_EXAMPLES)]
-    mnist = DataSet(images, labels, seed=1)
+    return DataSet(images, labels, seed=1)
+
+
+def build_p2(tf) -> Case:
+    """The softmax-regression tutorial's training loop (see the module docstring)."""
+    mnist = p2_data()
     g = tf.Graph()
     with g.as_default():
         x = tf.placeholder(tf.float32, [None, 784])
