@@ -5,10 +5,14 @@ reach the forward array's `flow`, so they travel through while loops with it."""
 
 from __future__ import annotations
 
+from flowgraph.core import registry
 from flowgraph.framework.convert import convert_to_tensor
 from flowgraph.gradients import util
 from flowgraph.gradients.registry import not_differentiable, register_gradient
 from flowgraph.ops.tensor_array import TensorArray
+
+# _reader_grad/_writer_grad register for the module-level lines below (`flowgraph describe`).
+registry.machinery(__file__)
 
 for _op in ("TensorArrayV3", "TensorArraySizeV3", "TensorArrayCloseV3", "TensorArrayGradV3"):
     not_differentiable(_op)

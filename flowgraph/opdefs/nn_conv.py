@@ -7,8 +7,13 @@ run-time results cannot disagree.
 
 from __future__ import annotations
 
+from flowgraph.core import registry
 from flowgraph.core.op_def import OpDef, register_op
 from flowgraph.core.shapes import TensorShape
+
+# register_conv registers for its callers' lines (here and in nn_conv3d.py): `flowgraph describe`
+# names those.
+registry.machinery(__file__)
 
 _FLOATS = "{half, bfloat16, float, double}"
 _POOL_TYPES = "{half, bfloat16, float, double, int32, int64, uint8, int16, int8, uint16}"

@@ -4,9 +4,13 @@ dependencies between its reads and writes (and through loop iterations)."""
 
 from __future__ import annotations
 
+from flowgraph.core import registry
 from flowgraph.core.op_def import OpDef, register_op
 from flowgraph.core.shapes import TensorShape, unknown_shape
 from flowgraph.opdefs.shape_fns import no_outputs, scalar
+
+# _array_op and friends register for the module-level lines below: `flowgraph describe` names those.
+registry.machinery(__file__)
 
 _FLOW = lambda ctx: TensorShape([])
 _HANDLE_AND_FLOW = lambda ctx: [TensorShape([2]), TensorShape([])]

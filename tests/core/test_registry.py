@@ -153,6 +153,27 @@ def test_describe_says_where_an_op_lives():
         assert "register" in text or "MatMul" in text, e
 
 
+@pytest.mark.parametrize(
+    "op_type, name, whats",
+    [
+        ("TensorArrayReadV3", "TensorArrayReadV3", ("op", "gradient")),
+        ("TensorArraySplitV3", "TensorArraySplitV3", ("op", "gradient")),
+        ("Conv2DBackpropFilter", "Conv2D", ("op",)),
+        ("Conv3DBackpropInputV2", "Conv3D", ("op",)),
+        ("DepthwiseConv2dNative", "DepthwiseConv2dNative", ("op",)),
+    ],
+)
+def test_describe_names_the_line_that_calls_a_registration_helper(op_type, name, whats):
+    """Modules that register through their own helpers (register_conv, TensorArray's _writer and
+    _reader_grad) declare themselves machinery: the site is the line naming the op (its family),
+    not the helper's body."""
+    for e in registry.describe(op_type):
+        if e.what in whats:
+            path, line = e.site.rsplit(":", 1)
+            call = (ROOT / path).read_text().splitlines()[int(line) - 1 : int(line) + 1]
+            assert name in " ".join(call), e  # the call's first line, or its first argument's
+
+
 def test_describe_an_unknown_op():
     assert registry.describe("NoSuchOp") == []
     with pytest.raises(errors.NotFoundError, match="'NoSuchOp'"):
