@@ -216,9 +216,15 @@ def _shuffle_queue(capacity, min_after_dequeue, seed, shapes, shared_name):
 
 
 def _batch_through(
-    make_queue, tensors, keep_input, batch_size, enqueue_many, allow_smaller_final_batch, name,
+    make_queue,
+    tensors,
+    keep_input,
+    batch_size,
+    enqueue_many,
+    allow_smaller_final_batch,
+    name,
     num_threads=None,
-):  # fmt: skip
+):
     """The body of every batcher: `tensors` (a list or dict; for the *_join forms, num_threads
     None, a list of them, one enqueuing thread each) is validated, its SparseTensors stored, and
     enqueued into `make_queue`'s queue by a QueueRunner; batches are dequeued in its structure."""
@@ -264,9 +270,18 @@ def batch(
     dynamic_pad: pad variable-sized inputs to the largest in the batch (a PaddingFIFOQueue).
     allow_smaller_final_batch: once the input ends, the last batch may be short."""
     return maybe_batch(
-        tensors, True, batch_size, num_threads, capacity, enqueue_many, shapes, dynamic_pad,
-        allow_smaller_final_batch, shared_name, name,
-    )  # fmt: skip
+        tensors,
+        True,
+        batch_size,
+        num_threads,
+        capacity,
+        enqueue_many,
+        shapes,
+        dynamic_pad,
+        allow_smaller_final_batch,
+        shared_name,
+        name,
+    )
 
 
 def maybe_batch(
@@ -285,9 +300,15 @@ def maybe_batch(
     """Like batch, but only inputs whose `keep_input` is true are enqueued."""
     make_queue = _fifo_queue(capacity, shapes, dynamic_pad, shared_name)
     return _batch_through(
-        make_queue, tensors, keep_input, batch_size, enqueue_many, allow_smaller_final_batch,
-        name or "batch", num_threads,
-    )  # fmt: skip
+        make_queue,
+        tensors,
+        keep_input,
+        batch_size,
+        enqueue_many,
+        allow_smaller_final_batch,
+        name or "batch",
+        num_threads,
+    )
 
 
 def batch_join(
@@ -303,9 +324,17 @@ def batch_join(
 ):
     """Batches from several input lists, one enqueuing thread per list."""
     return maybe_batch_join(
-        tensors_list, True, batch_size, capacity, enqueue_many, shapes, dynamic_pad,
-        allow_smaller_final_batch, shared_name, name,
-    )  # fmt: skip
+        tensors_list,
+        True,
+        batch_size,
+        capacity,
+        enqueue_many,
+        shapes,
+        dynamic_pad,
+        allow_smaller_final_batch,
+        shared_name,
+        name,
+    )
 
 
 def maybe_batch_join(
@@ -322,9 +351,14 @@ def maybe_batch_join(
 ):
     make_queue = _fifo_queue(capacity, shapes, dynamic_pad, shared_name)
     return _batch_through(
-        make_queue, tensors_list, keep_input, batch_size, enqueue_many,
-        allow_smaller_final_batch, name or "batch_join",
-    )  # fmt: skip
+        make_queue,
+        tensors_list,
+        keep_input,
+        batch_size,
+        enqueue_many,
+        allow_smaller_final_batch,
+        name or "batch_join",
+    )
 
 
 def shuffle_batch(
@@ -343,9 +377,19 @@ def shuffle_batch(
     """Batches `tensors` in random order through a RandomShuffleQueue that keeps at least
     `min_after_dequeue` elements buffered to mix from."""
     return maybe_shuffle_batch(
-        tensors, batch_size, capacity, min_after_dequeue, True, num_threads, seed, enqueue_many,
-        shapes, allow_smaller_final_batch, shared_name, name,
-    )  # fmt: skip
+        tensors,
+        batch_size,
+        capacity,
+        min_after_dequeue,
+        True,
+        num_threads,
+        seed,
+        enqueue_many,
+        shapes,
+        allow_smaller_final_batch,
+        shared_name,
+        name,
+    )
 
 
 def maybe_shuffle_batch(
@@ -364,9 +408,15 @@ def maybe_shuffle_batch(
 ):
     make_queue = _shuffle_queue(capacity, min_after_dequeue, seed, shapes, shared_name)
     return _batch_through(
-        make_queue, tensors, keep_input, batch_size, enqueue_many, allow_smaller_final_batch,
-        name or "shuffle_batch", num_threads,
-    )  # fmt: skip
+        make_queue,
+        tensors,
+        keep_input,
+        batch_size,
+        enqueue_many,
+        allow_smaller_final_batch,
+        name or "shuffle_batch",
+        num_threads,
+    )
 
 
 def shuffle_batch_join(
@@ -382,9 +432,18 @@ def shuffle_batch_join(
     name=None,
 ):
     return maybe_shuffle_batch_join(
-        tensors_list, batch_size, capacity, min_after_dequeue, True, seed, enqueue_many, shapes,
-        allow_smaller_final_batch, shared_name, name,
-    )  # fmt: skip
+        tensors_list,
+        batch_size,
+        capacity,
+        min_after_dequeue,
+        True,
+        seed,
+        enqueue_many,
+        shapes,
+        allow_smaller_final_batch,
+        shared_name,
+        name,
+    )
 
 
 def maybe_shuffle_batch_join(
@@ -402,6 +461,11 @@ def maybe_shuffle_batch_join(
 ):
     make_queue = _shuffle_queue(capacity, min_after_dequeue, seed, shapes, shared_name)
     return _batch_through(
-        make_queue, tensors_list, keep_input, batch_size, enqueue_many,
-        allow_smaller_final_batch, name or "shuffle_batch_join",
-    )  # fmt: skip
+        make_queue,
+        tensors_list,
+        keep_input,
+        batch_size,
+        enqueue_many,
+        allow_smaller_final_batch,
+        name or "shuffle_batch_join",
+    )
