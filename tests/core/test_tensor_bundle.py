@@ -3,9 +3,7 @@
 
 from __future__ import annotations
 
-import json
 import os
-from pathlib import Path
 
 import ml_dtypes
 import numpy as np
@@ -13,32 +11,17 @@ import pytest
 
 from flowgraph.core import errors, sstable
 from flowgraph.core import tensor_bundle as tb
+from tests.helpers import CHECKPOINTS, FIXED_SIZE_DTYPES, checkpoint_values, dtype_id
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared"
-CKPT = SHARED / "fixtures" / "tensorflow" / "checkpoints"
+CKPT = CHECKPOINTS
 needs_fixture = pytest.mark.skipif(
     not (CKPT / "values.json").is_file(), reason=f"TensorFlow fixtures not found under {CKPT}"
 )
 
 
-def _fixture_values() -> dict:
-    meta = json.loads((CKPT / "values.json").read_text())
-    npz = np.load(CKPT / "values.npz")
-    out = {}
-    for name, v in meta["variables"].items():
-        if v["dtype"] == "string":
-            hexes = v["hex"] if isinstance(v["hex"], list) else [v["hex"]]
-            out[name] = np.array([bytes.fromhex(h) for h in hexes], dtype=object).reshape(
-                v["shape"]
-            )
-        else:
-            out[name] = npz[v["npz"]]
-    return out
-
-
 @needs_fixture
 def test_tensorflow_checkpoint_reads_with_identical_values():
-    want = _fixture_values()
+    want = checkpoint_values()
     with tb.BundleReader(str(CKPT / "model.ckpt-7")) as r:
         assert r.keys() == sorted(want)
         for name, w in want.items():
@@ -53,7 +36,7 @@ def test_tensorflow_checkpoint_reads_with_identical_values():
 
 @needs_fixture
 def test_writer_reproduces_tensorflow_files_byte_for_byte(tmp_path):
-    values = _fixture_values()
+    values = checkpoint_values()
     w = tb.BundleWriter(str(tmp_path / "m"))
     for name in sorted(values):
         w.add(name, values[name])
@@ -90,26 +73,7 @@ def test_sstable_separators_are_short():
     assert sstable._short_successor(b"\xff\xffa") == b"\xff\xffb"
 
 
-ALL_DTYPES = [
-    np.float16,
-    np.float32,
-    np.float64,
-    np.int8,
-    np.int16,
-    np.int32,
-    np.int64,
-    np.uint8,
-    np.uint16,
-    np.uint32,
-    np.uint64,
-    np.bool_,
-    np.complex64,
-    np.complex128,
-    ml_dtypes.bfloat16,
-]
-
-
-@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("dtype", FIXED_SIZE_DTYPES, ids=dtype_id)
 def test_every_dtype_round_trips(tmp_path, dtype):
     rng = np.random.RandomState(0)
     values = {

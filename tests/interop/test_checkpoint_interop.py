@@ -14,27 +14,12 @@ import numpy as np
 import pytest
 
 import flowgraph as tf
+from tests.helpers import CHECKPOINTS, checkpoint_values
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared"
-CKPT = SHARED / "fixtures" / "tensorflow" / "checkpoints"
+CKPT = CHECKPOINTS
 TF_PYTHON = Path("/opt/tfbench/bin/python")
 needs_fixture = pytest.mark.skipif(not (CKPT / "values.json").is_file(), reason="no fixtures")
 needs_tf = pytest.mark.skipif(not TF_PYTHON.exists(), reason="real TensorFlow not installed")
-
-
-def _fixture():
-    meta = json.loads((CKPT / "values.json").read_text())
-    npz = np.load(CKPT / "values.npz")
-    out = {}
-    for name, v in meta["variables"].items():
-        if v["dtype"] == "string":
-            hexes = v["hex"] if isinstance(v["hex"], list) else [v["hex"]]
-            out[name] = np.array([bytes.fromhex(h) for h in hexes], dtype=object).reshape(
-                v["shape"]
-            )
-        else:
-            out[name] = npz[v["npz"]]
-    return out
 
 
 def _check_equal(got, want, name):
@@ -48,7 +33,7 @@ def _check_equal(got, want, name):
 
 @needs_fixture
 def test_saver_restores_tensorflow_checkpoint_into_same_named_variables():
-    want = _fixture()
+    want = checkpoint_values()
     variables = {
         name: tf.Variable(
             np.zeros_like(v) if v.dtype != object else np.full(v.shape, b"", object), name=name
@@ -65,7 +50,7 @@ def test_saver_restores_tensorflow_checkpoint_into_same_named_variables():
 
 @needs_fixture
 def test_import_tensorflow_meta_graph_then_restore():
-    want = _fixture()
+    want = checkpoint_values()
     saver = tf.train.import_meta_graph(str(CKPT / "model.ckpt-7.meta"))
     assert saver.saver_def.restore_op_name == "save/restore_all"
     names = sorted(v.op.name for v in tf.global_variables())
@@ -116,7 +101,7 @@ def _decode(e):
 @needs_fixture
 @pytest.mark.parametrize("sharded", [False, True], ids=["one_shard", "sharded"])
 def test_tensorflow_reads_our_checkpoint_and_meta_graph(tmp_path, sharded):
-    want = _fixture()
+    want = checkpoint_values()
     for name, v in want.items():
         tf.Variable(v, name=name)
     r = tf.get_variable("res", initializer=tf.constant([1.5, -2.5]), use_resource=True)

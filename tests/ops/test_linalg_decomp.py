@@ -2,7 +2,6 @@
 their kernels claim, with TF's shapes and errors, and their gradients against numeric
 Jacobians. Singular and eigenvectors are compared through sign-invariant quantities."""
 
-import ml_dtypes
 import numpy as np
 import pytest
 
@@ -10,22 +9,9 @@ import flowgraph as tf
 from flowgraph.core import errors
 from flowgraph.testing.gradient_checker import check_gradients
 from flowgraph.testing.op_test import check_op, run
+from tests.helpers import REAL_DTYPES
 
 LINALG_TYPES = [np.float16, np.float32, np.float64, np.complex64, np.complex128]
-REAL_TYPES = [
-    np.float16,
-    ml_dtypes.bfloat16,
-    np.float32,
-    np.float64,
-    np.int8,
-    np.int16,
-    np.int32,
-    np.int64,
-    np.uint8,
-    np.uint16,
-    np.uint32,
-    np.uint64,
-]
 
 
 def rand(shape, dtype, seed=0):
@@ -48,7 +34,7 @@ def wide(x):
     return x.astype(np.complex128 if x.dtype.kind == "c" else np.float64)
 
 
-@pytest.mark.parametrize("dtype", REAL_TYPES)
+@pytest.mark.parametrize("dtype", REAL_DTYPES)
 def test_cross_every_dtype(dtype):
     rng = np.random.RandomState(1)
     a = rng.randint(0, 5, (2, 4, 3)).astype(dtype)

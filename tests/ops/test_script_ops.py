@@ -10,26 +10,10 @@ import pytest
 import flowgraph as tf
 from flowgraph.core import py_funcs
 from flowgraph.testing.op_test import check_op
-
-ALL_DTYPES = [
-    np.float16,
-    np.float32,
-    np.float64,
-    np.int8,
-    np.int16,
-    np.int32,
-    np.int64,
-    np.uint8,
-    np.uint16,
-    np.uint32,
-    np.uint64,
-    np.complex64,
-    np.complex128,
-    np.bool_,
-]
+from tests.helpers import FIXED_SIZE_DTYPES, dtype_id
 
 
-@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("dtype", FIXED_SIZE_DTYPES, ids=dtype_id)
 def test_identity_and_arithmetic_on_every_dtype(dtype):
     x = (np.arange(6).reshape(2, 3) % 2).astype(dtype)
     t = tf.as_dtype(dtype)
