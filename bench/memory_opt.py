@@ -4,8 +4,9 @@
     python bench/memory_opt.py [--steps 20]
 
 Workloads: the LSTM example (flowgraph/examples/lstm_lm.py with its default sizes: batch 16,
-32 unrolled steps, 128 units, Adam on clipped gradients; one window of the bundled text) and
-W4 (bench/workloads.py: the 784-1024-1024-10 MLP, SGD, batch 256). Configurations are
+32 unrolled steps, 128 units, Adam on clipped gradients; one window of the bundled text), W4
+(bench/workloads.py: the 784-1024-1024-10 MLP, SGD, batch 256) and W5 (its LeNet-like CNN,
+SGD, batch 64). Configurations are
 RewriterConfig.memory_optimization levels: `off` NO_MEM_OPT, `default` DEFAULT_MEM_OPT,
 `heuristics` HEURISTICS (adds recomputation of cheap activations). Peak is the step's peak
 bytes from its StepStats allocation records (tracing.peak_memory, one traced step); times are the
@@ -20,6 +21,9 @@ accumulates as they come. W4's peak was the gradient of the second layer's 1024x
 gradient (1 MiB) are alive; DEFAULT_MEM_OPT fuses each weight gradient into its
 ApplyGradientDescent (passes/weight_updates.py), which accumulates it into the weights with
 gemm, so the gradient is never materialized and the peak is the activations (7 -> 4 MiB).
+W5's dense layers are fused too (fc1's 3136x1024 gradient is 12 MiB; 25 -> 18 MiB); what
+remains is its first convolution's activations and their gradients (6 MiB each) and the
+filter gradients, which come from Conv2DBackpropFilter, not a MatMul.
 """
 
 from __future__ import annotations
@@ -32,6 +36,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import workloads
 
 import flowgraph as tf
 from flowgraph.core.protos import RewriterConfig
@@ -61,20 +67,26 @@ def lstm_step():
     return g, [train_op, loss], {model.inputs: x, targets: y}, init
 
 
-def w4_step():
-    """(graph, fetches, feed, init) of W4's SGD step."""
-    import workloads
-
+def sgd_step(model, input_shape):
+    """(graph, fetches, feed, init) of an SGD step of bench/workloads.py's `model` loss."""
     g = tf.Graph()
     with g.as_default():
-        x, labels, loss = workloads.mlp_loss(tf)
+        x, labels, loss = model(tf)
         train = tf.train.GradientDescentOptimizer(workloads.LEARNING_RATE).minimize(loss)
         init = tf.global_variables_initializer()
-    xs, ys = workloads.batch((workloads.MLP_BATCH, workloads.MLP_SIZES[0]), seed=0)
+    xs, ys = workloads.batch(input_shape, seed=0)
     return g, [train, loss], {x: xs, labels: ys}, init
 
 
-WORKLOADS = {"LSTM example": lstm_step, "W4 MLP": w4_step}
+def w4_step():
+    return sgd_step(workloads.mlp_loss, (workloads.MLP_BATCH, workloads.MLP_SIZES[0]))
+
+
+def w5_step():
+    return sgd_step(workloads.cnn_loss, (workloads.CNN_BATCH, 28, 28, 1))
+
+
+WORKLOADS = {"LSTM example": lstm_step, "W4 MLP": w4_step, "W5 LeNet": w5_step}
 
 
 def measure(build, steps: int) -> dict:
