@@ -30,6 +30,8 @@ import google_crc32c
 from flowgraph.core import errors
 
 _MASK_DELTA = 0xA282EAD8
+_HEADER = struct.Struct("<QI")  # a record's length and the masked CRC of its 8 bytes
+_FOOTER = struct.Struct("<I")  # the masked CRC of its data
 _M32 = 0xFFFFFFFF
 
 
@@ -171,25 +173,24 @@ class RecordFile:
         """The next record's data, None at the end; DataLossError on a bad CRC or a cut."""
         stream, offset = self._stream, self.offset
         header = stream.read(12)
-        if not header:
-            return None
         if len(header) < 12:
+            if not header:
+                return None
             raise errors.DataLossError(
                 None, None, f"{self.path}: truncated record header at offset {offset}"
             )
-        length_bytes, length_crc = header[:8], struct.unpack("<I", header[8:])[0]
-        if masked_crc32c(length_bytes) != length_crc:
+        length, length_crc = _HEADER.unpack(header)
+        if masked_crc32c(header[:8]) != length_crc:
             raise errors.DataLossError(
                 None, None, f"{self.path}: corrupted record length at offset {offset}"
             )
-        (length,) = struct.unpack("<Q", length_bytes)
-        body = stream.read(length + 4)
-        if len(body) < length + 4:
+        data = stream.read(length)  # the record itself, not a slice of a larger read
+        footer = stream.read(4)
+        if len(data) < length or len(footer) < 4:
             raise errors.DataLossError(
                 None, None, f"{self.path}: truncated record at offset {offset}"
             )
-        data, data_crc = body[:length], struct.unpack("<I", body[length:])[0]
-        if masked_crc32c(data) != data_crc:
+        if masked_crc32c(data) != _FOOTER.unpack(footer)[0]:
             raise errors.DataLossError(
                 None, None, f"{self.path}: corrupted record data at offset {offset}"
             )

@@ -54,16 +54,18 @@ def _making(compute, ctx, outputs: list[int], single: bool) -> Callable:
     def run(*args):
         out = compute(*args)
         if single:
-            return _handle(ctx, out)
+            return handle_of(ctx, out)
         out = list(out)
         for i in outputs:
-            out[i] = _handle(ctx, out[i])
+            out[i] = handle_of(ctx, out[i])
         return tuple(out)
 
     return run
 
 
-def _handle(ctx, resource):
+def handle_of(ctx, resource) -> ResourceHandle:
+    """The handle naming `resource` of `ctx`'s device; a kernel may make it once and return
+    it on every call (TF's ResourceOpKernel keeps its handle too)."""
     if type(resource) is ResourceHandle:  # a kernel that made the handle itself
         return resource
     names = ctx.resources.name_of(resource)

@@ -105,3 +105,58 @@ def test_parse_example_falls_back_with_protobufs_results_and_errors():
         np.testing.assert_array_equal(out["x"], [[1, 2], [7, 8]])
         with pytest.raises(tf.errors.InvalidArgumentError, match="Could not parse example"):
             s.run(parsed, {serialized: [plain[0][:-3]]})
+
+
+def test_one_record_equals_protobufs_decoding_and_owns_its_floats():
+    ints = [0, 300, -1, -(2**63), 2**63 - 1]
+    record = _example(x=np.linspace(-1, 1, 6).astype(F32), y=np.array(ints, I64))
+    x, y = example_wire.dense_one(record, _spec(["x", "y"], [F32, I64], [6, 5]))
+    want_x, want_y = _by_protobuf([record], ["x", "y"], ["float_list", "int64_list"])
+    np.testing.assert_array_equal(x, want_x[0])
+    np.testing.assert_array_equal(y, want_y[0])
+    assert x.dtype == F32 and y.dtype == I64 and x.flags.writeable and x.base is None
+    assert example_wire.dense_one(_example(x=[1.0]), _spec(["x"], [F32], [2])) is None
+
+
+def _parse_single(monkeypatch, fast: bool, records: list, features: dict) -> list:
+    """parse_single_example of each record, through the wire fast path or protobuf only."""
+    calls = []
+    dense_one = example_wire.dense_one
+    monkeypatch.setattr(
+        example_wire,
+        "dense_one",
+        lambda record, sp: calls.append(1) or (dense_one(record, sp) if fast else None),
+    )
+    g = tf.Graph()
+    with g.as_default():
+        serialized = tf.placeholder(tf.string, [])
+        parsed = tf.parse_single_example(serialized, features)
+    with tf.Session(graph=g) as sess:
+        out = [sess.run(parsed, {serialized: r}) for r in records]
+    assert len(calls) == len(records)
+    return out
+
+
+@pytest.mark.parametrize("default", [False, True])
+def test_parse_single_example_on_the_wire_equals_protobuf(monkeypatch, default):
+    rng = np.random.RandomState(1)
+    features = {
+        "m": tf.FixedLenFeature([2, 3], tf.float32),
+        "y": tf.FixedLenFeature([], tf.int64),
+        "v": tf.FixedLenFeature([2], tf.int64, default_value=[4, 5] if default else None),
+    }
+    records = [
+        _example(m=rng.randn(6).astype(F32), y=[i - 2], v=np.array([i, 2**40], I64))
+        for i in range(4)
+    ]
+    if default:
+        records.append(_example(m=rng.randn(6).astype(F32), y=[7]))  # v missing: protobuf
+    fast = _parse_single(monkeypatch, True, records, features)
+    slow = _parse_single(monkeypatch, False, records, features)
+    for got, want in zip(fast, slow):
+        for key in features:
+            assert got[key].dtype == want[key].dtype and got[key].shape == want[key].shape
+            np.testing.assert_array_equal(got[key], want[key])
+    assert fast[0]["m"].shape == (2, 3) and fast[1]["y"] == -1
+    if default:
+        np.testing.assert_array_equal(fast[-1]["v"], [4, 5])

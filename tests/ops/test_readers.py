@@ -192,3 +192,56 @@ def test_reader_timeout_withdraws_its_wait_for_work():
             sess.run(value, options=tf.RunOptions(timeout_in_ms=30))
         sess.run(queue.enqueue("after"))
         assert sess.run(value) == b"after"  # the work item was not lost to the dead step
+
+
+def test_a_corrupt_record_fails_each_read_of_it_and_the_reader_stays_usable(tmp_path):
+    path = tmp_path / "bad.tfrecord"
+    with tf.python_io.TFRecordWriter(str(path)) as w:
+        w.write(b"good")
+        w.write(b"hello")
+    raw = bytearray(path.read_bytes())
+    raw[20 + 13] ^= 0xFF  # a byte of the second record's data
+    path.write_bytes(bytes(raw))
+    queue = tf.FIFOQueue(10, [tf.string], shapes=[[]])
+    _, value = tf.TFRecordReader().read(queue)
+    with tf.Session() as sess:
+        sess.run(queue.enqueue(str(path)))
+        assert sess.run(value) == b"good"
+        for _ in range(2):  # the reader is idle again after each failure, at the same record
+            with pytest.raises(tf.errors.DataLossError, match="corrupted record data"):
+                sess.run(value)
+
+
+def test_concurrent_reads_of_one_reader_get_every_record_once(tmp_path):
+    paths = []
+    for f in range(3):
+        paths.append(str(tmp_path / f"r{f}.tfrecord"))
+        with tf.python_io.TFRecordWriter(paths[-1]) as w:
+            for i in range(200):
+                w.write(f"{f}:{i}".encode())
+    queue = tf.FIFOQueue(10, [tf.string], shapes=[[]])
+    _, value = tf.TFRecordReader().read(queue)
+    got = [[], [], []]
+    with tf.Session() as sess:
+        sess.run(queue.enqueue_many([paths]))
+        sess.run(queue.close())
+
+        def drain(out):
+            try:
+                while True:
+                    out.append(sess.run(value))
+            except tf.errors.OutOfRangeError:
+                pass
+
+        threads = [threading.Thread(target=drain, args=(out,)) for out in got]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert not any(t.is_alive() for t in threads)
+    records = sorted(r for out in got for r in out)
+    assert records == sorted(f"{f}:{i}".encode() for f in range(3) for i in range(200))
+    for out in got:  # each thread saw its records in file order
+        for f in range(3):
+            mine = [int(r.split(b":")[1]) for r in out if r.startswith(f"{f}:".encode())]
+            assert mine == sorted(mine)

@@ -8,22 +8,21 @@ import numpy as np
 
 from flowgraph.core import dtypes, errors
 from flowgraph.core.shapes import TensorShape
+from flowgraph.kernels import resource_handles
 from flowgraph.kernels.base import register_kernel
 from flowgraph.kernels.cpu import queue_base
 
 
 def _queue_kernel(kind: str):
     def make(ctx):
-        cached = ctx.state  # (container, name, queue): the checks below ran once for it
-        if cached is not None:
-            try:
-                if ctx.resources.lookup(cached[0], cached[1]) is cached[2]:
-                    return cached[2]
-            except errors.NotFoundError:  # the container was reset: make the queue again
-                pass
+        cached = ctx.state  # (container, name, queue, its output): checked and made once
+        if cached is not None and ctx.resources.find(cached[0], cached[1]) is cached[2]:
+            return cached[3]  # else the container was reset: make the queue again
         q = _find_or_create(ctx, kind)
-        ctx.state = (ctx.attrs["container"], q.name, q)
-        return q
+        # A V2 op outputs a resource handle; a V1 op (a Ref(string) output) the queue itself.
+        out = resource_handles.handle_of(ctx, q) if ctx.output_types[0] == dtypes.resource else q
+        ctx.state = (ctx.attrs["container"], q.name, q, out)
+        return out
 
     return make
 
@@ -92,9 +91,11 @@ def _check_types(ctx, q, types) -> None:
 
 def _enqueue_kernel(batched: bool):
     def enqueue(ctx, step, done, q, *components):
-        _check_timeout(ctx)
-        _check_types(ctx, q, ctx.input_types[1:])
-        q.enqueue(step, q.validate(list(components), batched), done)
+        if ctx.state is not q:  # the op's checks against this queue: once per queue
+            _check_timeout(ctx)
+            _check_types(ctx, q, ctx.input_types[1:])
+            ctx.state = q
+        q.enqueue(step, q.validate(components, batched), done)
 
     return enqueue
 

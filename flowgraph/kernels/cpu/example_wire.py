@@ -188,16 +188,15 @@ def spec(keys: tuple, np_dtypes: tuple, sizes: tuple) -> Spec:
 def dense_batch(records: list, sp: Spec) -> list | None:
     """Per key of `sp`, a [len(records), size] array of its values; None if any record is not
     the plain case (see the module docstring)."""
-    scan, int64s = _kernels()
     n = len(records)
     if n == 1:
-        buf = np.frombuffer(records[0], np.uint8)
-        rec_start, rec_end = _ZERO, np.array([buf.size], np.int64)
-    else:
-        lengths = np.fromiter(map(len, records), np.int64, n)
-        rec_end = np.cumsum(lengths)
-        rec_start = rec_end - lengths
-        buf = np.frombuffer(b"".join(records), np.uint8)
+        rows = dense_one(records[0], sp)
+        return None if rows is None else [row.reshape(1, -1) for row in rows]
+    scan, int64s = _kernels()
+    lengths = np.fromiter(map(len, records), np.int64, n)
+    rec_end = np.cumsum(lengths)
+    rec_start = rec_end - lengths
+    buf = np.frombuffer(b"".join(records), np.uint8)
     spans = np.empty((n, len(sp.sizes), 2), np.int64)
     if not scan(buf, rec_start, rec_end, sp.key_buf, sp.key_start, sp.key_end, sp.tags, spans):
         return None
@@ -207,15 +206,36 @@ def dense_batch(records: list, sp: Spec) -> list | None:
             first = spans[:, k, 0]
             if np.any(spans[:, k, 1] - first != 4 * size):
                 return None
-            if n == 1:
-                row = np.frombuffer(buf, "<f4", size, int(first[0]))
-                out.append(row.astype(np.float32).reshape(1, size))
-            else:
-                index = first[:, None] + sp.gathers[k]
-                out.append(buf[index].view("<f4").astype(np.float32, copy=False))
+            index = first[:, None] + sp.gathers[k]
+            out.append(buf[index].view("<f4").astype(np.float32, copy=False))
         else:
             values = np.empty((n, size), np.int64)
             if not int64s(buf, spans, k, size, values):
                 return None
             out.append(values)
+    return out
+
+
+def dense_one(record: bytes, sp: Spec) -> list | None:
+    """Per key of `sp`, a [size] array of the values of one record (ParseSingleExample's case,
+    which runs once per record: one scan, then a copy of the packed floats straight from the
+    record's bytes); None if it is not the plain case."""
+    scan, int64s = _kernels()
+    buf = np.frombuffer(record, np.uint8)
+    spans = np.empty((1, len(sp.sizes), 2), np.int64)
+    end = np.array([buf.size], np.int64)
+    if not scan(buf, _ZERO, end, sp.key_buf, sp.key_start, sp.key_end, sp.tags, spans):
+        return None
+    out = []
+    for k, (start, stop) in enumerate(spans[0].tolist()):
+        size = sp.sizes[k]
+        if sp.floats[k]:
+            if stop - start != 4 * size:
+                return None
+            out.append(np.frombuffer(record, "<f4", size, start).astype(np.float32))
+        else:
+            values = np.empty((1, size), np.int64)
+            if not int64s(buf, spans, k, size, values):
+                return None
+            out.append(values[0])
     return out

@@ -159,9 +159,12 @@ def _parse_examples(
     dense_shapes,
     dense_defaults,
     batched,
+    wire=True,
 ):
+    """The outputs of ParseExample (`batched`) or ParseSingleExample; `wire` False skips the
+    fast path (it was tried and did not apply)."""
     flat = np.asarray(serialized, dtype=object).reshape(-1)
-    fast = _dense_fast(flat, sparse_keys, dense_keys, dense_types, dense_shapes)
+    fast = _dense_fast(flat, sparse_keys, dense_keys, dense_types, dense_shapes) if wire else None
     if fast is not None:
         return fast if batched else [a[0] for a in fast]
     maps = [_parse(Example, s, i).features.feature for i, s in enumerate(flat)]
@@ -200,6 +203,20 @@ def _dense_fast(flat, sparse_keys, dense_keys, dense_types, dense_shapes) -> lis
     if out is None:
         return None
     return [a.reshape(len(flat), *d) for a, d in zip(out, dims)]
+
+
+def _single_fast_layout(attrs):
+    """ParseSingleExample's (Spec, shapes) when only dense features of fixed shape are asked
+    for; False otherwise, or where the attrs are wrong (the general path raises for them)."""
+    if attrs["sparse_keys"] or not attrs["dense_keys"]:
+        return False
+    try:
+        types = tuple(_check_dtype(t) for t in attrs["Tdense"])
+    except errors.InvalidArgumentError:
+        return False
+    shapes = attrs["dense_shapes"]
+    dims = tuple(tuple(s.as_list()) if s.rank is not None else None for s in shapes)
+    return _fast_layout(tuple(attrs["dense_keys"]), types, dims) or False
 
 
 @functools.lru_cache(maxsize=256)
@@ -245,6 +262,15 @@ def parse_example(ctx, serialized, names, *rest):
 
 @register_kernel("ParseSingleExample")
 def parse_single_example(ctx, serialized, *dense_defaults):
+    fast = ctx.state  # (Spec, shapes) of the dense fast path, or False: decided once
+    if fast is None:
+        fast = ctx.state = _single_fast_layout(ctx.attrs)
+    if fast:
+        record = serialized.item() if type(serialized) is np.ndarray else serialized
+        if type(record) is bytes and np.ndim(serialized) == 0:
+            rows = example_wire.dense_one(record, fast[0])
+            if rows is not None:
+                return tuple(row.reshape(dims) for row, dims in zip(rows, fast[1]))
     a = ctx.attrs
     serialized = np.asarray(serialized, dtype=object)
     if serialized.ndim != 0:
@@ -259,6 +285,7 @@ def parse_single_example(ctx, serialized, *dense_defaults):
         a["dense_shapes"],
         dense_defaults,
         False,
+        wire=False,  # the fast path above was tried or cannot apply: protobuf decides
     )
     return tuple(out)
 

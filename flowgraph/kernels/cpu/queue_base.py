@@ -193,7 +193,22 @@ class QueueBase:
 
     def enqueue(self, step, elements: list, done) -> None:
         """Pushes `elements`; done() when all are in, done(None, error) if it cannot be."""
-        self._submit(step, _Attempt(_ENQUEUE, done, elements=elements))
+        ready = []
+        with self.lock:
+            # The common case needs no attempt: no enqueue waits before this one, the queue
+            # is open and has room for all of it. It is pushed as the head attempt would be.
+            fits = not self._enqueuers and not self.closed and len(elements) == 1
+            if fits and self._has_room(elements[0]):
+                self._push(elements[0])
+                if self._dequeuers or self._peeks_wait():
+                    self._flush(ready)
+            else:
+                fits = False
+        if not fits:
+            self._submit(step, _Attempt(_ENQUEUE, done, elements=elements))
+            return
+        _run(ready)
+        done()
 
     def dequeue(self, step, n: int, done, batched: bool, allow_small: bool = False) -> None:
         """done(elements) with `n` elements (fewer only if allow_small and closed)."""
@@ -287,6 +302,10 @@ class QueueBase:
 
     def _serve_peeks(self, ready: list) -> bool:
         """Peeks (StagingArea only) never change the queue: nothing to serve by default."""
+        return False
+
+    def _peeks_wait(self) -> bool:
+        """Whether a peek waits for an element (StagingArea only)."""
         return False
 
     def _insufficient(self, a: _Attempt) -> errors.OpError:
@@ -476,6 +495,9 @@ class StagingArea(FIFOQueue):
                 return
             self._peekers.remove(a)
         a.done(None, error)
+
+    def _peeks_wait(self) -> bool:
+        return bool(self._peekers)
 
     def _serve_peeks(self, ready: list) -> bool:
         for a in [p for p in self._peekers if p.n < len(self._items)]:

@@ -17,6 +17,7 @@ import numpy as np
 
 from flowgraph.core import errors, records
 from flowgraph.core.protos import ReaderBaseState
+from flowgraph.kernels import resource_handles
 from flowgraph.kernels.base import register_kernel
 
 
@@ -27,6 +28,13 @@ class _Request:
         self.step, self.queue, self.n, self.up_to, self.done = step, queue, n, up_to, done
         self.keys: list = []
         self.values: list = []
+
+
+def _outputs(keys: list, values: list, up_to: bool) -> tuple:
+    """A read's (keys, values): string vectors for ReadUpTo, scalars for Read."""
+    if up_to:
+        return np.array(keys, dtype=object), np.array(values, dtype=object)
+    return np.array(keys[0], dtype=object), np.array(values[0], dtype=object)
 
 
 class ReaderBase:
@@ -66,11 +74,43 @@ class ReaderBase:
     # -- requests -------------------------------------------------------------------------------
     def read(self, step, queue, n: int, up_to: bool, done) -> None:
         with self.lock:
-            self._requests.append(_Request(step, queue, n, up_to, done))
-            if self._running or self._waiting:
-                return
+            busy = self._running or self._waiting
+            now = not (busy or self._requests) and self.work is not None
+            if not now:
+                self._requests.append(_Request(step, queue, n, up_to, done))
+                if busy:
+                    return
             self._running = True
+        if now and self._read_now(step, queue, n, up_to, done):
+            return
         self._serve()
+
+    def _read_now(self, step, queue, n: int, up_to: bool, done) -> bool:
+        """The common case without a request object: the reader was idle with a work item
+        open (this thread is its server). True when the read is done and the reader idle
+        again; False when it became the head request (the work item ran out, or failed) and
+        `_serve` must go on."""
+        error = None
+        try:
+            keys, values = self._read(n)
+        except errors.OpError as e:
+            keys, values, error = [], [], e
+        except (OSError, ValueError) as e:
+            keys, values, error = [], [], errors.InvalidArgumentError(None, None, str(e))
+        if len(keys) == n:
+            with self.lock:
+                self.records_produced += n
+                more = bool(self._requests)  # arrived meanwhile: this thread serves them
+                self._running = more
+            done(_outputs(keys, values, up_to))
+            return not more
+        req = _Request(step, queue, n, up_to, done)
+        req.keys, req.values = keys, values
+        with self.lock:
+            self._requests.appendleft(req)  # it arrived before any request queued meanwhile
+        if error is not None:
+            self._complete(req, error)
+        return False
 
     def _serve(self) -> None:
         """Serves requests until none is left or one waits for work (lock not held)."""
@@ -147,10 +187,8 @@ class ReaderBase:
                 self.records_produced += len(req.keys)
         if error is not None:
             req.done(None, error)
-        elif req.up_to:
-            req.done((np.array(req.keys, dtype=object), np.array(req.values, dtype=object)))
         else:
-            req.done((np.array(req.keys[0], dtype=object), np.array(req.values[0], dtype=object)))
+            req.done(_outputs(req.keys, req.values, req.up_to))
 
     # -- state ----------------------------------------------------------------------------------
     def reset(self) -> None:
@@ -337,10 +375,14 @@ class IdentityReader(ReaderBase):
 
 def _reader_kernel(make):
     def kernel(ctx):
+        cached = ctx.state  # (container, name, reader, its handle), made once
+        if cached is not None and ctx.resources.find(cached[0], cached[1]) is cached[2]:
+            return cached[3]  # else the container was reset: find or make it again
         name = ctx.attrs.get("shared_name") or ctx.name
-        return ctx.resources.lookup_or_create(
-            ctx.attrs.get("container", ""), name, lambda: make(name, ctx.attrs)
-        )
+        container = ctx.attrs.get("container", "")
+        reader = ctx.resources.lookup_or_create(container, name, lambda: make(name, ctx.attrs))
+        ctx.state = (container, name, reader, resource_handles.handle_of(ctx, reader))
+        return ctx.state[3]
 
     return kernel
 
