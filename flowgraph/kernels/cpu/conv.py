@@ -1,5 +1,7 @@
 """CPU kernels for 2-D convolution and its backprops: im2col + GEMM (whitepaper §5.4).
 
+5x5 and 3x3 filters with unit strides and 8+ channels take Winograd's minimal filtering for all
+three (winograd.py: 2.8x and 4x fewer multiply-adds; LeNet's conv2 forward 16.3 -> 9.2 ms).
 With a height stride of 1 and 4+ input channels, Conv2D and (with unit strides) its input
 backprop run as KH accumulating GEMMs over width-only patches (conv_rows.py: a KH-fold smaller
 copy; LeNet's conv2 forward 20.5 -> 16.9 ms, input backprop 20.9 -> 17.8 ms of one core in an
@@ -9,9 +11,9 @@ rows (`windows.im2col_blocks`), each product written straight into the output. T
 backprop sums the blocks' transposes times the output gradient (faster this way than as KH
 GEMMs of width patches: 16.8 against 19.6 ms). Otherwise the input backprop is one GEMM per
 kernel tap (the gradient times that tap's filter slice), each added into its window of the
-input. These three are BLAS-bound `intra_op` kernels:
-each splits its batch into blocks of images on the device's pool (kernels/sharding.py; BLAS is
-single-threaded), the filter backprop summing the blocks' partial gradients. Depthwise
+input. These three are BLAS-bound `intra_op` kernels: each splits its batch into blocks of
+images on the device's pool (windows.for_images; BLAS is single-threaded) unless it is small,
+the filter backprop summing the blocks' partial gradients. Depthwise
 convolution has no GEMM shape, loops over taps with broadcasting instead and stays `expensive`.
 """
 
@@ -98,7 +100,8 @@ def conv2d_backprop_input(ctx, input_sizes, f, dy):
         rows = R.transposed(win, nhwc_in[1], nhwc_in[2])
         flipped = R.transposed_filter(f.astype(dt, copy=False))
         dx = np.empty(nhwc_in, dt)
-        if WG.applies(win, dt, oc, fc):
+        winograd = WG.applies(win, dt, oc, fc)
+        if winograd:
             u, dyd = WG.filter_transform(flipped, dt), dyn.astype(dt, copy=False)
 
             def transposed(lo: int, hi: int) -> None:
@@ -108,9 +111,7 @@ def conv2d_backprop_input(ctx, input_sizes, f, dy):
             def transposed(lo: int, hi: int) -> None:
                 R.conv(dyn[lo:hi], flipped, rows, dx[lo:hi], dt)
 
-        cost = (
-            nhwc_in[1] * nhwc_in[2] * f.size * (WG.work(kh) if WG.applies(win, dt, oc, fc) else 1)
-        )
+        cost = nhwc_in[1] * nhwc_in[2] * f.size * (WG.work(kh) if winograd else 1)
         W.for_images(ctx, nhwc_in[0], cost, transposed)
         return W.from_nhwc(dx, fmt).astype(dy.dtype, copy=False)
     # One GEMM per kernel tap, each adding a contiguous (N, OH, OW, C) block into its window:
