@@ -27,8 +27,13 @@ CHUNK_BYTES = 1 << 20  # measured best on loopback: 1349 MB/s, against 1222 MB/s
 
 
 def _raw(array) -> bool:
-    """True if the value travels as raw chunks (fixed-size elements), not inside message 0."""
-    return array is not None and np.asarray(array).dtype != object and np.size(array) > 0
+    """True if the value travels as raw chunks (fixed-size elements), not inside message 0:
+    not strings, whether objects, `bytes`/`str` or fixed-width 'S'/'U' arrays (which are
+    DT_STRING on the wire), nor empty."""
+    if array is None:
+        return False
+    array = np.asarray(array)
+    return array.dtype.kind not in "OSU" and array.size > 0
 
 
 def body_bytes(array) -> int:

@@ -78,6 +78,14 @@ def test_strings_scalars_empty_and_dead_travel_in_the_header():
     assert empty.shape == (0, 3) and empty.dtype == np.int32 and len(messages) == 1
     dead, messages = _round_trip(None, is_dead=True)
     assert dead is None and len(messages) == 1
+    for value, want in [  # bytes, str and fixed-width 'S'/'U' arrays are strings
+        (b"a path", b"a path"),
+        ("text", b"text"),
+        (np.array([b"ab", b"c"]), [b"ab", b"c"]),
+        (np.array(["d", "ef"]), [b"d", b"ef"]),
+    ]:
+        got, messages = _round_trip(value)
+        assert len(messages) == 1 and got.dtype == object and got.tolist() == want
 
 
 def test_short_long_or_empty_streams_are_data_loss():
