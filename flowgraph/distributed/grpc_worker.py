@@ -47,10 +47,15 @@ def handlers(worker, raw_sender=None) -> list[grpc.GenericRpcHandler]:
     unary["RunGraph"] = _run_graph(worker)
 
     def recv_stream(request, context):
-        response = worker.recv_tensor(grpc_service.from_wire(m.RecvTensorRequest, request))
-        if raw_sender is not None and raw_transport.offered(request) and _large(response):
-            return raw_sender.serve(response, context)
-        return tensor_stream.encode(response.tensor, response.is_dead, response.send_start_micros)
+        response = recv_tensor(worker, request)
+        options = None
+        if raw_sender is not None and raw_transport.offered(request):
+            if _large(response):
+                return raw_sender.serve(response, context)
+            options = raw_transport.RawTensorTransport(port=raw_sender.port)  # for next time
+        return tensor_stream.encode(
+            response.tensor, response.is_dead, response.send_start_micros, options
+        )
 
     return [
         *(grpc_service.handler(name, METHODS, unary) for name in SERVICE_NAMES),
@@ -61,6 +66,11 @@ def handlers(worker, raw_sender=None) -> list[grpc.GenericRpcHandler]:
             streaming={"RecvTensor": (worker_pb2.RecvTensorRequest, recv_stream)},
         ),
     ]
+
+
+def recv_tensor(worker, request) -> m.RecvTensorResponse:
+    """`worker`'s answer to a RecvTensorRequest proto, once the step has made the tensor."""
+    return worker.recv_tensor(grpc_service.from_wire(m.RecvTensorRequest, request))
 
 
 def _large(response: m.RecvTensorResponse) -> bool:
@@ -101,6 +111,7 @@ class RemoteWorker:
         self._client = self._connect()
         self._pool = pool  # runs the streams of recv_tensor_async
         self._raw = raw_transport.RawReceiver(address.rpartition(":")[0].strip("[]"), task)
+        self._raw_port: int | None = None  # the peer's socket transport, once it named it
         self._sizes: dict[str, int] = {}  # edge -> bytes it carried last (dict ops are atomic)
 
     def _connect(self) -> grpc_service.Client:
@@ -186,36 +197,51 @@ class RemoteWorker:
         or, if `raw` and the peer takes the offer, over a socket (raw_transport.py).
         Cancelling `call_opts` ends the call at once."""
         request = req.to_proto()
+        port = self._raw_port
+        got = self._raw.recv(port, request, call_opts) if raw and port is not None else None
+        if got is None:
+            if port is not None:
+                self._raw_port = None  # gone or elsewhere: gRPC finds out, and the new port
+            got = self._recv_by_grpc(req, request, call_opts, raw)
+        array, header = got
+        self._sizes[_edge(req.rendezvous_key)] = array.nbytes if array is not None else 0
+        return m.RecvTensorResponse(array, header.is_dead, header.send_start_micros)
+
+    def _recv_by_grpc(self, req, request, call_opts, raw: bool):
+        """The streamed RecvTensor; with `raw`, it offers the socket transport and learns the
+        peer's port from the answer."""
         if raw:
             raw_transport.offer(request)
 
         def fill_raw(header, array) -> bool:
             options = raw_transport.accepted(header)
-            if options is not None:
+            if options is None:
+                return False
+            self._raw_port = options.port
+            if options.token:
                 self._raw.receive(options, array, call_opts, req.rendezvous_key)
-            return options is not None
+            return bool(options.token)
 
         messages = self._client.stream(
             STREAM_RECV_PATH, request, grpc_service.STEP_TIMEOUT_S, call_opts
         )
         try:
-            array, header = tensor_stream.decode(messages, fill_raw)
+            return tensor_stream.decode(messages, fill_raw)
         finally:
             messages.close()  # cancels the call if a socket carried the bytes
             if call_opts is not None:
                 call_opts.clear_cancel_callback()
-        self._sizes[_edge(req.rendezvous_key)] = array.nbytes if array is not None else 0
-        return m.RecvTensorResponse(array, header.is_dead, header.send_start_micros)
 
     def recv_tensor_async(
         self, req: m.RecvTensorRequest, done, call_opts: CallOptions | None = None
     ) -> None:
-        """A tensor that was small the last time this edge carried it comes by TF's unary
-        RecvTensor, answered on gRPC's own thread (a stream costs ~0.5 ms more per call);
-        one seen large, or never seen, by the chunked stream (or a socket) on a pool
-        thread. Cancelling `call_opts` (the receiving step ended) ends the call."""
+        """From a peer whose socket transport is known, every tensor comes that way (on a pool
+        thread). Otherwise a tensor that was small the last time this edge carried it comes
+        by TF's unary RecvTensor, answered on gRPC's own thread (a stream costs ~0.5 ms more
+        per call); one seen large, or never seen, by the chunked stream (or a socket) on a
+        pool thread. Cancelling `call_opts` (the receiving step ended) ends the call."""
         size = self._sizes.get(_edge(req.rendezvous_key))
-        if size is not None and size <= UNARY_RECV_BYTES:
+        if self._raw_port is None and size is not None and size <= UNARY_RECV_BYTES:
             future = self._client.call_future(
                 "RecvTensor", req.to_proto(), grpc_service.STEP_TIMEOUT_S
             )
@@ -267,7 +293,8 @@ class GrpcWorkerCache:
         self._local_worker = local_worker
         self._lock = threading.Lock()  # guards _stubs
         self._stubs: dict[str, RemoteWorker] = {}
-        self._pool = ThreadPoolExecutor(32, thread_name_prefix="recv-tensor")
+        # each RecvTensor waiting on a socket holds one (threads start only when needed)
+        self._pool = ThreadPoolExecutor(256, thread_name_prefix="recv-tensor")
         if local_worker is not None:
             local_worker.worker_cache = self
 

@@ -14,8 +14,17 @@ TensorFlow's RDMA transports negotiate theirs, so that a TensorFlow peer never s
      stays open until the transfer ends: a receiver that cancels the RPC drops the transfer,
      and a transfer that no receiver starts within IDLE_TIMEOUT_S fails the RPC;
   3. the receiver connects to `port` on the sender's host (idle connections are kept per
-     peer), writes the 16-byte token, reads an 8-byte little-endian length, then exactly that
-     many bytes into the array the header describes.
+     peer), writes b"T" and the 16-byte token, reads an 8-byte little-endian length, then
+     exactly that many bytes into the array the header describes.
+
+Once a receiver knows a peer's port (every answer to an offer names it, with an empty token
+when the bytes follow in the stream), it asks for each later tensor of that peer on a socket
+too, whatever its size: a frame b"R" + length + RecvTensorRequest, answered when the step has
+made the tensor with the header's length and the header, then the length and bytes as above
+(or a failure's code and message). A gRPC call costs ~0.5-1 ms of CPU on each side, a socket
+round trip a tenth of that, and a ps serving many workers spends most of its time there. A port
+that cannot be connected to (the peer restarted on another one) sends the receiver back to gRPC,
+which learns the new one.
 
 Failures are errors of the step, never of the process: a length other than the header's is
 DataLossError; a connection that closes early (the peer died or gave up) is UnavailableError
@@ -33,9 +42,11 @@ import threading
 from collections.abc import Iterator
 
 import numpy as np
+from google.protobuf.message import DecodeError
 
 from flowgraph.core import errors
-from flowgraph.core.protos.worker_pb2 import RawTensorTransport
+from flowgraph.core.protos import worker_pb2
+from flowgraph.core.protos.worker_pb2 import RawTensorTransport, RecvTensorResponse
 from flowgraph.distributed import tensor_stream
 from flowgraph.distributed.worker_cache import CallOptions
 
@@ -45,6 +56,7 @@ TOKEN_BYTES = 16
 IDLE_KEPT = 4  # idle connections a receiver keeps per peer
 _LENGTH = struct.Struct("<Q")
 _UNKNOWN_TOKEN = (1 << 64) - 1  # the length a sender answers a token it does not know with
+_ERROR_BIT = 1 << 63  # set in the first word of a failed RecvTensor asked on the socket
 
 
 # -- negotiation -----------------------------------------------------------------------------
@@ -89,7 +101,8 @@ class RawSender:
     """A task's listener: serves the transfers its RecvTensor handlers offered (`serve`).
     `_lock` guards `_pending`, `_conns` and `_closed`."""
 
-    def __init__(self, host: str):
+    def __init__(self, host: str, recv_tensor):
+        self._recv_tensor = recv_tensor  # RecvTensorRequest proto -> m.RecvTensorResponse
         self._listener = socket.create_server((host, 0))
         self.port = self._listener.getsockname()[1]
         self._lock = threading.Lock()
@@ -148,34 +161,63 @@ class RawSender:
             ).start()
 
     def _serve_connection(self, conn: socket.socket) -> None:
-        """Answers each token the receiver writes with its transfer's length and bytes."""
+        """Answers each frame the receiver writes: a token (b"T") with its transfer, a
+        RecvTensorRequest (b"R") with the tensor once the step has made it."""
         try:
             conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             while True:
-                token = bytearray(TOKEN_BYTES)
-                if _read_into(conn, memoryview(token)) < TOKEN_BYTES:
-                    return  # the receiver closed its idle connection
-                with self._lock:
-                    transfer = self._pending.pop(bytes(token), None)
-                if transfer is None:
-                    conn.sendall(_LENGTH.pack(_UNKNOWN_TOKEN))
-                    continue
-                conn.settimeout(IDLE_TIMEOUT_S)
-                try:
-                    _send_bytes(conn, transfer.data)
-                except OSError as e:
-                    transfer.finish(
-                        errors.UnavailableError(None, None, f"RecvTensor transfer failed: {e}")
+                kind = _read_exactly(conn, 1)
+                if kind == b"T":
+                    self._send_transfer(conn, _read_exactly(conn, TOKEN_BYTES))
+                elif kind == b"R":
+                    self._answer(
+                        conn, _read_exactly(conn, _LENGTH.unpack(_read_exactly(conn, 8))[0])
                     )
-                    return
-                conn.settimeout(None)
-                transfer.finish(None)
-        except OSError:
-            return
+                else:
+                    return  # not a flowgraph receiver
+        except (OSError, _Closed):
+            return  # the receiver went (or closed its idle connection)
         finally:
             with self._lock:
                 self._conns.discard(conn)
             conn.close()
+
+    def _send_transfer(self, conn: socket.socket, token: bytes) -> None:
+        with self._lock:
+            transfer = self._pending.pop(token, None)
+        if transfer is None:
+            conn.sendall(_LENGTH.pack(_UNKNOWN_TOKEN))
+            return
+        conn.settimeout(IDLE_TIMEOUT_S)
+        try:
+            _send_bytes(conn, transfer.data)
+        except OSError as e:
+            transfer.finish(errors.UnavailableError(None, None, f"RecvTensor transfer failed: {e}"))
+            raise
+        conn.settimeout(None)
+        transfer.finish(None)
+
+    def _answer(self, conn: socket.socket, request: bytes) -> None:
+        """A RecvTensor asked on the socket: the header's length and the header (a
+        RecvTensorResponse, as message 0 of the stream), then the raw bytes as for a transfer;
+        or, for a failure, its length with ERROR_BIT set, then its code and message."""
+        try:
+            response = self._recv_tensor(_parse_request(request))
+            header, data = tensor_stream.split(
+                response.tensor, response.is_dead, response.send_start_micros
+            )
+        except Exception as e:  # noqa: BLE001  (the receiver gets every failure)
+            if not isinstance(e, errors.OpError):
+                e = errors.InternalError(None, None, f"RecvTensor failed: {type(e).__name__}: {e}")
+            payload = struct.pack("<i", e.error_code) + (e.message or "").encode()
+            conn.sendall(_LENGTH.pack(_ERROR_BIT | len(payload)) + payload)
+            return
+        head = header.SerializeToString()
+        conn.settimeout(IDLE_TIMEOUT_S)
+        conn.sendall(_LENGTH.pack(len(head)) + head)
+        if data is not None:
+            _send_bytes(conn, data)
+        conn.settimeout(None)
 
     def close(self) -> None:
         """Stops listening, ends open connections and fails transfers still pending."""
@@ -216,28 +258,68 @@ class RawReceiver:
         what: str,
     ) -> None:
         """Fills `array` with the bytes of transfer `options` (`what` names the tensor in
-        errors). A pooled connection that turns out closed is replaced once."""
-        buffer = memoryview(array.reshape(-1).view(np.uint8))
-        conn, pooled = self._connection(options.port)
+        errors)."""
+        frame = b"T" + options.token
+        self._exchange(
+            options.port,
+            frame,
+            what,
+            call_opts,
+            IDLE_TIMEOUT_S,
+            lambda conn, length: self._fill(conn, length, array, what),
+        )
+
+    def recv(self, port: int, request, call_opts: CallOptions | None):
+        """RecvTensor `request` (a proto) asked on the socket to `port`: (array or None if
+        dead, header); None if `port` cannot be connected to (the peer restarted elsewhere,
+        or is down: the caller asks by gRPC). It waits as long as the step takes."""
+        data = request.SerializeToString()
+        frame = b"R" + _LENGTH.pack(len(data)) + data
+        what = request.rendezvous_key
+
+        def answer(conn, word):
+            conn.settimeout(IDLE_TIMEOUT_S)
+            if word & _ERROR_BIT and word != _UNKNOWN_TOKEN:
+                payload = _read_exactly(conn, word & ~_ERROR_BIT)
+                code = int.from_bytes(payload[:4], "little", signed=True)
+                error_class = errors.exception_type_from_error_code(code)
+                raise error_class(None, None, payload[4:].decode(errors="replace"))
+            header = RecvTensorResponse.FromString(_read_exactly(conn, word))
+            array = tensor_stream.allocate(header)
+            if array is None:
+                return tensor_stream.carried(header), header
+            self._fill(conn, _LENGTH.unpack(_read_exactly(conn, 8))[0], array, what)
+            return array, header
+
+        return self._exchange(port, frame, what, call_opts, None, answer, fallback=True)
+
+    def _exchange(self, port, frame, what, call_opts, wait_s, answer, fallback=False):
+        """Writes `frame` on a connection to `port`, reads the 8-byte word that answers it
+        (waiting up to `wait_s`, None: as long as it takes) and returns `answer(conn, word)`.
+        A pooled connection that turns out closed is replaced once. With `fallback`, a port
+        that cannot be connected to returns None instead of raising."""
+        try:
+            conn, pooled = self._connection(port)
+        except errors.UnavailableError:
+            if fallback:
+                return None
+            raise
         guard = _Guard(conn, call_opts)
         try:
+            conn.settimeout(wait_s)
             try:
-                length = self._request(conn, options.token)
+                word = self._request(conn, frame)
             except _Closed:
                 if not pooled:
                     raise
                 conn.close()  # the peer closed it while it was idle: try a new one
-                conn = guard.replace(self._connection(options.port, pooled=False)[0])
-                length = self._request(conn, options.token)
-            self._check(length, array, buffer, what)
-            got = _read_into(conn, buffer)
-            if got < len(buffer):
-                raise errors.UnavailableError(
-                    None,
-                    None,
-                    f"RecvTensor {what}: {self._peer} closed the connection after {got} of "
-                    f"{len(buffer)} bytes",
-                )
+                conn = guard.replace(self._reconnect(port, fallback))
+                conn.settimeout(wait_s)
+                word = self._request(conn, frame)
+            result = answer(conn, word)
+        except _Gone:
+            guard.finish()
+            return None
         except BaseException as e:  # noqa: BLE001  (re-raised, as an OpError if it is one)
             guard.finish()
             guard.conn.close()
@@ -247,7 +329,29 @@ class RawReceiver:
         if not guard.finish():
             conn.close()
             raise guard.error
-        self._release(options.port, conn)
+        self._release(port, conn)
+        return result
+
+    def _reconnect(self, port: int, fallback: bool) -> socket.socket:
+        """A new connection to `port`; _Gone (with `fallback`) if there is no listener."""
+        try:
+            return self._connection(port, pooled=False)[0]
+        except errors.UnavailableError:
+            if fallback:
+                raise _Gone from None
+            raise
+
+    def _fill(self, conn: socket.socket, length: int, array: np.ndarray, what: str) -> None:
+        buffer = memoryview(array.reshape(-1).view(np.uint8))
+        self._check(length, array, buffer, what)
+        got = _read_into(conn, buffer)
+        if got < len(buffer):
+            raise errors.UnavailableError(
+                None,
+                None,
+                f"RecvTensor {what}: {self._peer} closed the connection after {got} of "
+                f"{len(buffer)} bytes",
+            )
 
     def _check(self, length: int, array: np.ndarray, buffer: memoryview, what: str) -> None:
         if length == _UNKNOWN_TOKEN:
@@ -278,17 +382,13 @@ class RawReceiver:
             )
         return e
 
-    def _request(self, conn: socket.socket, token: bytes) -> int:
-        """Writes the token, returns the length the sender answers; _Closed if it closed."""
+    def _request(self, conn: socket.socket, frame: bytes) -> int:
+        """Writes `frame`, returns the 8-byte word the sender answers; _Closed if it closed."""
         try:
-            conn.sendall(token)
-            head = bytearray(_LENGTH.size)
-            got = _read_into(conn, memoryview(head))
+            conn.sendall(frame)
+            return _LENGTH.unpack(_read_exactly(conn, _LENGTH.size))[0]
         except (BrokenPipeError, ConnectionResetError):
             raise _Closed from None
-        if got < _LENGTH.size:
-            raise _Closed
-        return _LENGTH.unpack(head)[0]
 
     def _connection(self, port: int, pooled: bool = True) -> tuple[socket.socket, bool]:
         """An idle connection to `port` (and True), or a new one (and False)."""
@@ -304,7 +404,6 @@ class RawReceiver:
         for idle in stale:
             idle.close()
         if conn is not None:
-            conn.settimeout(IDLE_TIMEOUT_S)
             return conn, True
         try:
             conn = socket.create_connection((self._host, port), timeout=IDLE_TIMEOUT_S)
@@ -333,6 +432,10 @@ class RawReceiver:
 
 class _Closed(Exception):
     """The sender closed the connection before it answered."""
+
+
+class _Gone(Exception):
+    """No listener on the port any more: the peer restarted elsewhere, or is down."""
 
 
 class _Guard:
@@ -381,6 +484,24 @@ def _read_into(conn: socket.socket, view: memoryview) -> int:
             break
         got += n
     return got
+
+
+def _read_exactly(conn: socket.socket, n: int) -> bytes:
+    """`n` bytes from `conn`; _Closed if it closes first."""
+    buffer = bytearray(n)
+    if _read_into(conn, memoryview(buffer)) < n:
+        raise _Closed
+    return bytes(buffer)
+
+
+def _parse_request(data: bytes):
+    try:
+        request = worker_pb2.RecvTensorRequest.FromString(data)
+    except DecodeError as e:
+        raise errors.InvalidArgumentError(
+            None, None, f"RecvTensor: malformed RecvTensorRequest: {e}"
+        ) from None
+    return request
 
 
 def _shutdown(sock: socket.socket) -> None:

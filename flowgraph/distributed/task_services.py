@@ -35,7 +35,11 @@ class TaskServices:
         self.health = health.HealthMonitor(self.worker_cache, self.task)
         self.worker.health = self.health  # it checks the masters of its sessions
         self.master = Master(self.worker_cache, self.task, self.health)
-        self.raw_sender = raw_transport.RawSender(raw_host) if raw_host is not None else None
+        self.raw_sender = None
+        if raw_host is not None:
+            self.raw_sender = raw_transport.RawSender(
+                raw_host, lambda request: grpc_worker.recv_tensor(self.worker, request)
+            )
         self.handlers: list[grpc.GenericRpcHandler] = [
             *grpc_worker.handlers(self.worker, self.raw_sender),
             *grpc_master.handlers(self.master),

@@ -61,10 +61,15 @@ def split(
     return header, memoryview(contiguous.reshape(-1).view(np.uint8))
 
 
-def encode(array: np.ndarray | None, is_dead: bool, send_start_micros: int = 0) -> Iterator[bytes]:
+def encode(
+    array: np.ndarray | None, is_dead: bool, send_start_micros: int = 0, transport_options=None
+) -> Iterator[bytes]:
     """The messages of one streamed RecvTensor (see the module docstring); `array` is None for
-    a dead tensor. Costs one copy of the tensor, chunk by chunk (gRPC needs `bytes`)."""
+    a dead tensor; `transport_options` (a message) goes into the header. Costs one copy of
+    the tensor, chunk by chunk (gRPC needs `bytes`)."""
     header, flat = split(array, is_dead, send_start_micros)
+    if transport_options is not None:
+        header.transport_options.Pack(transport_options)
     yield header.SerializeToString()
     if flat is not None:
         for start in range(0, len(flat), CHUNK_BYTES):

@@ -1,7 +1,8 @@
-"""Large tensors between flowgraph workers go by a plain socket (raw_transport.py), with real
-sender processes: they arrive bit for bit, and a sender that truncates, lies about the size,
-stalls or dies mid-transfer, or a receive cancelled mid-transfer, is an error of that receive
-naming the peer, never a crash or a hang; the sender keeps serving afterwards."""
+"""Tensors between flowgraph workers go by a plain socket (raw_transport.py), with real sender
+processes: large ones from the first RecvTensor on, all once the peer's port is known; they
+arrive bit for bit, and a sender that truncates, lies about the size, stalls or dies
+mid-transfer, a failed RecvTensor, or a receive cancelled mid-transfer or while it waits, is an
+error of that receive naming the peer, never a crash or a hang; the sender keeps serving."""
 
 import os
 import signal
@@ -59,6 +60,9 @@ server = grpc_server.GrpcServer(task_services.server_def(cluster, "sender", 0))
 for step in range(1, 60):
     value = np.arange(elements, dtype=np.float32) + step * 1000
     server.services.worker.rendezvous_mgr.find(step).send(key, value)
+for step in range(100, 110):  # small ones, and a string
+    server.services.worker.rendezvous_mgr.find(step).send(key, np.arange(3.0) + step)
+server.services.worker.rendezvous_mgr.find(110).send(key, np.array(b"flow", dtype=object))
 server.start()
 server.join()
 """
@@ -110,6 +114,31 @@ def test_large_tensor_arrives_bit_for_bit_over_one_reused_connection(sender):
     np.testing.assert_array_equal(sender.recv(2), _value(2))
     assert _idle(sender) == 1
     np.testing.assert_array_equal(sender.recv(3, raw=False), _value(3))  # the gRPC stream
+
+
+def test_once_the_port_is_known_small_tensors_and_failures_come_by_socket(sender, monkeypatch):
+    sender.recv(7)  # the port is known from here on
+    monkeypatch.setattr(sender.peer._client, "stream", None)  # gRPC is not asked again
+    np.testing.assert_array_equal(sender.recv(100), np.arange(3.0) + 100)
+    assert sender.recv(110) == b"flow"
+    other = KEY.replace(SENDER, "/job:other/replica:0/task:0")
+    with pytest.raises(errors.InvalidArgumentError, match="does not come from task"):
+        sender.peer.recv_tensor(m.RecvTensorRequest(101, other))
+    np.testing.assert_array_equal(sender.recv(102), np.arange(3.0) + 102)
+
+
+def test_cancelling_a_receive_that_waits_for_its_tensor(sender):
+    sender.recv(8)
+    call_opts = CallOptions()
+    outcome = []
+    thread = threading.Thread(
+        target=lambda: outcome.append(_raises(lambda: sender.recv(999, call_opts)))
+    )
+    thread.start()
+    call_opts.start_cancel(errors.CancelledError(None, None, "the step was cancelled"))
+    thread.join(60)
+    assert not thread.is_alive() and isinstance(outcome[0], errors.CancelledError)
+    np.testing.assert_array_equal(sender.recv(103), np.arange(3.0) + 103)
 
 
 def test_truncated_transfer_is_unavailable_naming_the_peer(sender):
