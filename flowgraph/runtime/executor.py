@@ -50,8 +50,8 @@ from flowgraph.runtime.step import Step, StepContext, node_error
 def execute(plan: ExecutorPlan, step: Step) -> None:
     """Runs one step of `plan` to completion; raises the first kernel failure.
 
-    An untraced step of a plan that has a fixed schedule runs it (schedule.py); every other
-    step runs the dispatch loop. Floating-point exceptions follow IEEE (log(0) is -inf, 0/0 is
+    An untraced step of a plan that has a fixed schedule runs it (schedule.py: compiled code,
+    loops included); every other step runs the dispatch loop. Floating-point exceptions follow IEEE (log(0) is -inf, 0/0 is
     nan) without NumPy warnings, as in TensorFlow; CheckNumerics is the op that turns them
     into errors."""
     schedule = plan.schedule

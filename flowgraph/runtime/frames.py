@@ -21,6 +21,12 @@ from __future__ import annotations
 import zlib
 
 
+def frame_id(parent_id: int, parent_iter: int, name: str) -> int:
+    """The id of the activation of loop `name` started in iteration `parent_iter` of frame
+    `parent_id` (0: the root frame), as _Send/_Recv put it in their keys."""
+    return zlib.crc32(f"{parent_id};{parent_iter};{name}".encode())
+
+
 class IterationState:
     """One iteration of one frame. It is done when outstanding_ops == 0, every child frame
     started in it is done, and the previous iteration is done (or, for iteration 0, every Enter
@@ -75,7 +81,7 @@ class FrameState:
 
     def __init__(self, name, parent, parent_iter, max_parallel, num_enters):
         self.name = name
-        self.id = zlib.crc32(f"{parent.id};{parent_iter};{name}".encode()) if parent else 0
+        self.id = frame_id(parent.id, parent_iter, name) if parent else 0
         self.parent = parent
         self.parent_iter = parent_iter
         self.max_parallel = max(1, max_parallel)

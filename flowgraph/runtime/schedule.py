@@ -1,208 +1,146 @@
-"""The executor's fixed schedule (whitepaper §3.1): a step of one frame and one iteration whose
-kernels all run inline needs no pending counts and no ready queue.
+"""The executor's fixed schedule (whitepaper §3.1, §4.4): a step whose kernels all run inline
+and whose order is known in advance needs no pending counts and no ready queue.
 
 The dispatch loop (executor.py) decides what runs next from pending counts, a ready queue and
 input slots per iteration, because in general it cannot know the order in advance: a kernel
-may go to the inter-op pool, an async kernel may finish at any time, loops create iterations.
-When a plan has no control flow and no kernel would go to the pool (no pool, or no two expensive
-kernels that could overlap on it), the loop's order is known
-when the plan is built as long as every async kernel finishes within its call: it is the order
-in which the loop would pop the nodes (a heap of node ids, each finished as it runs). That
-order is computed once here, and a step runs the kernels in it, one after the other: the same
-kernels in the same order with the same inputs, without the bookkeeping.
+may go to the inter-op pool, an async kernel may finish at any time. When no kernel would go
+to the pool, the order is known when the plan is built as long as every async kernel finishes
+within its call: it is the order in which the loop would pop the nodes (a heap of node ids,
+each finished as it runs), per iteration of each loop (loop_blocks.py). That order is compiled
+once here into a Python function (step_code.py), and a step calls it: the same kernels in the
+same order with the same inputs, without the bookkeeping; loops run as `while` loops,
+conditionals as `if`s.
 
 Async kernels (a feed's _Recv, a Recv from another device, a dequeue, an enqueue, a reader's
 read) mostly do finish within their call: the feed is in the rendezvous, the queue has an
-element or room. One that must wait (§5.3) hands the rest of the step to the dispatch loop:
-the values the schedule made become the loop's input slots and pending counts (`_hand_off`),
-and the loop runs the nodes not yet run while the kernel waits, then its continuation, exactly
-as if the loop had run the step from its start in this order.
+element or room. In a plan without control flow, one that must wait (§5.3) hands the rest of
+the step to the dispatch loop: the values the step function made (its locals) become the
+loop's input slots and pending counts (`_hand_off`), and the loop runs the nodes not yet run
+while the kernel waits, then its continuation, exactly as if the loop had run the step from
+its start in this order. A plan with frames keeps such kernels on the dispatch loop, but for
+the client's feeds, which the schedule waits for.
 
-Values live in registers allocated once per plan: a value occupies a slot from when its
-producer ran until its last reader ran (then the slot is cleared or reused by the reader's
-outputs), so buffers die exactly when the loop's input slots would drop them (§4.1). Slot 0
-holds the step, the context of kernels that take one.
+Values live in registers (the function's locals): a value occupies one from when its producer
+ran until its last reader ran (then it is cleared or reused by the reader's outputs), so
+buffers die exactly when the loop's input slots would drop them (§4.1).
 
 Traced steps (StepStats, peak memory), partial runs (feeds that arrive later) and plans with
-independent expensive kernels on a device with an inter-op pool run on the dispatch loop: it
-alone keeps the accounting of memory and tracing, and the overlap of pooled kernels.
+expensive kernels that the device's inter-op pool could overlap (in a plan with loops: any)
+run on the dispatch loop: it alone keeps the accounting of memory and tracing, and the overlap
+of pooled kernels; so do plans with loops that are not well formed (loop_blocks.py).
 """
 
 from __future__ import annotations
 
 import heapq
-import operator
 import queue
 import threading
 
+from flowgraph.core import errors
+from flowgraph.runtime import loop_blocks
 from flowgraph.runtime.plan import ASYNC, EXPENSIVE, ExecutorPlan
-
-_MULTI = -1  # `out` of a node with several outputs: its slots are in Schedule.multi[nid]
-_ASYNC = -2  # `out` of an async kernel: its slots are in Schedule.outs[nid]
-_STEP = 0  # the slot holding the step (the root frame's kernel context)
+from flowgraph.runtime.step_code import CHECK, StepCode, Unsupported
 
 
 class Schedule:
-    """A plan's nodes in the dispatch loop's order with their registers, or unusable.
+    """A plan's nodes in the dispatch loop's order, compiled into one step function
+    (step_code.py), or unusable.
 
-    `entries` are (node id, kernel, input getter, output slot, slots to clear): the getter
-    returns the kernel's arguments from the registers; `out` is the output's slot, `_MULTI`,
-    or `_ASYNC` for an async kernel (called with the step and its continuation first).
-    `outs[nid]` are the slots of a node's outputs and `position[nid]` its place in `entries`:
-    what a hand-off to the dispatch loop reads."""
+    `order` is the root block's order: node ids and loops (loop_blocks.Block); `registers`
+    counts the root block's registers."""
 
-    __slots__ = ("entries", "expensive", "multi", "num_slots", "outs", "position")
+    __slots__ = (
+        "code",
+        "expensive",
+        "line_nodes",
+        "loc",
+        "order",
+        "registers",
+        "run_step",
+        "source",
+    )
 
-    def __init__(self, plan: ExecutorPlan, order: list[int]):
-        self.expensive = _overlapping(plan, order)  # expensive kernels the pool could overlap
-        self.multi: dict[int, tuple] = {}
-        self.outs: list[tuple] = [()] * len(plan.items)
-        self.position = [0] * len(plan.items)
-        for pos, nid in enumerate(order):
-            self.position[nid] = pos
-        self.entries, self.num_slots = self._allocate(plan, order)
+    def __init__(self, plan: ExecutorPlan, root: loop_blocks.Block):
+        self.order = root.order
+        if plan.has_control_flow:
+            self.expensive = any(item.kind == EXPENSIVE for item in plan.items)
+        else:  # expensive kernels the pool could overlap
+            self.expensive = _overlapping(plan, root.order)
+        code = StepCode(plan, root, _receive if plan.has_control_flow else _start)
+        self.run_step, self.line_nodes, self.loc = code.run, code.line_nodes, code.loc
+        self.code = self.run_step.__code__
+        self.registers = code.registers
+        self.source = code.source  # the step function, for reading (and tests)
 
     @staticmethod
     def build(plan: ExecutorPlan) -> Schedule | None:
         """The plan's schedule, or None when its steps need the dispatch loop."""
-        if plan.has_control_flow:
-            return None
-        order = _order(plan)
-        return Schedule(plan, order) if order is not None else None
-
-    def _allocate(self, plan: ExecutorPlan, order: list[int]):
-        """Registers by a linear scan over `order`: a value's slot is freed by its last
-        reader, and that reader's outputs take freed slots first."""
-        uses: dict[tuple, int] = {}  # (producer, port) -> readers not yet run
         for item in plan.items:
-            for src in item.node.inputs:
-                uses[src] = uses.get(src, 0) + 1
-        names = [item.node.name for item in plan.items]
-        where: dict[tuple, int] = {}  # (producer name, port) -> slot
-        free: list[int] = []
-        top = 1  # slot 0 is the step's
-        entries = []
-        for nid in order:
-            item = plan.items[nid]
-            node = item.node
-            args = [where[src] for src in node.inputs]
-            if item.step_arg and item.kind != ASYNC:  # an async kernel gets the step in run()
-                args.insert(0, _STEP)
-            released = []
-            for src in node.inputs:
-                uses[src] -= 1
-                if not uses[src]:
-                    released.append(where.pop(src))
-            free.extend(reversed(released))
-            outs = []
-            for port in range(item.num_outputs):
-                if free:
-                    slot = free.pop()
-                else:
-                    slot, top = top, top + 1
-                outs.append(slot)
-                if uses.get((names[nid], port)):
-                    where[(names[nid], port)] = slot
-            unread = [s for port, s in enumerate(outs) if not uses.get((names[nid], port))]
-            kill = tuple(s for s in released if s not in outs) + tuple(unread)
-            free.extend(reversed(unread))
-            self.outs[nid] = tuple(outs)
-            if item.kind == ASYNC:
-                out = _ASYNC
-            elif len(outs) == 1:
-                out = outs[0]
-            elif outs:
-                out = _MULTI
-                self.multi[nid] = tuple(outs)
-            else:  # a kernel without outputs returns None into a free slot, cleared at once
-                if free:
-                    out = free.pop()
-                else:
-                    out, top = top, top + 1
-                kill += (out,)
-                free.append(out)
-            entries.append((nid, item.compute, _getter(args), out, kill))
-        return entries, top
+            if plan.has_control_flow and item.kind == ASYNC and not _is_feed(item):
+                return None  # a Recv from another device, a queue in a plan with frames
+        root = loop_blocks.build(plan)
+        if root is None:
+            return None
+        try:
+            return Schedule(plan, root)
+        except Unsupported:
+            return None
 
     def run(self, plan: ExecutorPlan, step, fail, resume) -> None:
         """Runs one step; a kernel's failure is raised as `fail(plan, step, node id, error)`
-        returns it (the executor's: the node's error, the step cancelled). An async kernel
-        that must wait hands the step to the dispatch loop: `resume(plan, step, pending,
-        inputs, ready, completions)` (the executor's) runs the rest."""
-        values = [None] * self.num_slots
-        values[_STEP] = step
-        multi = self.multi
-        nid = -1
+        returns it (the executor's: the node's error, the step cancelled). A loop's own
+        errors (cancelled, past the deadline) are raised as they are, the step cancelled. An
+        async kernel that must wait hands the step to the dispatch loop: `resume(plan, step,
+        pending, inputs, ready, completions)` (the executor's) runs the rest."""
         try:
-            for nid, compute, get, out, kill in self.entries:
-                if out >= 0:
-                    values[out] = compute(*get(values))
-                elif out == _MULTI:
-                    for slot, value in zip(multi[nid], compute(*get(values))):
-                        values[slot] = value
-                else:
-                    done = _Continuation(nid)
-                    compute(step, done, *get(values))
-                    done.thread = 0  # from now on, a call of done() is a completion
-                    if done.result is None:
-                        break  # it waits: the dispatch loop takes over, below
-                    result, error = done.result
-                    if error is not None:
-                        raise error
-                    slots = self.outs[nid]
-                    if len(slots) == 1:
-                        values[slots[0]] = result
-                    else:  # none (an enqueue) or several (a dequeue of several components)
-                        for slot, value in zip(slots, result or ()):
-                            values[slot] = value
-                if kill:
-                    for slot in kill:
-                        values[slot] = None
-            else:
-                return
-        except BaseException as e:  # noqa: BLE001 (the step's error, even Ctrl-C)
-            raise fail(plan, step, nid, e)
-        resume(plan, step, *self._hand_off(plan, values, nid), done.completions)
+            self.run_step(step)
+            return
+        except _Waiting as waiting:
+            done = waiting.done
+            frame = self._traceback(waiting).tb_frame
+            state = self._hand_off(plan, frame.f_globals | frame.f_locals, done.nid)
+        except BaseException as e:  # the step's error, even Ctrl-C
+            nid = self._failed_node(e)
+            if nid >= 0:
+                raise fail(plan, step, nid, e)
+            step.cancel(e if isinstance(e, errors.OpError) else _cancelled())
+            raise
+        resume(plan, step, *state, done.completions)
 
-    def _hand_off(self, plan: ExecutorPlan, values: list, waiting: int):
+    def _hand_off(self, plan: ExecutorPlan, names: dict, waiting: int):
         """The dispatch loop's state when the async kernel of node `waiting` is in flight and
-        the nodes before it in the schedule have run: the pending counts, the input slots
-        (each filled from the register of its producer's output) and the ready nodes."""
-        order = [entry[0] for entry in self.entries]
-        pos = self.position[waiting]
+        the nodes before it in the schedule have run (a plan without control flow): the
+        pending counts, the input slots (each filled from the name of its producer's output in
+        the step function, `names`: its locals and globals) and the ready nodes."""
+        order = self.order
+        pos = order.index(waiting)
         ran = bytearray(len(plan.items))
         for nid in order[: pos + 1]:
             ran[nid] = 1
         pending = plan.frame_pending[:]  # a plan without control flow: data + control inputs
         inputs = [None] * plan.num_inputs
-        outs = self.outs
         for nid in order[:pos]:
-            slots = outs[nid]
             for dst, slot, port in plan.out_edges[nid]:
                 pending[dst] -= 1
                 if slot >= 0 and not ran[dst]:
-                    inputs[slot] = values[slots[port]]
+                    inputs[slot] = names[self.loc[(nid, port)]]
         ready = [nid for nid in order[pos + 1 :] if not pending[nid]]
         heapq.heapify(ready)
         return pending, inputs, ready
 
+    def _traceback(self, e: BaseException):
+        """The step function's entry in the traceback of `e`, or None."""
+        tb, found = e.__traceback__, None
+        while tb is not None:
+            if tb.tb_frame.f_code is self.code:
+                found = tb
+            tb = tb.tb_next
+        return found
 
-def _order(plan: ExecutorPlan) -> list[int] | None:
-    """The order in which the dispatch loop runs a step of `plan` when every kernel finishes
-    as it is called: pop the smallest ready node id, run it, push the consumers it readied.
-    None when some node never becomes ready (a cycle): the loop reports what it can run."""
-    pending = plan.pending[:]
-    ready = plan.roots[:]
-    heapq.heapify(ready)
-    order = []
-    while ready:
-        nid = heapq.heappop(ready)
-        order.append(nid)
-        for dst in plan.items[nid].out_edges:
-            pending[dst] -= 1
-            if not pending[dst]:
-                heapq.heappush(ready, dst)
-    return order if len(order) == len(plan.items) else None
+    def _failed_node(self, e: BaseException) -> int:
+        """The node whose line of the step function raised `e` (CHECK if none did)."""
+        tb = self._traceback(e)
+        return self.line_nodes[tb.tb_lineno - 1] if tb is not None else CHECK
 
 
 def _overlapping(plan: ExecutorPlan, order: list[int]) -> bool:
@@ -229,13 +167,35 @@ def _overlapping(plan: ExecutorPlan, order: list[int]) -> bool:
     return False
 
 
-def _getter(slots: list[int]):
-    """A C callable: registers -> the kernel's arguments (a tuple or a list)."""
-    if len(slots) > 1:
-        return operator.itemgetter(*slots)
-    if slots:
-        return operator.itemgetter(slice(slots[0], slots[0] + 1))
-    return operator.itemgetter(slice(0, 0))
+def _is_feed(item) -> bool:
+    return item.node.op == "_Recv" and bool(item.node.attrs.get("client_terminated"))
+
+
+def _cancelled():
+    return errors.CancelledError(None, None, "The step was cancelled")
+
+
+class _Waiting(Exception):  # not an error: the step goes on in the dispatch loop
+    """An async kernel of a plan without control flow must wait: the dispatch loop takes the
+    step over (Schedule.run)."""
+
+    def __init__(self, done: _Continuation):
+        super().__init__(done.nid)
+        self.done = done
+
+
+def _start(compute, nid, step, *args):
+    """Calls an async kernel of a plan without control flow: its outputs when it finishes
+    within its call (a feed or a queue element was there), else _Waiting."""
+    done = _Continuation(nid)
+    compute(step, done, *args)
+    done.thread = 0  # from now on, a call of done() is a completion
+    if done.result is None:
+        raise _Waiting(done)
+    result, error = done.result
+    if error is not None:
+        raise error
+    return result
 
 
 class _Continuation:
@@ -259,3 +219,28 @@ class _Continuation:
             self.result = (out, error)
             return
         self.completions.put((None, self.nid, out, error, 0.0, 0.0, 0, None))
+
+
+def _receive(compute, nid, step, *args):
+    """Calls a feed's _Recv in a plan with frames and returns its value: at once when it finishes
+    within the call (the feed is already in the rendezvous), else when it calls back, within
+    the step's deadline; a cancelled step fails it through its rendezvous."""
+    box = []
+    caller = threading.get_ident()
+
+    def done(out=None, error=None):
+        if threading.get_ident() == caller and not box:
+            box.append((out, error))
+        else:
+            waiting.put((out, error))
+
+    waiting = queue.SimpleQueue()
+    compute(step, done, *args)
+    if box:
+        out, error = box[0]
+    else:
+        box.append(None)  # later calls, even from this thread, go to the queue
+        out, error = step.wait(waiting)
+    if error is not None:
+        raise error
+    return out
