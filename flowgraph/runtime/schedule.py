@@ -51,7 +51,9 @@ class Schedule:
 
     __slots__ = (
         "code",
+        "direct",
         "expensive",
+        "index",
         "line_nodes",
         "loc",
         "order",
@@ -68,6 +70,7 @@ class Schedule:
             self.expensive = _overlapping(plan, root.order)
         code = StepCode(plan, root, _receive if plan.has_control_flow else _start)
         self.run_step, self.line_nodes, self.loc = code.run, code.line_nodes, code.loc
+        self.direct, self.index = code.direct, code.index
         self.code = self.run_step.__code__
         self.registers = code.registers
         self.source = code.source  # the step function, for reading (and tests)
@@ -101,6 +104,8 @@ class Schedule:
             state = self._hand_off(plan, frame.f_globals | frame.f_locals, done.nid)
         except BaseException as e:  # the step's error, even Ctrl-C
             nid = self._failed_node(e)
+            if nid in self.direct:
+                e = self._kernel_error(plan, nid, e)
             if nid >= 0:
                 raise fail(plan, step, nid, e)
             step.cancel(e if isinstance(e, errors.OpError) else _cancelled())
@@ -136,6 +141,19 @@ class Schedule:
                 found = tb
             tb = tb.tb_next
         return found
+
+    def _kernel_error(self, plan: ExecutorPlan, nid: int, e: BaseException) -> BaseException:
+        """The error of node `nid`'s kernel on the inputs whose `direct` call raised `e` (the
+        kernel's own message, as on the dispatch loop); `e` if the kernel does not fail."""
+        frame = self._traceback(e).tb_frame
+        names = frame.f_globals | frame.f_locals
+        node = plan.items[nid].node
+        args = [names[self.loc[(self.index[src], port)]] for src, port in node.inputs]
+        try:
+            plan.items[nid].compute(*args)
+        except Exception as error:  # noqa: BLE001 (the kernel's error, raised by the caller)
+            return error
+        return e
 
     def _failed_node(self, e: BaseException) -> int:
         """The node whose line of the step function raised `e` (CHECK if none did)."""

@@ -62,6 +62,7 @@ class StepCode:
         self.blocks = {id(b): i for i, b in enumerate(root.walk())}
         self.control_sources = {self.index[c] for item in self.items for c in item.node.control}
         self.registers = 0  # of the root block
+        self.direct: set[int] = set()  # nodes whose kernel's `direct` function is called
         loops = bool(root.children)
         self.emit(0, "def run(step):")
         if loops:
@@ -243,12 +244,19 @@ class StepCode:
 
     def call(self, nid: int, args: list[str], ctx: str) -> str:
         """The kernel call of node `nid`: a bound kernel is called as its function with its
-        context first, one call less per node."""
+        context first, one call less per node; a kernel that names a `direct` function (one
+        that returns what the kernel returns when it succeeds: an element-wise kernel's ufunc)
+        is called as that function, and only its failure goes through the kernel
+        (`Schedule.run` calls the kernel again on the same inputs, for the kernel's error)."""
         item = self.items[nid]
         compute = item.compute
         if item.step_arg:
             args = [ctx, *args]
         if isinstance(compute, functools.partial) and not compute.keywords:
+            direct = getattr(compute.func, "direct", None)
+            if direct is not None and not item.step_arg:
+                self.direct.add(nid)
+                return f"{self.name(direct, 'U')}({', '.join(args)})"
             bound = [self.name(a, "C") for a in compute.args]
             return f"{self.name(compute.func, 'F')}({', '.join(bound + args)})"
         return f"{self.name(compute, 'K')}({', '.join(args)})"

@@ -255,3 +255,25 @@ def test_a_missing_feed_times_out_and_a_cancelled_step_fails():
         step = Step(2, _LateRendezvous(lambda: step.cancel(error)))
         with pytest.raises(errors.CancelledError):
             execute(plan, step)
+
+
+def test_an_element_wise_kernel_called_directly_fails_with_the_kernels_error(monkeypatch):
+    def failure():
+        g = tf.Graph()
+        with g.as_default():
+            a = tf.placeholder(tf.float32, [None])
+            b = tf.placeholder(tf.float32, [None])
+            out = tf.negative(tf.add(a, b, name="the_add"))
+        with tf.Session(graph=g) as sess:
+            assert sess.run(out, {a: [1.0], b: [2.0]}).tolist() == [-3.0]
+            (plan,) = _plans(sess)
+            with pytest.raises(errors.InvalidArgumentError) as info:
+                sess.run(out, {a: np.ones(3, np.float32), b: np.ones(4, np.float32)})
+        return plan.schedule, info.value
+
+    schedule, fixed = failure()
+    assert len(schedule.direct) == 2  # Add and Neg: their ufuncs, without the kernels
+    _no_schedule(monkeypatch)
+    _, looped = failure()
+    assert fixed.message == looped.message and "Incompatible shapes: [3] vs. [4]" in fixed.message
+    assert fixed.node_name == looped.node_name == "the_add"
