@@ -337,3 +337,26 @@ def test_v1_queue_ops_with_ref_string_handles():
         with tf.Session(graph=g) as sess:
             sess.run(enq.name)
             assert sess.run(size.name) == 3
+
+
+def test_random_shuffle_dequeues_are_uniform_and_seeded():
+    """The uniform draws behind each dequeue come in blocks: every element is equally likely
+    to leave first, and a seed fixes the order across more than one block."""
+    q = tf.RandomShuffleQueue(1000, 0, [tf.int32], shapes=[[]], seed=5)
+    enq = q.enqueue_many([np.arange(10, dtype=np.int32)])
+    first = q.dequeue()
+    rest = q.dequeue_many(9)
+    counts = np.zeros(10, np.int64)
+    with tf.Session() as sess:
+        for _ in range(600):  # 6000 draws: more than 20 blocks
+            sess.run(enq)
+            head = sess.run(first)
+            counts[head] += 1
+            assert sorted([head] + sess.run(rest).tolist()) == list(range(10))
+    assert counts.min() > 30 and counts.max() < 100  # 60 expected each; sd about 7
+    q2 = tf.RandomShuffleQueue(1000, 0, [tf.int32], shapes=[[]], seed=5)
+    enq2, all2 = q2.enqueue_many([np.arange(10, dtype=np.int32)]), q2.dequeue_many(10)
+    with tf.Session() as sess:
+        again = [sess.run([enq2, all2])[1].tolist() for _ in range(600)]
+    with tf.Session() as sess:
+        assert [sess.run([enq2, all2])[1].tolist() for _ in range(600)] == again

@@ -379,6 +379,9 @@ class PaddingFIFOQueue(FIFOQueue):
         return out
 
 
+_BLOCK = 256  # random draws per Generator call of a RandomShuffleQueue
+
+
 class RandomShuffleQueue(QueueBase):
     """Dequeues a uniformly random element, and only while more than `min_after_dequeue` remain
     (until closed), so consecutive dequeues mix elements from far apart in the input."""
@@ -391,6 +394,7 @@ class RandomShuffleQueue(QueueBase):
         self._items: list = []
         seeded = seed != 0 or seed2 != 0
         self._rng = np.random.default_rng([seed, seed2] if seeded else None)
+        self._uniform: list = []  # uniforms in [0, 1) drawn in blocks, used from the end
 
     def _size(self):
         return len(self._items)
@@ -403,8 +407,13 @@ class RandomShuffleQueue(QueueBase):
         return n > self.min_after_dequeue or (self.closed and n > 0)
 
     def _pop(self):
+        """A uniformly random element. One Generator call per element costs microseconds,
+        more than the rest of a dequeue: uniforms come in blocks of _BLOCK (same seed, same
+        order)."""
         items = self._items
-        k = int(self._rng.integers(len(items)))
+        if not self._uniform:
+            self._uniform = self._rng.random(_BLOCK).tolist()
+        k = min(int(self._uniform.pop() * len(items)), len(items) - 1)
         items[k], items[-1] = items[-1], items[k]
         return items.pop()
 
