@@ -151,6 +151,7 @@ class RecordFile:
     def __init__(self, path: str, compression_type: str = "", offset: int = 0):
         self.path = path
         self.offset = 0
+        self._compression = compression_type
         self._stream = open_read(path, compression_type)
         if offset:
             self._skip(offset)
@@ -159,7 +160,7 @@ class RecordFile:
     def over(cls, stream: BinaryIO, path: str = "<stream>") -> RecordFile:
         """Records of an already open (uncompressed) stream."""
         f = cls.__new__(cls)
-        f.path, f.offset, f._stream = path, 0, stream
+        f.path, f.offset, f._stream, f._compression = path, 0, stream, None
         return f
 
     def _skip(self, offset: int):
@@ -170,7 +171,26 @@ class RecordFile:
             self.offset += len(chunk)
 
     def read(self) -> bytes | None:
-        """The next record's data, None at the end; DataLossError on a bad CRC or a cut."""
+        """The next record's data, None at the end; DataLossError on a bad CRC or a cut, after
+        which the file stays at that record (as TF's RecordReader keeps its offset there): a
+        later read fails on it again instead of skipping data."""
+        try:
+            return self._read()
+        except errors.DataLossError:
+            self._rewind()
+            raise
+
+    def _rewind(self) -> None:
+        """Back to `offset`, the start of the record a read failed on."""
+        if self._stream.seekable():
+            self._stream.seek(self.offset)
+        elif self._compression is not None:  # a zlib stream: read it again up to there
+            offset, self.offset = self.offset, 0
+            self._stream.close()
+            self._stream = open_read(self.path, self._compression)
+            self._skip(offset)
+
+    def _read(self) -> bytes | None:
         stream, offset = self._stream, self.offset
         header = stream.read(12)
         if len(header) < 12:
