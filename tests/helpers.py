@@ -51,3 +51,9 @@ def checkpoint_values() -> dict:
         else:
             out[name] = npz[v["npz"]]
     return out
+
+
+def local_plans(sess) -> list:
+    """The executor plans of the in-process worker of a local Session."""
+    worker = next(iter(sess._local.workers.values()))
+    return [plan for plans in worker._graphs.values() for plan in plans]

@@ -1,13 +1,13 @@
 """RecvTensor streamed in chunks: every dtype reassembles bit for bit, and a stream that does
 not add up to the announced tensor is a DataLossError."""
 
-import ml_dtypes
 import numpy as np
 import pytest
 
 from flowgraph.core import errors
 from flowgraph.distributed import tensor_stream
 from flowgraph.distributed.tensor_stream import CHUNK_BYTES
+from tests.helpers import FIXED_SIZE_DTYPES, dtype_id
 
 
 def _round_trip(value, is_dead=False):
@@ -17,26 +17,7 @@ def _round_trip(value, is_dead=False):
     return array, messages
 
 
-@pytest.mark.parametrize(
-    "dtype",
-    [
-        np.float32,
-        np.float64,
-        np.float16,
-        ml_dtypes.bfloat16,
-        np.int8,
-        np.int16,
-        np.int32,
-        np.int64,
-        np.uint8,
-        np.uint16,
-        np.uint32,
-        np.uint64,
-        np.bool_,
-        np.complex64,
-        np.complex128,
-    ],
-)
+@pytest.mark.parametrize("dtype", FIXED_SIZE_DTYPES, ids=dtype_id)
 def test_every_fixed_size_dtype_round_trips(dtype):
     rng = np.random.default_rng(0)
     value = (rng.standard_normal((3, 5, 7)) * 100).astype(dtype)

@@ -11,38 +11,13 @@ import pytest
 
 import flowgraph as tf
 from flowgraph.core import errors
-from flowgraph.runtime import executor
 from flowgraph.runtime.executor import execute
 from flowgraph.runtime.rendezvous import LocalRendezvous
 from flowgraph.runtime.schedule import Schedule
 from flowgraph.runtime.step import Step
+from tests.helpers import local_plans
 
 FULL_TRACE = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
-
-
-@pytest.fixture
-def runs(monkeypatch):
-    """Counts the steps that ran the fixed schedule and those that ran the dispatch loop."""
-    counts = {"schedule": 0, "loop": 0}
-    schedule_run, loop_run = Schedule.run, executor._Execution.run
-
-    def on_schedule(self, *args):
-        counts["schedule"] += 1
-        return schedule_run(self, *args)
-
-    def on_loop(self):
-        counts["loop"] += 1
-        return loop_run(self)
-
-    monkeypatch.setattr(Schedule, "run", on_schedule)
-    monkeypatch.setattr(executor._Execution, "run", on_loop)
-    return counts
-
-
-def _plans(sess):
-    """The executor plans of the in-process worker of a local Session."""
-    worker = next(iter(sess._local.workers.values()))
-    return [plan for plans in worker._graphs.values() for plan in plans]
 
 
 def _no_schedule(monkeypatch):
@@ -83,12 +58,12 @@ def test_plain_graphs_loops_queues_and_cross_device_recvs_have_a_schedule():
     for fetch, feed in [(plain, {a: 1.0}), (loop, None), (enqueue, {a: 1.0})]:
         with tf.Session(graph=g) as sess:
             sess.run(fetch, feed)
-            assert [p.schedule is not None for p in _plans(sess)] == [True]
+            assert [p.schedule is not None for p in local_plans(sess)] == [True]
     with tf.Session(graph=g, config=tf.ConfigProto(device_count={"CPU": 2})) as sess:
         with g.as_default(), tf.device("/cpu:1"):
             across = plain + 1.0
         assert sess.run(across, {a: 1.0}) == 4.0
-        plans = _plans(sess)
+        plans = local_plans(sess)
         recv_side = [p for p in plans if p.device.name.endswith("CPU:1")]
         assert recv_side and all(p.schedule is not None for p in recv_side)
 
@@ -146,7 +121,7 @@ def test_schedule_is_the_order_the_traced_loop_ran():
         md = tf.RunMetadata()
         sess.run(fetches, {x: np.ones((2, 4), np.float32)}, FULL_TRACE, md)
         sess.run(fetches, {x: np.ones((2, 4), np.float32)})  # builds the same plan's schedule
-        (plan,) = [p for p in _plans(sess) if p.schedule is not None and len(p.items) > 10]
+        (plan,) = [p for p in local_plans(sess) if p.schedule is not None and len(p.items) > 10]
         scheduled = [plan.items[nid].node.name for nid in plan.schedule.order]
     (dev,) = md.step_stats.dev_stats
     assert [ns.node_name for ns in dev.node_stats] == scheduled
@@ -161,7 +136,7 @@ def test_registers_are_reused_along_a_chain():
             y = y + a
     with tf.Session(graph=g) as sess:
         assert sess.run(y, {a: 0.5}) == 100.5
-        (plan,) = _plans(sess)
+        (plan,) = local_plans(sess)
     assert plan.schedule.registers <= 3  # a, the chain's value, scratch: not 200
 
 
@@ -222,7 +197,7 @@ def _feed_plan():
     master = sess._local.master
     (ms,) = master._sessions.values()
     (step_plan,) = ms._plans.values()
-    (plan,) = _plans(sess)
+    (plan,) = local_plans(sess)
     return sess, plan, step_plan.feed_keys[0], step_plan.fetch_keys[0]
 
 
@@ -266,7 +241,7 @@ def test_an_element_wise_kernel_called_directly_fails_with_the_kernels_error(mon
             out = tf.negative(tf.add(a, b, name="the_add"))
         with tf.Session(graph=g) as sess:
             assert sess.run(out, {a: [1.0], b: [2.0]}).tolist() == [-3.0]
-            (plan,) = _plans(sess)
+            (plan,) = local_plans(sess)
             with pytest.raises(errors.InvalidArgumentError) as info:
                 sess.run(out, {a: np.ones(3, np.float32), b: np.ones(4, np.float32)})
         return plan.schedule, info.value

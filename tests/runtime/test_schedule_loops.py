@@ -10,35 +10,11 @@ import pytest
 
 import flowgraph as tf
 from flowgraph.core import errors
-from flowgraph.runtime import executor
 from flowgraph.runtime.executor import execute
 from flowgraph.runtime.rendezvous import LocalRendezvous
 from flowgraph.runtime.schedule import Schedule
 from flowgraph.runtime.step import Step, StepContext
-
-
-@pytest.fixture
-def runs(monkeypatch):
-    """Counts the steps that ran the fixed schedule and those that ran the dispatch loop."""
-    counts = {"schedule": 0, "loop": 0}
-    schedule_run, loop_run = Schedule.run, executor._Execution.run
-
-    def on_schedule(self, *args):
-        counts["schedule"] += 1
-        return schedule_run(self, *args)
-
-    def on_loop(self):
-        counts["loop"] += 1
-        return loop_run(self)
-
-    monkeypatch.setattr(Schedule, "run", on_schedule)
-    monkeypatch.setattr(executor._Execution, "run", on_loop)
-    return counts
-
-
-def _plans(sess):
-    worker = next(iter(sess._local.workers.values()))
-    return [plan for plans in worker._graphs.values() for plan in plans]
+from tests.helpers import local_plans
 
 
 def _both(build, feeds=None, runs_per_session=1):
@@ -58,7 +34,7 @@ def _both(build, feeds=None, runs_per_session=1):
                 if init is not None:
                     sess.run(init)
                 out = [sess.run(fetches, feeds) for _ in range(runs_per_session)]
-                loops = [p for p in _plans(sess) if p.has_control_flow]
+                loops = [p for p in local_plans(sess) if p.has_control_flow]
                 assert loops and all((p.schedule is not None) == scheduled for p in loops)
         finally:
             Schedule.build = original
@@ -123,7 +99,7 @@ def test_a_loop_in_an_untaken_branch_is_dead_and_a_taken_one_runs():
         with tf.Session(graph=g) as sess:
             p = g.get_tensor_by_name("p:0")
             assert sess.run(out, {p: value}) == want
-            assert all(plan.schedule is not None for plan in _plans(sess))
+            assert all(plan.schedule is not None for plan in local_plans(sess))
 
 
 def test_gradients_of_a_while_loop():
@@ -195,7 +171,7 @@ def test_an_error_in_a_body_names_the_node_and_cancels_the_step():
                 assert sess.run(out, {x: np.ones(4, np.float32)}) == 8.0
                 with pytest.raises(errors.InvalidArgumentError) as info:
                     sess.run(out, {x: np.ones(3, np.float32)})
-                assert [p.schedule is not None for p in _plans(sess)] == [scheduled]
+                assert [p.schedule is not None for p in local_plans(sess)] == [scheduled]
         finally:
             Schedule.build = original
         assert "bad_reshape" in info.value.message
@@ -210,7 +186,7 @@ def test_a_deadline_ends_an_endless_loop():
     with tf.Session(graph=g) as sess:
         with pytest.raises(errors.DeadlineExceededError):
             sess.run(forever, options=tf.RunOptions(timeout_in_ms=100))
-        assert all(plan.schedule is not None for plan in _plans(sess))
+        assert all(plan.schedule is not None for plan in local_plans(sess))
 
 
 def test_a_cancelled_step_stops_a_loop():
@@ -220,7 +196,7 @@ def test_a_cancelled_step_stops_a_loop():
     with tf.Session(graph=g) as sess:
         with pytest.raises(errors.DeadlineExceededError):
             sess.run(forever, options=tf.RunOptions(timeout_in_ms=1))
-        (plan,) = _plans(sess)
+        (plan,) = local_plans(sess)
         step = Step(7, LocalRendezvous())
         step.cancel(errors.CancelledError(None, None, "Session has been closed."))
         with pytest.raises(errors.CancelledError, match="closed"):
