@@ -12,17 +12,11 @@ from flowgraph.opdefs.nn_conv import (
     register_conv,
     shape_from_input,
     shape_of_input,
-    spatial_attr,
-    spatial_axes,
 )
 
 _FLOATS = "{half, bfloat16, float, double}"
 _PADDING = "padding: {'SAME', 'VALID'}"
 _FORMAT = "data_format: {'NDHWC', 'NCDHW'} = 'NDHWC'"
-
-# The names the 3-D CPU kernels import (kernels/cpu/conv3d.py): the rank-generic helpers.
-five = spatial_attr
-spatial_axes_3d = spatial_axes
 
 _CONV_ATTRS = [
     f"T: {_FLOATS}",

@@ -20,8 +20,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from flowgraph.core import errors
 from flowgraph.kernels.base import register_kernel
-from flowgraph.opdefs.nn_conv import window_geometry
-from flowgraph.opdefs.nn_conv3d import five, spatial_axes_3d
+from flowgraph.opdefs.nn_conv import spatial_attr, spatial_axes, window_geometry
 
 _FLOATS = [np.float16, np.float32, np.float64]
 _PATCH_BUDGET = 32 << 20  # bytes of patch matrix per tensordot
@@ -55,8 +54,8 @@ class Window3D:
 def _window(attrs, ndhwc_shape, kernel, dilated=True) -> Window3D:
     fmt = attrs["data_format"]
     try:
-        strides = five(attrs["strides"], "strides", fmt)
-        dilations = five(attrs["dilations"], "dilations", fmt) if dilated else (1, 1, 1)
+        strides = spatial_attr(attrs["strides"], "strides", fmt)
+        dilations = spatial_attr(attrs["dilations"], "dilations", fmt) if dilated else (1, 1, 1)
         geometry = [
             window_geometry(size, k, s, r, attrs["padding"])
             for size, k, s, r in zip(ndhwc_shape[1:4], kernel, strides, dilations)
@@ -79,7 +78,7 @@ def _shape_arg(value, fmt) -> tuple:
     dims = [int(v) for v in np.asarray(value).reshape(-1)]
     if len(dims) != 5:
         raise _invalid(f"shape input must have 5 elements, got {dims}")
-    d, h, w, c = spatial_axes_3d(fmt)
+    d, h, w, c = spatial_axes(fmt)
     return (dims[0], dims[d], dims[h], dims[w], dims[c])
 
 
@@ -192,7 +191,7 @@ def _check_out(dy_shape, n, win: Window3D, channels):
 # -- pooling ----------------------------------------------------------------------------------
 def _pool_window(ctx, ndhwc_shape) -> Window3D:
     try:
-        ksize = five(ctx.attrs["ksize"], "ksize", ctx.attrs["data_format"])
+        ksize = spatial_attr(ctx.attrs["ksize"], "ksize", ctx.attrs["data_format"])
     except ValueError as e:
         raise errors.UnimplementedError(None, None, str(e)) from None
     return _window(ctx.attrs, ndhwc_shape, ksize, dilated=False)
