@@ -18,14 +18,8 @@ from google.protobuf.message import DecodeError
 
 from flowgraph.core import errors, sstable
 from flowgraph.core.protos import DataType, SavedTensorSlices, TensorProto, TensorShapeProto
-from flowgraph.core.tensor_bundle import (
-    Slice,
-    datatype_of,
-    encode_tensor_name_slice,
-    fs,
-    numpy_dtype,
-    temp_suffix,
-)
+from flowgraph.core.tensor_bundle import datatype_of, fs, numpy_dtype, temp_suffix
+from flowgraph.core.tensor_slice import Slice, encode_tensor_name_slice
 from flowgraph.core.tensor_util import make_ndarray
 
 VERSION = 1  # TF_CHECKPOINT_VERSION

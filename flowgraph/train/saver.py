@@ -23,7 +23,8 @@ import numpy as np
 from flowgraph.core import errors
 from flowgraph.core.checkpoint_v1 import open_checkpoint
 from flowgraph.core.protos import SaverDef
-from flowgraph.core.tensor_bundle import numpy_dtype, parse_shape_and_slice
+from flowgraph.core.tensor_bundle import numpy_dtype
+from flowgraph.core.tensor_slice import parse_shape_and_slice
 from flowgraph.framework.convert import constant_value
 from flowgraph.train import checkpoint_management as cm
 from flowgraph.train import saveable as saveable_lib

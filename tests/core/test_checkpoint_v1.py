@@ -9,7 +9,7 @@ import pytest
 
 import flowgraph as tf
 from flowgraph.core import checkpoint_v1, errors
-from flowgraph.core.tensor_bundle import Slice
+from flowgraph.core.tensor_slice import Slice
 from flowgraph.ops import io_ops
 from tests.interop.test_checkpoint_interop import _decode, _run_tf, needs_tf
 

@@ -8,7 +8,7 @@ import contextlib
 
 import numpy as np
 
-from flowgraph.core import checkpoint_v1, errors, tensor_bundle
+from flowgraph.core import checkpoint_v1, errors, tensor_bundle, tensor_slice
 from flowgraph.core.dtypes import as_dtype
 from flowgraph.kernels.base import register_kernel
 
@@ -59,7 +59,7 @@ def save_v2(ctx, prefix, tensor_names, shape_and_slices, *tensors):
         try:
             for name, spec, value, dt in zip(names, specs, tensors, kinds):
                 arr = np.asarray(value, dtype=tensor_bundle.numpy_dtype(_enum(dt)))
-                parsed = tensor_bundle.parse_shape_and_slice(spec)
+                parsed = tensor_slice.parse_shape_and_slice(spec)
                 if parsed is None:
                     writer.add(name, arr)
                 else:
@@ -91,7 +91,7 @@ def restore_v2(ctx, prefix, tensor_names, shape_and_slices):
                     f"tensor_name = {name}; expected dtype {as_dtype(dt).name} does "
                     f"not equal restored dtype {as_dtype(stored).name} (checkpoint {prefix})",
                 )
-            parsed = tensor_bundle.parse_shape_and_slice(spec)
+            parsed = tensor_slice.parse_shape_and_slice(spec)
             if parsed is None:
                 out.append(r.lookup(name))
                 continue
@@ -140,7 +140,7 @@ def _save_v1(ctx, filename, tensor_names, specs, tensors):
     entries = []
     for name, spec, value, dt in zip(names, specs, tensors, ctx.attrs["T"]):
         arr = np.asarray(value, dtype=tensor_bundle.numpy_dtype(_enum(dt)))
-        parsed = tensor_bundle.parse_shape_and_slice(spec)
+        parsed = tensor_slice.parse_shape_and_slice(spec)
         entries.append((name, *(parsed or (None, None)), arr))
     with os_errors(f"saving checkpoint {filename}"):
         checkpoint_v1.write_v1(filename, entries)
@@ -167,7 +167,7 @@ def _restore_v1(ctx, pattern, name, spec):
                 f"Expected to restore a tensor of type {as_dtype(ctx.attrs['dt']).name},"
                 f" got a tensor of type {as_dtype(stored).name} instead: tensor_name = {name}",
             )
-        parsed = tensor_bundle.parse_shape_and_slice(spec)
+        parsed = tensor_slice.parse_shape_and_slice(spec)
         if parsed is None:
             return r.lookup(name)
         return r.lookup_slice(name, parsed[1])
