@@ -51,25 +51,39 @@ def execute(plan: ExecutorPlan, step: Step) -> None:
     """Runs one step of `plan` to completion; raises the first kernel failure.
 
     An untraced step of a plan that has a fixed schedule runs it (schedule.py: compiled code,
-    loops included); every other step runs the dispatch loop. Floating-point exceptions follow IEEE (log(0) is -inf, 0/0 is
-    nan) without NumPy warnings, as in TensorFlow; CheckNumerics is the op that turns them
-    into errors."""
+    loops included), unless overlapping its expensive kernels on the pool is faster
+    (overlap.py); every other step runs the dispatch loop. Floating-point exceptions follow
+    IEEE (log(0) is -inf, 0/0 is nan) without NumPy warnings, as in TensorFlow; CheckNumerics
+    is the op that turns them into errors."""
     schedule = plan.schedule
     if schedule is NOT_BUILT:
         schedule = plan.schedule = Schedule.build(plan)
     token = ieee.ignore()
     try:
-        if (
-            schedule is not None
-            and step.stats is None
-            and step.feeds_sent
-            and (not schedule.expensive or plan.device.thread_pool is None)
-        ):
-            schedule.run(plan, step, _fail_step, _resume)
-        else:
+        if schedule is None or step.stats is not None or not step.feeds_sent:
             _Execution(plan, step).run()
+        elif not schedule.expensive or plan.device.thread_pool is None:
+            schedule.run(plan, step, _fail_step, _resume)
+        elif schedule.overlap is None:
+            _Execution(plan, step).run()
+        else:
+            _run_faster_way(plan, step, schedule)
     finally:
         ieee.restore(token)
+
+
+def _run_faster_way(plan: ExecutorPlan, step: Step, schedule: Schedule) -> None:
+    """Runs a step whose expensive kernels the pool could overlap: on the dispatch loop, which
+    overlaps them, or inline on the fixed schedule, whichever the plan's timings say is faster
+    (overlap.py); this step's time goes into them."""
+    choice = schedule.overlap
+    pooled = choice.pooled()
+    t0 = time.perf_counter()
+    if pooled:
+        _Execution(plan, step).run()
+    else:
+        schedule.run(plan, step, _fail_step, _resume)
+    choice.record(pooled, time.perf_counter() - t0)
 
 
 def _resume(plan: ExecutorPlan, step: Step, pending, inputs, ready, completions) -> None:

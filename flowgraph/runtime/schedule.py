@@ -24,10 +24,11 @@ Values live in registers (the function's locals): a value occupies one from when
 ran until its last reader ran (then it is cleared or reused by the reader's outputs), so
 buffers die exactly when the loop's input slots would drop them (§4.1).
 
-Traced steps (StepStats, peak memory), partial runs (feeds that arrive later) and plans with
-expensive kernels that the device's inter-op pool could overlap (in a plan with loops: any)
-run on the dispatch loop: it alone keeps the accounting of memory and tracing, and the overlap
-of pooled kernels; so do plans with loops that are not well formed (loop_blocks.py).
+Traced steps (StepStats, peak memory) and partial runs (feeds that arrive later) run on the
+dispatch loop: it alone keeps the accounting of memory and tracing; so do plans with loops that
+are not well formed (loop_blocks.py). Plans with expensive kernels that the device's inter-op
+pool could overlap (in a plan with loops: any) run on the dispatch loop, which overlaps them,
+or on the schedule, whichever is faster (overlap.py).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ import threading
 
 from flowgraph.core import errors
 from flowgraph.runtime import loop_blocks
+from flowgraph.runtime.overlap import OverlapChoice
 from flowgraph.runtime.plan import ASYNC, EXPENSIVE, ExecutorPlan
 from flowgraph.runtime.step_code import CHECK, StepCode, Unsupported
 
@@ -57,6 +59,7 @@ class Schedule:
         "line_nodes",
         "loc",
         "order",
+        "overlap",
         "registers",
         "run_step",
         "source",
@@ -68,6 +71,10 @@ class Schedule:
             self.expensive = any(item.kind == EXPENSIVE for item in plan.items)
         else:  # expensive kernels the pool could overlap
             self.expensive = _overlapping(plan, root.order)
+        # Whether the pool pays is measured (overlap.py), except for plans that call functions:
+        # a call may wait for other nodes of its step, so it always goes to the pool.
+        calls = any(item.kind == EXPENSIVE and item.step_arg for item in plan.items)
+        self.overlap = OverlapChoice() if self.expensive and not calls else None
         code = StepCode(plan, root, _receive if plan.has_control_flow else _start)
         self.run_step, self.line_nodes, self.loc = code.run, code.line_nodes, code.loc
         self.direct, self.index = code.direct, code.index
