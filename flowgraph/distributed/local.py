@@ -39,7 +39,7 @@ class InProcessCluster:
 
     def __init__(self, jobs: dict, config: ConfigProto | None = None, master_task: str = ""):
         config = config if config is not None else ConfigProto()
-        blas.single_threaded()  # intra-op parallelism is the devices' pools' (threadpool.py)
+        blas.configure()  # one BLAS thread: intra-op parallelism is the pools' (threadpool.py)
         self.workers: dict[str, Worker] = {}
         for job, count in jobs.items():
             for task in range(count):

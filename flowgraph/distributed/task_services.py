@@ -21,7 +21,7 @@ class TaskServices:
 
     def __init__(self, server_def: ServerDef, raw_host: str | None = None):
         config = server_def.default_session_config
-        blas.single_threaded()  # intra-op parallelism is the devices' pools' (threadpool.py)
+        blas.configure()  # one BLAS thread: intra-op parallelism is the pools' (threadpool.py)
         devices = device_lib.make_devices(
             server_def.job_name,
             server_def.task_index,

@@ -7,12 +7,14 @@ no half precision, so float16 is computed in float32 and rounded back, as TF's E
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import scipy.linalg
 
 from flowgraph.core import dtypes, errors
 from flowgraph.kernels.base import register_kernel
-from flowgraph.kernels.sharding import MIN_SHARD_COST, parallel_for
+from flowgraph.kernels.sharding import parallel_for
 
 
 def _shape_str(shape) -> str:
@@ -48,24 +50,50 @@ def matmul(ctx, a, b):
 # 1 ms of one core. Its blocks would each be a fraction of a millisecond, and a block whose
 # thread the OS deschedules (another process on the core, as on any shared machine) holds up
 # the whole product for a time slice of several ms. W6b's 256^3 products on 2 cores (load 2.4):
-# 49 ms sharded against 43 ms whole, and 80 against 74 ms with a busy core. NumPy's integer
-# products do not use BLAS and cost ~10x more per multiply-add: they shard from the pool's
-# own threshold.
+# 49 ms sharded against 43 ms whole, and 80 against 74 ms with a busy core.
 MIN_BLAS_SHARD_MACS = 50_000_000
+# NumPy's integer products do not use BLAS and cost ~10x more per multiply-add.
+_INTEGER_MAC_COST = 10
+# At most this many blocks, whatever the pool: two per core, so that a thread slowed by a busy
+# core takes fewer of them (as runtime/threadpool.py's SHARDS_PER_THREAD).
+_MAX_BLOCKS = 2 * (os.cpu_count() or 1)
+
+
+def blas_blocks(ctx, n: int, macs_per_unit: float, fn) -> None:
+    """fn(lo, hi) over blocks of range(n) (rows or columns of a product) on the device's pool,
+    each block one library call; one call of fn(0, n) below MIN_BLAS_SHARD_MACS.
+
+    The blocks depend only on the work and the machine's core count, never on the pool's size
+    or on which of its workers are idle: a product's rounding depends on where its operands are
+    cut (OpenBLAS's Haswell sgemm computes the last rows of each call with other micro-kernels;
+    runtime/blas.py chooses it), and the same program must give the same bits on every run and
+    in constant folding. The pool balances whole blocks over the threads it has free."""
+    macs = n * macs_per_unit
+    blocks = min(n, _MAX_BLOCKS, int(2 * macs // MIN_BLAS_SHARD_MACS))
+    if blocks <= 1:
+        fn(0, n)
+        return
+    bounds = [n * i // blocks for i in range(blocks + 1)]
+
+    def run(lo: int, hi: int) -> None:
+        for i in range(lo, hi):
+            fn(bounds[i], bounds[i + 1])
+
+    parallel_for(ctx, blocks, macs / blocks, run)
 
 
 def sharded_matmul(ctx, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """a @ b in blocks on the device's pool, one BLAS call per block writing its part of the
-    result in place. BLAS packs the operand a block shares again for every block, so the split
-    runs along the larger operand: blocks of rows of `a` when it has more rows than `b` has
-    columns (each block re-packs `b`), else blocks of columns of `b` (each re-packs `a`).
-    Measured on one core, 4 blocks: 256x784 @ 784x1024 in row blocks 5.1 ms, column blocks
-    4.4 ms, whole 4.3 ms; LeNet's fc1 (64x3136 @ 3136x1024) 8.9, 5.3 and 5.2 ms."""
+    """a @ b in blocks on the device's pool (`blas_blocks`), one BLAS call per block writing
+    its part of the result in place. BLAS packs the operand a block shares again for every
+    block, so the split runs along the larger operand: blocks of rows of `a` when it has more
+    rows than `b` has columns (each block re-packs `b`), else blocks of columns of `b` (each
+    re-packs `a`). Measured on one core, 4 blocks: 256x784 @ 784x1024 in row blocks 5.1 ms,
+    column blocks 4.4 ms, whole 4.3 ms; LeNet's fc1 (64x3136 @ 3136x1024) 8.9, 5.3 and 5.2 ms."""
     m, k = a.shape
     n = b.shape[1]
     dtype = np.result_type(a, b)
-    # below the threshold, skip the pool's bookkeeping
-    if m * k * n < (MIN_BLAS_SHARD_MACS if dtype.kind in "fc" else 2 * MIN_SHARD_COST):
+    cost = 1 if dtype.kind in "fc" else _INTEGER_MAC_COST
+    if m * k * n * cost < MIN_BLAS_SHARD_MACS:  # skip the blocks' bookkeeping
         return np.matmul(a, b)
     out = np.empty((m, n), dtype)
     if m >= n:
@@ -73,13 +101,13 @@ def sharded_matmul(ctx, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         def rows(lo: int, hi: int) -> None:
             np.matmul(a[lo:hi], b, out=out[lo:hi])
 
-        parallel_for(ctx, m, k * n, rows)
+        blas_blocks(ctx, m, k * n * cost, rows)
     else:
 
         def columns(lo: int, hi: int) -> None:
             np.matmul(a, b[:, lo:hi], out=out[:, lo:hi])
 
-        parallel_for(ctx, n, m * k, columns)
+        blas_blocks(ctx, n, m * k * cost, columns)
     return out
 
 

@@ -15,7 +15,7 @@ gradient. A reference variable is updated in its buffer and a resource variable 
 is then published, as the Apply kernels do (training.py); a buffer that is not C-contiguous or
 not of the update's type is updated through a C-contiguous copy written back. The rules are
 row-separable, so a large product runs in blocks of rows of the variable on the device's pool
-(the thresholds of the MatMul kernel), each block one gemm (and axpy) writing its rows; the
+(linalg.blas_blocks, as the MatMul kernel), each block one gemm (and axpy) writing its rows; the
 BLAS calls release the GIL (blas_nogil.py). With `use_locking` the variable's (and
 accumulator's) locks are held for the whole update.
 """
@@ -29,8 +29,7 @@ import numpy as np
 from flowgraph.core import errors
 from flowgraph.kernels.base import register_kernel
 from flowgraph.kernels.cpu.blas_nogil import DTYPES, axpy, gemm
-from flowgraph.kernels.cpu.linalg import MIN_BLAS_SHARD_MACS
-from flowgraph.kernels.sharding import parallel_for
+from flowgraph.kernels.cpu.linalg import blas_blocks
 from flowgraph.kernels.variable_state import locked
 from flowgraph.opdefs.training import APPLY_OPS, SCALARS
 from flowgraph.opdefs.weight_updates import FUSABLE, fused_op, input_names
@@ -119,10 +118,7 @@ def _run(ctx, rule, slots: dict, coefs: dict, a: np.ndarray, b: np.ndarray) -> N
     def rows(lo: int, hi: int) -> None:
         rule(ctx.attrs, {name: s[lo:hi] for name, s in slots.items()}, coefs, a[lo:hi], b)
 
-    if m * k * n < MIN_BLAS_SHARD_MACS:
-        rows(0, m)
-    else:
-        parallel_for(ctx, m, k * n, rows)
+    blas_blocks(ctx, m, k * n, rows)
 
 
 def _make_kernel(op_type: str, rule, refs: list[str], resource: bool):

@@ -1,0 +1,89 @@
+"""linalg.blas_blocks: MatMul and the fused weight updates split large products into blocks
+that depend only on the work, so that a product gives the same bits whatever the pool's size
+(OpenBLAS's Haswell sgemm rounds the last rows of each call differently; runtime/blas.py),
+and the blocks together equal NumPy's product on every dtype MatMul claims."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import flowgraph as tf
+from flowgraph.kernels.cpu import linalg
+
+# MatMul's types; bfloat16 has its own kernel (kernels/cpu/bfloat16.py)
+DTYPES = [np.float16, np.float32, np.float64, np.int32, np.int64, np.complex64, np.complex128]
+
+
+@pytest.fixture
+def small_blocks(monkeypatch):
+    """Blocks from a few multiply-adds, so that small test products are split."""
+    monkeypatch.setattr(linalg, "MIN_BLAS_SHARD_MACS", 2)
+
+
+def _operand(rng, shape, dtype):
+    x = rng.rand(*shape) * 4 - 2
+    if np.dtype(dtype).kind == "c":
+        x = x + 1j * (rng.rand(*shape) * 4 - 2)
+    return x.astype(dtype)
+
+
+def _matmul(a, b, ta, tb, threads):
+    config = tf.ConfigProto(intra_op_parallelism_threads=threads)
+    with tf.Graph().as_default():
+        x, y = tf.placeholder(tf.as_dtype(a.dtype), a.shape), tf.placeholder(b.dtype, b.shape)
+        out = tf.matmul(x, y, transpose_a=ta, transpose_b=tb)
+        with tf.Session(config=config) as sess:
+            return sess.run(out, {x: a, y: b})
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)])
+@pytest.mark.parametrize("m,k,n", [(301, 70, 150), (40, 90, 501)])  # blocks of rows, columns
+def test_blocks_equal_numpys_product(small_blocks, dtype, ta, tb, m, k, n):
+    rng = np.random.RandomState(0)
+    a, b = _operand(rng, (m, k), dtype), _operand(rng, (k, n), dtype)
+    a_in, b_in = (a.T.copy() if ta else a), (b.T.copy() if tb else b)
+    got = _matmul(a_in, b_in, ta, tb, threads=2)
+    assert got.dtype == dtype and got.shape == (m, n)
+    tol = {np.float16: 2e-2, np.float32: 1e-5, np.complex64: 1e-5}.get(dtype, 1e-12)
+    np.testing.assert_allclose(got, a @ b, rtol=tol, atol=tol * k)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64])
+@pytest.mark.parametrize("m,n", [(1000, 300), (64, 1000)])
+def test_a_product_has_the_same_bits_on_any_pool(small_blocks, dtype, m, n):
+    rng = np.random.RandomState(1)
+    a, b = _operand(rng, (m, 200), dtype), _operand(rng, (200, n), dtype)
+    first = _matmul(a, b, False, False, threads=1)
+    for threads in (2, 3, 2):
+        np.testing.assert_array_equal(_matmul(a, b, False, False, threads), first)
+
+
+def test_fused_weight_updates_have_the_same_bits_on_any_pool(small_blocks):
+    rng = np.random.RandomState(2)
+    x = _operand(rng, (256, 300), np.float32)
+    dy = _operand(rng, (256, 200), np.float32)
+
+    def step(threads):
+        config = tf.ConfigProto(intra_op_parallelism_threads=threads)
+        with tf.Graph().as_default():
+            w = tf.Variable(np.ones((300, 200), np.float32))
+            xt, dyt = tf.constant(x), tf.constant(dy)
+            loss = tf.reduce_sum(tf.matmul(xt, w) * dyt)  # d loss / dw = x^T @ dy
+            train = tf.train.GradientDescentOptimizer(0.5).minimize(loss)
+            with tf.Session(config=config) as sess:
+                sess.run(tf.global_variables_initializer())
+                sess.run(train)
+                return sess.run(w)
+
+    first = step(1)
+    np.testing.assert_allclose(first, 1 - 0.5 * (x.T @ dy), rtol=1e-4, atol=1e-3)
+    for threads in (2, 3):
+        np.testing.assert_array_equal(step(threads), first)
+
+
+def test_small_products_are_one_block():
+    calls = []
+    linalg.blas_blocks(None, 256, 256 * 256, lambda lo, hi: calls.append((lo, hi)))
+    assert calls == [(0, 256)]
