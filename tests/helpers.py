@@ -91,7 +91,7 @@ def in_thread(fn):
     return join
 
 
-def until(cond, what: str) -> None:
+def until(cond, what: str = "condition not reached") -> None:
     """Polls cond() every millisecond until it holds (bounded by HANG_S): for a state of another
     thread that nothing signals, such as a step parked in a kernel. The polling assumes no timing."""
     end = time.monotonic() + HANG_S

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import flowgraph as tf
+from tests.helpers import HANG_S, until
 
 
 def _in_thread(sess, fetch):
@@ -59,7 +60,7 @@ def test_take_grad_waits_for_gradients_and_times_out():
         t, box = _in_thread(sess, take)
         sess.run(acc.apply_grad(1.0))
         sess.run(acc.apply_grad(3.0))
-        t.join(10)
+        t.join(HANG_S)
         assert box["value"] == 2.0
         with pytest.raises(tf.errors.InvalidArgumentError, match="must be positive"):
             sess.run(acc.take_grad(0))
@@ -145,7 +146,7 @@ def test_barrier_joins_components_in_arrival_order():
             sess.run(b.insert_many(0, ["y"], [5]))
         t, box = _in_thread(sess, b.take_many(1))
         sess.run(b.insert_many(1, ["y"], ["cy"]))
-        t.join(10)
+        t.join(HANG_S)
         assert box["value"][1].tolist() == [b"y"]
         sess.run(b.insert_many(0, ["w"], [7]))
         sess.run(b.close(cancel_pending_enqueues=True))  # drops the incomplete "w"
@@ -178,13 +179,13 @@ def test_staging_area_put_get_peek_capacity_and_clear():
         assert sess.run(area.size()) == 2
         t, box = _in_thread(sess, full_put)  # full: waits for a get
         first = sess.run(area.get())
-        t.join(10)
+        t.join(HANG_S)
         assert first[1] == 0 and "error" not in box
         assert sess.run(area.peek(1))[1] == 7
         assert [sess.run(area.get())[1] for _ in range(2)] == [1, 7]
         tp, boxp = _in_thread(sess, area.peek(0))  # waits for an element
         sess.run(put, {x: [9.0, 9.0], i: 9})
-        tp.join(10)
+        tp.join(HANG_S)
         assert boxp["value"][1] == 9
         assert sess.run(area.size()) == 1
         sess.run(put, {x: [1.0, 1.0], i: 1})
@@ -201,13 +202,10 @@ def test_session_close_releases_a_blocked_take_and_get():
     area = tf.contrib.staging.StagingArea([tf.float32], shapes=[[]])
     sess = tf.Session()
     runs = [_in_thread(sess, acc.take_grad(1)), _in_thread(sess, area.get())]
-    tick = threading.Event()
-    for _ in range(5000):  # bounded: until both steps are in the runtime (blocked or about to)
-        if len(next(iter(sess._local.workers.values()))._steps) == 2:
-            break
-        tick.wait(0.002)
+    worker = next(iter(sess._local.workers.values()))
+    until(lambda: len(worker._steps) == 2, "both steps in the runtime (blocked or about to)")
     sess.close()
     for t, box in runs:
-        t.join(10)
+        t.join(HANG_S)
         assert not t.is_alive()
         assert isinstance(box["error"], tf.errors.CancelledError)

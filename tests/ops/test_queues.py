@@ -2,12 +2,12 @@
 blocking as async kernels (§5.3), close/cancel, timeouts and Session.close releasing a step."""
 
 import threading
-import time
 
 import numpy as np
 import pytest
 
 import flowgraph as tf
+from tests.helpers import HANG_S, until
 
 
 def _waiters(sess, queue, side="_dequeuers"):
@@ -21,15 +21,6 @@ def _waiters(sess, queue, side="_dequeuers"):
             with q.lock:
                 return len(getattr(q, side))
     return 0
-
-
-def _until(cond, timeout=10.0):
-    """Waits (bounded) until `cond()` holds: the waiter of a thread we cannot signal from."""
-    end = time.monotonic() + timeout
-    ev = threading.Event()
-    while not cond():
-        assert time.monotonic() < end, "condition not reached"
-        ev.wait(0.002)
 
 
 def _run_in_thread(sess, fetch, **kw):
@@ -130,10 +121,10 @@ def test_blocked_dequeue_is_served_by_later_enqueues():
     config = tf.ConfigProto(inter_op_parallelism_threads=1)
     with tf.Session(config=config) as sess:
         t, box = _run_in_thread(sess, dm)
-        _until(lambda: _waiters(sess, q) == 1)
+        until(lambda: _waiters(sess, q) == 1)
         for i in range(5):
             sess.run(enq, {p: i})  # the session still runs steps while one is blocked
-        t.join(10)
+        t.join(HANG_S)
         assert box["value"].tolist() == [0, 1, 2, 3, 4]
 
 
@@ -142,11 +133,11 @@ def test_blocked_enqueue_waits_for_room_and_close_cancels_it():
     enq = q.enqueue_many([[1, 2, 3]])
     with tf.Session() as sess:
         t, box = _run_in_thread(sess, enq)
-        _until(lambda: sess.run(q.size()) == 1)
+        until(lambda: sess.run(q.size()) == 1)
         assert sess.run(q.dequeue()) == 1
-        _until(lambda: sess.run(q.size()) == 1)
+        until(lambda: sess.run(q.size()) == 1)
         sess.run(q.close(cancel_pending_enqueues=True))
-        t.join(10)
+        t.join(HANG_S)
         assert isinstance(box["error"], tf.errors.CancelledError)
         assert sess.run(q.dequeue()) == 2  # what was pushed stays
 
@@ -156,12 +147,12 @@ def test_close_waits_behind_pending_enqueues():
     enq = q.enqueue_many([[1, 2]])
     with tf.Session() as sess:
         t, box = _run_in_thread(sess, enq)
-        _until(lambda: _waiters(sess, q, "_enqueuers") == 1)
+        until(lambda: _waiters(sess, q, "_enqueuers") == 1)
         tc, boxc = _run_in_thread(sess, q.close())
-        _until(lambda: _waiters(sess, q, "_enqueuers") == 2)
+        until(lambda: _waiters(sess, q, "_enqueuers") == 2)
         assert sess.run(q.dequeue()) == 1  # makes room for 2; then the close runs
-        t.join(10)
-        tc.join(10)
+        t.join(HANG_S)
+        tc.join(HANG_S)
         assert "error" not in box and "error" not in boxc
         assert sess.run(q.dequeue_up_to(5)).tolist() == [2]
 
@@ -170,9 +161,9 @@ def test_close_fails_blocked_dequeue_with_out_of_range():
     q = tf.FIFOQueue(3, [tf.float32], shapes=[[]])
     with tf.Session() as sess:
         t, box = _run_in_thread(sess, q.dequeue())
-        _until(lambda: _waiters(sess, q) == 1)
+        until(lambda: _waiters(sess, q) == 1)
         sess.run(q.close())
-        t.join(10)
+        t.join(HANG_S)
         assert isinstance(box["error"], tf.errors.OutOfRangeError)
 
 
@@ -191,9 +182,9 @@ def test_session_close_releases_blocked_step():
     q = tf.FIFOQueue(3, [tf.float32], shapes=[[]])
     sess = tf.Session()
     t, box = _run_in_thread(sess, q.dequeue())
-    _until(lambda: _waiters(sess, q) == 1)
+    until(lambda: _waiters(sess, q) == 1)
     sess.close()
-    t.join(10)
+    t.join(HANG_S)
     assert not t.is_alive()
     assert isinstance(box["error"], tf.errors.CancelledError)
 
@@ -204,10 +195,10 @@ def test_many_blocked_steps_hold_no_threads():
     config = tf.ConfigProto(inter_op_parallelism_threads=2)
     with tf.Session(config=config) as sess:
         runs = [_run_in_thread(sess, d) for _ in range(6)]  # more than the pool's threads
-        _until(lambda: _waiters(sess, q) == 6)
+        until(lambda: _waiters(sess, q) == 6)
         sess.run(q.enqueue_many([np.arange(6, dtype=np.int32)]))
         for t, _ in runs:
-            t.join(10)
+            t.join(HANG_S)
         assert sorted(box["value"] for _, box in runs) == list(range(6))
 
 

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import flowgraph as tf
+from tests.helpers import HANG_S
 
 
 def _run_reader(reader, paths, fetch_fn, steps=None):
@@ -152,12 +153,12 @@ def test_reader_waiting_for_work_is_released_by_close():
         t = threading.Thread(target=target)
         t.start()
         sess.run(queue.enqueue("w"))  # served whether or not the read already waits
-        t.join(10)
+        t.join(HANG_S)
         assert box == {"v": b"w"}
         t = threading.Thread(target=target)
         t.start()
         sess.run(queue.close())
-        t.join(10)
+        t.join(HANG_S)
         assert isinstance(box["e"], tf.errors.OutOfRangeError)
 
 

@@ -12,6 +12,7 @@ from flowgraph.core.rendezvous_keys import key_prefix, make_key, parse_key, with
 from flowgraph.kernels.base import KernelContext, bind, find_kernel
 from flowgraph.runtime.rendezvous import LocalRendezvous
 from flowgraph.runtime.step import Step, StepContext
+from tests.helpers import HANG_S
 
 CPU0 = "/job:localhost/replica:0/task:0/device:CPU:0"
 CPU1 = "/job:localhost/replica:0/task:0/device:CPU:1"
@@ -96,5 +97,5 @@ def test_one_rendezvous_per_step_keyed_by_step_id():
         t = threading.Thread(target=lambda: result.append(s.run(out, {x: 1.0})))
         t.start()
         s.run(q.enqueue(41.0))  # a second step runs while the first waits in its dequeue
-        t.join(10)
+        t.join(HANG_S)
         assert result == [42.0] and len(mgr) == 0

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import flowgraph as tf
+from tests.helpers import HANG_S
 
 
 def _drain(sess, fetch):
@@ -44,7 +45,7 @@ def test_coordinator_reraises_the_first_exception_in_join():
     coord.register_thread(t)
     t.start()
     with pytest.raises(ValueError, match="boom"):
-        coord.join(stop_grace_period_secs=5)
+        coord.join(stop_grace_period_secs=HANG_S)
     assert coord.should_stop() and coord.joined
 
 
@@ -79,9 +80,9 @@ def test_looper_thread_runs_until_stop():
             done.set()
 
     coord.loop(0.001, tick)
-    assert done.wait(10)
+    assert done.wait(HANG_S)
     coord.request_stop()
-    coord.join(stop_grace_period_secs=5)
+    coord.join(stop_grace_period_secs=HANG_S)
     assert len(calls) >= 3
 
 
