@@ -11,16 +11,14 @@ Run: python -m flowgraph.examples.digits_cnn_data --epochs 10 --data_dir /tmp/di
 
 from __future__ import annotations
 
-import argparse
 import sys
-import tempfile
 import time
 
 import numpy as np
 
 import flowgraph as tf
-from flowgraph.examples import digits_cnn, input_data
-from flowgraph.examples.digits_cnn_queue import FEATURES, write_shards
+from flowgraph.examples import digits_cnn
+from flowgraph.examples.digits_cnn_queue import FEATURES, digits_shards, parse_args
 
 
 def parse(record):
@@ -36,25 +34,10 @@ def train_dataset(paths, batch_size, num_epochs, seed=0, compression=""):
     return ds.batch(batch_size).prefetch(2)
 
 
-def _parse(argv):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--epochs", type=int, default=10, help="passes over the training shards")
-    parser.add_argument("--batch_size", type=int, default=64)
-    parser.add_argument("--learning_rate", type=float, default=2e-3)
-    parser.add_argument("--data_dir", default=None, help="where the TFRecord shards go")
-    parser.add_argument("--compression", default="", choices=["", "GZIP", "ZLIB"])
-    parser.add_argument("--log_every", type=int, default=50)
-    parser.add_argument("--seed", type=int, default=0)
-    return parser.parse_args(argv)
-
-
 def main(argv=None):
     """Writes the shards, trains until the dataset ends, evaluates; returns final metrics."""
-    args = _parse(sys.argv[1:] if argv is None else argv)
-    data = input_data.load_digits(seed=args.seed)
-    data_dir = args.data_dir or tempfile.mkdtemp(prefix="digits_records_")
-    labels = data.train.labels.astype(np.int64)
-    paths = write_shards(data.train.images, labels, data_dir, compression=args.compression)
+    args = parse_args(sys.argv[1:] if argv is None else argv, __doc__)
+    data, paths = digits_shards(args)
     tf.reset_default_graph()
     tf.set_random_seed(args.seed)
     train = train_dataset(paths, args.batch_size, args.epochs, args.seed, args.compression)

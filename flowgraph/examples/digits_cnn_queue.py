@@ -70,8 +70,10 @@ def input_pipeline(paths, batch_size, num_epochs, readers=2, seed=0, compression
     )
 
 
-def _parse(argv):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def parse_args(argv, doc: str):
+    """The flags of the digits CNN read from TFRecord shards (this example and digits_cnn_data);
+    `doc` is the calling module's docstring, whose first line describes it in --help."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--epochs", type=int, default=10, help="passes over the training shards")
     parser.add_argument("--batch_size", type=int, default=64)
     parser.add_argument("--learning_rate", type=float, default=2e-3)
@@ -82,17 +84,19 @@ def _parse(argv):
     return parser.parse_args(argv)
 
 
-def main(argv=None):
-    """Writes the shards, trains until the input runs out, evaluates; returns final metrics."""
-    args = _parse(sys.argv[1:] if argv is None else argv)
+def digits_shards(args):
+    """The bundled digits and the paths of the TFRecord shards of their training set, written
+    under `args.data_dir` (a new temporary directory when it is None)."""
     data = input_data.load_digits(seed=args.seed)
     data_dir = args.data_dir or tempfile.mkdtemp(prefix="digits_records_")
-    paths = write_shards(
-        data.train.images,
-        data.train.labels.astype(np.int64),
-        data_dir,
-        compression=args.compression,
-    )
+    labels = data.train.labels.astype(np.int64)
+    return data, write_shards(data.train.images, labels, data_dir, compression=args.compression)
+
+
+def main(argv=None):
+    """Writes the shards, trains until the input runs out, evaluates; returns final metrics."""
+    args = parse_args(sys.argv[1:] if argv is None else argv, __doc__)
+    data, paths = digits_shards(args)
     tf.reset_default_graph()
     tf.set_random_seed(args.seed)
     images, labels = input_pipeline(

@@ -5,7 +5,7 @@ import pytest
 from epoch_checks import check_two_epochs
 
 import flowgraph as tf
-from flowgraph.examples import digits_cnn_data
+from flowgraph.examples import digits_cnn_data, digits_cnn_queue
 
 
 @pytest.mark.parametrize("compression", ["", "ZLIB"])
@@ -17,7 +17,7 @@ def test_dataset_fed_cnn_learns_and_consumes_every_epoch(tmp_path, capsys, compr
 
 
 def test_graph_def_of_the_pipeline_carries_the_parse_function(tmp_path):
-    paths = digits_cnn_data.write_shards(
+    paths = digits_cnn_queue.write_shards(
         np.zeros((4, 64), np.float32), np.arange(4, dtype=np.int64), str(tmp_path)
     )
     ds = digits_cnn_data.train_dataset(paths, 2, 1)
