@@ -79,6 +79,7 @@ from flowgraph.ops.queues import *  # noqa: F403
 from flowgraph.ops.readers import *  # noqa: F403
 from flowgraph.ops.parsing_ops import *  # noqa: F403
 from flowgraph.ops.sparse import *  # noqa: F403
+from flowgraph.ops.sparse_math import *  # noqa: F403
 from flowgraph.ops.accumulators import *  # noqa: F403
 from flowgraph.ops.deprecated import *  # noqa: F403
 from flowgraph.ops.segment import *  # noqa: F403

@@ -140,6 +140,15 @@ def is_sparse(x) -> bool:
     return isinstance(x, (SparseTensor, SparseTensorValue))
 
 
+def sparse_input(value, name: str = "sp_input") -> SparseTensor:
+    """The SparseTensor argument `name` of a sparse op (a SparseTensorValue becomes constants);
+    anything else is a TypeError naming the argument."""
+    value = convert_to_tensor_or_sparse_tensor(value)
+    if not isinstance(value, SparseTensor):
+        raise TypeError(f"Input {name} must be a SparseTensor, got {type(value).__name__}.")
+    return value
+
+
 def convert_to_tensor_or_sparse_tensor(value, dtype=None, name=None):
     """`value` as a SparseTensor if it is sparse (a SparseTensorValue becomes constants), else
     as a Tensor."""

@@ -1,6 +1,10 @@
 """The sparse ops TF1 programs use (tf.sparse_*, tf.sparse.*), over SparseTensors
 (flowgraph/framework/sparse_tensor.py). Each op takes a SparseTensor's three components and,
 where it returns a sparse result, is wrapped back into a SparseTensor.
+
+This module holds the ops that build, reshape, select and convert SparseTensors, and the
+tf.sparse namespace; the arithmetic on their values (reductions, softmax, add, products,
+SparseTensor * dense) is in sparse_math.py.
 """
 
 from __future__ import annotations
@@ -15,25 +19,32 @@ from flowgraph.framework.sparse_tensor import (
     SparseTensor,
     SparseTensorValue,
     convert_to_tensor_or_sparse_tensor,
+    sparse_input,
 )
 from flowgraph.ops import segment
+from flowgraph.ops.sparse_math import (
+    sparse_add,
+    sparse_maximum,
+    sparse_minimum,
+    sparse_reduce_max,
+    sparse_reduce_max_sparse,
+    sparse_reduce_sum,
+    sparse_reduce_sum_sparse,
+    sparse_softmax,
+    sparse_tensor_dense_matmul,
+)
 
 __all__ = [
     "SparseTensor",
     "SparseTensorValue",
     "convert_to_tensor_or_sparse_tensor",
-    "sparse_add",
     "sparse_concat",
     "sparse_fill_empty_rows",
     "sparse_placeholder",
-    "sparse_reduce_max",
-    "sparse_reduce_sum",
     "sparse_reorder",
     "sparse_reshape",
     "sparse_retain",
-    "sparse_softmax",
     "sparse_split",
-    "sparse_tensor_dense_matmul",
     "sparse_tensor_to_dense",
     "sparse_to_dense",
     "sparse_to_indicator",
@@ -44,21 +55,10 @@ __all__ += [
     "serialize_many_sparse",
     "serialize_sparse",
     "sparse_mask",
-    "sparse_maximum",
     "sparse_merge",
-    "sparse_minimum",
-    "sparse_reduce_max_sparse",
-    "sparse_reduce_sum_sparse",
     "sparse_reset_shape",
     "sparse_slice",
 ]
-
-
-def _sparse(value, name="sp_input") -> SparseTensor:
-    value = convert_to_tensor_or_sparse_tensor(value)
-    if not isinstance(value, SparseTensor):
-        raise TypeError(f"Input {name} must be a SparseTensor, got {type(value).__name__}.")
-    return value
 
 
 def sparse_placeholder(dtype, shape=None, name=None) -> SparseTensor:
@@ -122,71 +122,10 @@ def sparse_to_dense(
 
 def sparse_tensor_to_dense(sp_input, default_value=0, validate_indices=True, name=None):
     """`sp_input` as a dense tensor, `default_value` where it has no entry (tf.sparse.to_dense)."""
-    sp = _sparse(sp_input)
+    sp = sparse_input(sp_input)
     return sparse_to_dense(
         sp.indices, sp.dense_shape, sp.values, default_value, validate_indices, name
     )
-
-
-def sparse_tensor_dense_matmul(sp_a, b, adjoint_a=False, adjoint_b=False, name=None):
-    """The dense product of the rank-2 SparseTensor `sp_a` and the dense matrix `b`."""
-    sp = _sparse(sp_a, "sp_a")
-    with name_scope(name, "SparseTensorDenseMatMul", [sp.indices, sp.values, b]) as scope:
-        b = convert_to_tensor(b, name="b")
-        return apply_op(
-            "SparseTensorDenseMatMul",
-            [sp.indices, sp.values, sp.dense_shape, b],
-            name=scope,
-            adjoint_a=adjoint_a,
-            adjoint_b=adjoint_b,
-        ).outputs[0]
-
-
-def _axes(sp: SparseTensor, axis):
-    """The reduction axes: `axis`, or all of them (at run time if the rank is not known)."""
-    if axis is not None:
-        return axis
-    rank = sp.dense_shape.shape[0].value
-    if rank is not None:
-        return list(range(rank))
-    from flowgraph.ops.array import range_, size
-
-    return range_(0, size(sp.dense_shape))
-
-
-def _keep(keepdims, keep_dims):
-    if keepdims is not None and keep_dims is not None:
-        raise ValueError("Cannot specify both 'keepdims' and 'keep_dims'")
-    return bool(keepdims if keepdims is not None else keep_dims)
-
-
-def _axis_arg(axis, reduction_axes):
-    if axis is not None and reduction_axes is not None:
-        raise ValueError("Cannot specify both 'axis' and 'reduction_axes'")
-    return axis if axis is not None else reduction_axes
-
-
-def sparse_reduce_sum(sp_input, axis=None, keepdims=None, reduction_axes=None, keep_dims=None):
-    """The dense sum of `sp_input`'s entries over `axis` (all axes if None)."""
-    sp = _sparse(sp_input)
-    axes = _axes(sp, _axis_arg(axis, reduction_axes))
-    return apply_op(
-        "SparseReduceSum",
-        [sp.indices, sp.values, sp.dense_shape, axes],
-        keep_dims=_keep(keepdims, keep_dims),
-    ).outputs[0]
-
-
-def sparse_reduce_max(sp_input, axis=None, keepdims=None, reduction_axes=None, keep_dims=None):
-    """The dense maximum of the entries present over `axis`; a group without entries gives the
-    dtype's lowest value (-inf for floats)."""
-    sp = _sparse(sp_input)
-    axes = _axes(sp, _axis_arg(axis, reduction_axes))
-    return apply_op(
-        "SparseReduceMax",
-        [sp.indices, sp.values, sp.dense_shape, axes],
-        keep_dims=_keep(keepdims, keep_dims),
-    ).outputs[0]
 
 
 def sparse_concat(
@@ -202,7 +141,7 @@ def sparse_concat(
         axis = concat_dim
     if expand_nonconcat_dim or expand_nonconcat_dims:
         raise NotImplementedError("sparse_concat(expand_nonconcat_dim=True) is not supported")
-    sps = [_sparse(s, "sp_inputs") for s in sp_inputs]
+    sps = [sparse_input(s, "sp_inputs") for s in sp_inputs]
     op = apply_op(
         "SparseConcat",
         [[s.indices for s in sps], [s.values for s in sps], [s.dense_shape for s in sps]],
@@ -212,37 +151,9 @@ def sparse_concat(
     return SparseTensor(*op.outputs)
 
 
-def sparse_softmax(sp_input, name=None) -> SparseTensor:
-    """Softmax over the last dimension, among the entries present in each row."""
-    sp = _sparse(sp_input)
-    with name_scope(name, "SparseSoftmax", [sp.indices, sp.values]) as scope:
-        out = apply_op("SparseSoftmax", [sp.indices, sp.values, sp.dense_shape], name=scope)
-        return SparseTensor(sp.indices, out.outputs[0], sp.dense_shape)
-
-
-def sparse_add(a, b, thresh=0, threshold=None):
-    """a + b. Two SparseTensors give a SparseTensor (entries whose sum has magnitude below
-    `thresh` dropped); a SparseTensor and a dense Tensor give a dense Tensor."""
-    if threshold is not None:
-        thresh = threshold
-    a, b = convert_to_tensor_or_sparse_tensor(a), convert_to_tensor_or_sparse_tensor(b)
-    if not isinstance(a, SparseTensor) and not isinstance(b, SparseTensor):
-        raise TypeError("At least one input should be SparseTensor; do you mean to use tf.add()?")
-    if isinstance(a, SparseTensor) and isinstance(b, SparseTensor):
-        thresh = convert_to_tensor(thresh, a.values.dtype.real_dtype, name="threshold")
-        out = apply_op(
-            "SparseAdd",
-            [a.indices, a.values, a.dense_shape, b.indices, b.values, b.dense_shape, thresh],
-        )
-        return SparseTensor(*out.outputs)
-    if isinstance(b, SparseTensor):
-        a, b = b, a
-    return apply_op("SparseTensorDenseAdd", [a.indices, a.values, a.dense_shape, b]).outputs[0]
-
-
 def sparse_reshape(sp_input, shape, name=None) -> SparseTensor:
     """The same entries in a dense tensor of `shape` (row-major order, one -1 allowed)."""
-    sp = _sparse(sp_input)
+    sp = sparse_input(sp_input)
     with name_scope(name, "SparseReshape", [sp.values]) as scope:
         out = apply_op(
             "SparseReshape",
@@ -258,7 +169,7 @@ def sparse_retain(sp_input, to_retain) -> SparseTensor:
     from flowgraph.ops.array_index import gather
     from flowgraph.ops.math import where
 
-    sp = _sparse(sp_input)
+    sp = sparse_input(sp_input)
     to_retain = convert_to_tensor(to_retain, dtypes.bool_)
     to_retain.shape.with_rank(1).assert_is_compatible_with(sp.values.shape)
     where_true = reshape(where(to_retain), [-1])
@@ -270,7 +181,7 @@ def sparse_retain(sp_input, to_retain) -> SparseTensor:
 def sparse_fill_empty_rows(sp_input, default_value, name=None):
     """(`sp_input` with an entry [row, 0, ...] = default_value added to each empty row, a bool
     vector marking those rows)."""
-    sp = _sparse(sp_input)
+    sp = sparse_input(sp_input)
     with name_scope(name, "SparseFillEmptyRows", [sp]) as scope:
         default_value = convert_to_tensor(default_value, sp.values.dtype.base_dtype)
         out = apply_op(
@@ -293,7 +204,7 @@ def sparse_split(
     axis = split_dim if split_dim is not None else axis
     if axis is None:
         raise ValueError("axis is required")
-    sp = _sparse(sp_input)
+    sp = sparse_input(sp_input)
     out = apply_op(
         "SparseSplit",
         [convert_to_tensor(axis, dtypes.int64), sp.indices, sp.values, sp.dense_shape],
@@ -306,7 +217,7 @@ def sparse_split(
 
 def sparse_reorder(sp_input, name=None) -> SparseTensor:
     """The same SparseTensor with its entries in row-major order."""
-    sp = _sparse(sp_input)
+    sp = sparse_input(sp_input)
     out = apply_op("SparseReorder", [sp.indices, sp.values, sp.dense_shape], name=name).outputs
     return SparseTensor(out[0], out[1], sp.dense_shape)
 
@@ -316,7 +227,7 @@ def sparse_transpose(sp_input, perm=None, name=None) -> SparseTensor:
     from flowgraph.ops.array import range_, reverse, size
     from flowgraph.ops.array_index import gather
 
-    sp = _sparse(sp_input)
+    sp = sparse_input(sp_input)
     with name_scope(name, "SparseTranspose", [sp]) as scope:
         if perm is None:
             n = sp.dense_shape.shape[0].value
@@ -336,7 +247,7 @@ def sparse_to_indicator(sp_input, vocab_size, name=None) -> Tensor:
     from flowgraph.ops.array_index import strided_slice
     from flowgraph.ops.math import cast
 
-    sp = _sparse(sp_input)
+    sp = sparse_input(sp_input)
     with name_scope(name, "SparseToIndicator", [sp]) as scope:
         ids = cast(sp.values, dtypes.int64)
         outer = strided_slice(sp.indices, [0, 0], [0, -1], end_mask=1)
@@ -354,7 +265,7 @@ def sparse_to_indicator(sp_input, vocab_size, name=None) -> Tensor:
 
 def sparse_slice(sp_input, start, size, name=None) -> SparseTensor:
     """The entries of `sp_input` inside the box [start, start + size), shifted to start at 0."""
-    sp = _sparse(sp_input)
+    sp = sparse_input(sp_input)
     with name_scope(name, "SparseSlice", [sp]) as scope:
         out = apply_op(
             "SparseSlice",
@@ -370,54 +281,13 @@ def sparse_slice(sp_input, start, size, name=None) -> SparseTensor:
         return SparseTensor(*out.outputs)
 
 
-def _sparse_sparse(op_type: str):
-    def wrapper(sp_a, sp_b, name=None) -> SparseTensor:
-        a, b = _sparse(sp_a, "sp_a"), _sparse(sp_b, "sp_b")
-        with name_scope(name, op_type, [a, b]) as scope:
-            out = apply_op(
-                op_type,
-                [a.indices, a.values, a.dense_shape, b.indices, b.values, b.dense_shape],
-                name=scope,
-            ).outputs
-            return SparseTensor(out[0], out[1], a.dense_shape)
-
-    wrapper.__doc__ = (
-        f"Element-wise {op_type[12:].lower()} of two SparseTensors of one shape (in canonical "
-        "order); an entry missing on one side counts as 0."
-    )
-    return wrapper
-
-
-sparse_maximum = _sparse_sparse("SparseSparseMaximum")
-sparse_minimum = _sparse_sparse("SparseSparseMinimum")
-
-
-def _reduce_sparse(op_type: str):
-    def wrapper(sp_input, axis=None, keepdims=None, reduction_axes=None, keep_dims=None):
-        sp = _sparse(sp_input)
-        axes = _axes(sp, _axis_arg(axis, reduction_axes))
-        out = apply_op(
-            op_type,
-            [sp.indices, sp.values, sp.dense_shape, axes],
-            keep_dims=_keep(keepdims, keep_dims),
-        ).outputs
-        return SparseTensor(*out)
-
-    wrapper.__doc__ = f"{op_type[:-6]} as a SparseTensor of the output positions with entries."
-    return wrapper
-
-
-sparse_reduce_sum_sparse = _reduce_sparse("SparseReduceSumSparse")
-sparse_reduce_max_sparse = _reduce_sparse("SparseReduceMaxSparse")
-
-
 def sparse_reset_shape(sp_input, new_shape=None) -> SparseTensor:
     """`sp_input` with dense_shape `new_shape`, or the tightest shape holding its entries."""
     from flowgraph.ops.array import identity, ones_like
     from flowgraph.ops.math import add, maximum
     from flowgraph.ops.reduction import reduce_max
 
-    sp = _sparse(sp_input)
+    sp = sparse_input(sp_input)
     indices, values, shape = (identity(t) for t in (sp.indices, sp.values, sp.dense_shape))
     if new_shape is None:
         new_shape = maximum(
@@ -438,11 +308,11 @@ def sparse_merge(sp_ids, sp_values, vocab_size, name=None, already_sorted=False)
 
     ids_list = [sp_ids] if isinstance(sp_ids, SparseTensor) else list(sp_ids)
     sizes = [vocab_size] if isinstance(sp_ids, SparseTensor) else list(vocab_size)
-    values = _sparse(sp_values, "sp_values")
+    values = sparse_input(sp_values, "sp_values")
     with name_scope(name, "SparseMerge", [values]):
-        first = _sparse(ids_list[0], "sp_ids")
+        first = sparse_input(ids_list[0], "sp_ids")
         keep = strided_slice(first.indices, [0, 0], [0, -1], end_mask=1)
-        columns = [reshape(cast(_sparse(i).values, dtypes.int64), [-1, 1]) for i in ids_list]
+        columns = [reshape(cast(sparse_input(i).values, dtypes.int64), [-1, 1]) for i in ids_list]
         new_indices = concat([keep] + columns, 1)
         head = strided_slice(first.dense_shape, [0], [-1])
         sizes = cast(stack([convert_to_tensor(v) for v in sizes]), dtypes.int64)
@@ -485,7 +355,7 @@ def sparse_expand_dims(sp_input, axis=None, name=None) -> SparseTensor:
     from flowgraph.ops.array import concat, shape, stack, zeros
     from flowgraph.ops.array_index import strided_slice
 
-    sp = _sparse(sp_input)
+    sp = sparse_input(sp_input)
     rank = sp.dense_shape.shape[0].value
     if rank is None:
         raise ValueError("sparse.expand_dims needs a SparseTensor of known rank")
@@ -517,29 +387,6 @@ serialize_sparse = _not_provided("serialize_sparse")
 serialize_many_sparse = _not_provided("serialize_many_sparse")
 deserialize_many_sparse = _not_provided("deserialize_many_sparse")
 
-
-# -- SparseTensor (op) dense: element-wise, the dense side broadcast to the sparse shape -------
-def _cwise(op_type: str, stem: str, true_div: bool = False):
-    def method(self, other):
-        from flowgraph.ops.math import cast
-
-        with name_scope(None, stem, [self.values, other]) as scope:
-            other = convert_to_tensor(other, self.dtype.base_dtype, name="y")
-            values = self.values
-            if true_div and (values.dtype.is_integer or values.dtype == dtypes.bool_):
-                # Python 3 `/` of integers is a float division, as for dense tensors in TF.
-                wide = self.dtype.size >= 4
-                values = cast(values, dtypes.float64 if wide else dtypes.float32)
-                other = cast(other, values.dtype)
-            out = apply_op(op_type, [self.indices, values, self.dense_shape, other], name=scope)
-            return SparseTensor(self.indices, out.outputs[0], self.dense_shape)
-
-    return method
-
-
-SparseTensor.__mul__ = _cwise("SparseDenseCwiseMul", "mul")
-SparseTensor.__truediv__ = _cwise("SparseDenseCwiseDiv", "truediv", true_div=True)
-SparseTensor.__div__ = _cwise("SparseDenseCwiseDiv", "div")
 
 SPARSE_NAMESPACE = {  # tf.sparse.<name> (TF 1.15)
     "SparseTensor": SparseTensor,
