@@ -10,9 +10,9 @@ cores) and the workers contend with the scheduling thread for the GIL. P1 (the d
 per step through the pool and 2.56 ms on one thread. TensorFlow decides per kernel from its cost
 (a C++ hand-off costs ~1 us); here how long a kernel holds the GIL matters as much as how long it
 runs, and no static estimate knows that, so the choice is measured: a trial alternates the two
-ways (the dispatch loop with the pool, the fixed schedule inline; both give the same values)
-and keeps the faster. Kernels large enough still shard on the pool either way (intra-op,
-kernels/sharding.py), so a step run inline still uses every core for them.
+ways step by step (the dispatch loop with the pool, the fixed schedule inline; both give the
+same values) and keeps the faster. Kernels large enough still shard on the pool either way
+(intra-op, kernels/sharding.py), so a step run inline still uses every core for them.
 
 The choice is tried again when the chosen way's step time drifts (the inputs' shapes or the
 machine's load changed) and, less and less often, when it was right the last time.
@@ -23,20 +23,19 @@ from __future__ import annotations
 import statistics
 import threading
 
-# Steps timed each way in a trial, after one untimed step each way (the first step that way:
-# caches, pool threads, page faults).
-TRIAL_STEPS = 3
-# The pool is kept only when its median step takes at most this fraction of the inline one:
-# running inline costs less CPU, which other processes and threads get back.
+# Pairs of steps timed in a trial (one step each way, the pool first), after one untimed pair
+# (the first step each way: caches, pool threads, page faults). The two steps of a pair run
+# back to back, so their ratio is little moved by a load that changes more slowly.
+TRIAL_PAIRS = 4
+# The pool is kept only when the median ratio of its step time to the inline one is below
+# this: running inline costs less CPU, which other processes and threads get back.
 PAYS = 0.9
 # A new trial starts when the smoothed time of the chosen way's steps leaves
-# [reference / DRIFT, reference * DRIFT] (reference: its trial median) ...
+# [reference / DRIFT, reference * DRIFT] (reference: its median in the trial) ...
 DRIFT = 2.0
-SMOOTHING = (
-    0.1  # the weight of each new step time in the smoothed one (one outlier moves it little)
-)
+SMOOTHING = 0.1  # the weight of a new step time in the smoothed one: one outlier moves it little
 # ... or after this many steps, doubled each time a trial confirms the choice (up to LAST_RETRY):
-# a trial costs TRIAL_STEPS + 1 steps the slower way.
+# a trial costs TRIAL_PAIRS + 1 steps the slower way.
 FIRST_RETRY = 256
 LAST_RETRY = 8192
 
@@ -76,15 +75,14 @@ class OverlapChoice:
     def _try(self, pooled: bool, seconds: float) -> None:
         self._times[pooled].append(seconds)
         inline, pooled_times = self._times
-        if min(len(inline), len(pooled_times)) <= TRIAL_STEPS:
+        if len(inline) <= TRIAL_PAIRS or len(pooled_times) <= TRIAL_PAIRS:
             return
-        inline_s = statistics.median(inline[1:])
-        pooled_s = statistics.median(pooled_times[1:])
-        chosen = pooled_s < PAYS * inline_s
+        pairs = zip(pooled_times[1:], inline[1:])
+        chosen = statistics.median(p / max(i, 1e-9) for p, i in pairs) < PAYS
         confirmed = chosen == self._last
         self.interval = min(2 * self.interval, LAST_RETRY) if confirmed else FIRST_RETRY
         self.left = self.interval
-        self.reference = self.smoothed = pooled_s if chosen else inline_s
+        self.reference = self.smoothed = statistics.median((pooled_times if chosen else inline)[1:])
         self._times = ([], [])
         self.chosen = chosen
 

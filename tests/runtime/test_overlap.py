@@ -30,19 +30,21 @@ def _trial(choice, inline_s, pooled_s):
 def test_a_trial_alternates_and_keeps_the_faster_way(inline_s, pooled_s, chosen):
     choice = OverlapChoice()
     ways = _trial(choice, inline_s, pooled_s)
-    assert ways == [True, False] * (overlap.TRIAL_STEPS + 1)  # the pool first
+    assert ways == [True, False] * (overlap.TRIAL_PAIRS + 1)  # the pool first
     assert choice.chosen is chosen
     assert choice.pooled() is chosen
     assert choice.reference == (pooled_s if chosen else inline_s)
 
 
-def test_the_trial_skips_each_ways_first_step_and_takes_medians():
+def test_the_trial_skips_the_first_pair_and_compares_pairs():
+    """The load changes during the trial: each pooled step is 0.8x the inline one beside it,
+    although the pooled steps' median (2.0) is above the inline one (1.5)."""
     choice = OverlapChoice()
-    times = {True: [9.0, 1.0, 1.2, 5.0], False: [0.1, 2.0, 2.0, 2.0]}  # first ones: warm-up
+    times = {True: [9.0, 0.8, 0.8, 2.4, 3.2], False: [0.1, 1.0, 1.0, 3.0, 4.0]}
     while choice.chosen is None:
         pooled = choice.pooled()
         choice.record(pooled, times[pooled].pop(0))
-    assert choice.chosen is True and choice.reference == 1.2
+    assert choice.chosen is True and choice.reference == 1.6
 
 
 def test_a_drifting_step_time_starts_a_new_trial():
@@ -109,7 +111,7 @@ def test_the_same_values_during_the_trial_inline_pooled_and_on_one_thread(runs, 
     """Training steps during the trial (alternating ways), with the pool or inline chosen, and
     on one thread: every step's loss and output are the same."""
     pooled = tf.ConfigProto(inter_op_parallelism_threads=2)
-    trial_steps = 2 * (overlap.TRIAL_STEPS + 1)
+    trial_steps = 2 * (overlap.TRIAL_PAIRS + 1)
     trial = _steps(pooled, trial_steps)
     assert runs == {"schedule": 1 + trial_steps // 2, "loop": trial_steps // 2}  # init: inline
     ways = {}
