@@ -1,12 +1,21 @@
 """kernels/cpu/blas_nogil.py: gemm and axpy into existing arrays, against NumPy, for every
-layout an operand can have (row-major, column-major, a block of rows, a strided copy)."""
+layout an operand can have (row-major, column-major, a block of rows, a strided copy), on both
+libraries it can call (NumPy's CBLAS and SciPy's Fortran BLAS)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from flowgraph.kernels.cpu import blas_nogil
 from flowgraph.kernels.cpu.blas_nogil import axpy, gemm
+
+
+@pytest.fixture(autouse=True, params=["numpy", "scipy"])
+def library(request, monkeypatch):
+    if request.param == "numpy" and blas_nogil._numpy_cblas() is None:
+        pytest.skip("NumPy's BLAS exports no ILP64 CBLAS here")
+    monkeypatch.setattr(blas_nogil, "_ROUTINES", blas_nogil._routines(request.param == "numpy"))
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

@@ -5,13 +5,19 @@ Kernels that accumulate a product into a buffer they own (the fused weight-gradi
 weight_updates.py) need gemm's `beta`, which np.matmul lacks. scipy.linalg.blas.sgemm has it but
 holds the GIL for the whole product (measured: a thread counting in Python made 0.1M steps/s
 beside it against 2.9M beside np.matmul), so the pool's other shards and kernels would wait
-for it. This calls the same routine (SciPy's BLAS, through the function pointers that
-scipy.linalg.cython_blas exports) with ctypes, which releases the GIL for a foreign call, and
-passes leading dimensions, so a transposed operand or a block of rows is read in place.
+for it. This calls the routines through ctypes, which releases the GIL for a foreign call, with
+leading dimensions, so a transposed operand or a block of rows is read in place.
 
-Arrays are NumPy's row-major; BLAS is column-major. A row-major C is a column-major C^T, so
-C^T = B^T A^T is computed: each operand goes in as its memory with 'N' where it is row-major
-(its memory, read column-major, is its transpose) and 'T' where it is column-major.
+The library: NumPy's own OpenBLAS where it exports its 64-bit-integer CBLAS (NumPy's wheels
+since 2.0), else SciPy's BLAS through the function pointers scipy.linalg.cython_blas exports.
+They are different OpenBLAS builds, and NumPy's was faster on the weight-gradient shapes
+(one core, Haswell kernels, CPU time, GFLOP/s SciPy's -> NumPy's: 784x256 @ 256x1024 with
+the left operand transposed 102 -> 109; 256x784x1024 98 -> 105; 64x3136x1024 73 -> 92).
+
+Arrays are NumPy's row-major. An operand is passed as its memory with its leading dimension,
+'N' where it is row-major and 'T' where it is column-major (its memory, read row-major, is its
+transpose). Fortran BLAS is column-major: a row-major C is a column-major C^T, so it computes
+C^T = B^T A^T, with the same flags.
 """
 
 from __future__ import annotations
@@ -20,13 +26,36 @@ import ctypes
 
 import numpy as np
 from scipy.linalg import cython_blas
+from threadpoolctl import threadpool_info
 
 _P = ctypes.c_void_p
-_GEMM_PROTO = ctypes.CFUNCTYPE(None, ctypes.c_char_p, ctypes.c_char_p, *[_P] * 11)
-_AXPY_PROTO = ctypes.CFUNCTYPE(None, *[_P] * 6)
+_ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
 
 
-def _routine(name: str, proto):
+def _numpy_cblas() -> dict | None:
+    """{routine name: function} of NumPy's ILP64 CBLAS, or None where no loaded OpenBLAS
+    exports one."""
+    for info in threadpool_info():
+        if info["internal_api"] != "openblas":
+            continue
+        lib = ctypes.CDLL(info["filepath"])  # the loaded library (dlopen counts a reference)
+        try:
+            return {name: getattr(lib, f"scipy_cblas_{name}64_") for name in _CBLAS_ARGS}
+        except AttributeError:
+            continue
+    return None
+
+
+_I, _E = ctypes.c_int64, ctypes.c_int  # ILP64's integers, CBLAS's enums
+_CBLAS_ARGS = {
+    "sgemm": [_E, _E, _E, _I, _I, _I, ctypes.c_float, _P, _I, _P, _I, ctypes.c_float, _P, _I],
+    "dgemm": [_E, _E, _E, _I, _I, _I, ctypes.c_double, _P, _I, _P, _I, ctypes.c_double, _P, _I],
+    "saxpy": [_I, ctypes.c_float, _P, _I, _P, _I],
+    "daxpy": [_I, ctypes.c_double, _P, _I, _P, _I],
+}
+
+
+def _fortran_routine(name: str, proto):
     capsule = cython_blas.__pyx_capi__[name]
     get_name = ctypes.pythonapi.PyCapsule_GetName
     get_name.restype, get_name.argtypes = ctypes.c_char_p, [ctypes.py_object]
@@ -35,37 +64,79 @@ def _routine(name: str, proto):
     return proto(get_pointer(capsule, get_name(capsule)))
 
 
-# element type -> (gemm, axpy, the C type of their scalars)
-_ROUTINES = {
-    np.dtype(np.float32): (
-        _routine("sgemm", _GEMM_PROTO),
-        _routine("saxpy", _AXPY_PROTO),
-        ctypes.c_float,
-    ),
-    np.dtype(np.float64): (
-        _routine("dgemm", _GEMM_PROTO),
-        _routine("daxpy", _AXPY_PROTO),
-        ctypes.c_double,
-    ),
-}
-DTYPES = frozenset(_ROUTINES)
-
-
 def _int(v: int):
     return ctypes.byref(ctypes.c_int(v))
 
 
-def _layout(x: np.ndarray) -> tuple[bytes, int, np.ndarray]:
-    """(trans, leading dimension, array) under which BLAS reads the row-major 2-D `x` as x^T
+def _cblas_gemm(routine):
+    def call(flags_a, flags_b, m, n, k, alpha, a, b, beta, c, ld_c):
+        (ta, ld_a), (tb, ld_b) = flags_a, flags_b
+        routine(_ROW_MAJOR, ta, tb, m, n, k, alpha, a, ld_a, b, ld_b, beta, c, ld_c)
+
+    return call
+
+
+def _fortran_gemm(routine, scalar):
+    def call(flags_a, flags_b, m, n, k, alpha, a, b, beta, c, ld_c):
+        (ta, ld_a), (tb, ld_b) = flags_a, flags_b
+        chars = {_NO_TRANS: b"N", _TRANS: b"T"}
+        routine(
+            chars[tb], chars[ta], _int(n), _int(m), _int(k), ctypes.byref(scalar(alpha)),
+            _P(b), _int(ld_b), _P(a), _int(ld_a), ctypes.byref(scalar(beta)), _P(c), _int(ld_c),
+        )  # fmt: skip
+
+    return call
+
+
+def _cblas_axpy(routine):
+    return lambda size, alpha, x, y: routine(size, alpha, x, 1, y, 1)
+
+
+def _fortran_axpy(routine, scalar):
+    def call(size, alpha, x, y):
+        one = _int(1)
+        routine(_int(size), ctypes.byref(scalar(alpha)), _P(x), one, _P(y), one)
+
+    return call
+
+
+def _routines(numpy_first: bool = True) -> dict:
+    """element type -> (gemm, axpy) callables taking plain ints and addresses: NumPy's CBLAS
+    where there is one (and `numpy_first`), else SciPy's Fortran BLAS."""
+    cblas = _numpy_cblas() if numpy_first else None
+    if cblas is not None:
+        for name, argtypes in _CBLAS_ARGS.items():
+            cblas[name].argtypes, cblas[name].restype = argtypes, None
+        return {
+            np.dtype(np.float32): (_cblas_gemm(cblas["sgemm"]), _cblas_axpy(cblas["saxpy"])),
+            np.dtype(np.float64): (_cblas_gemm(cblas["dgemm"]), _cblas_axpy(cblas["daxpy"])),
+        }
+    gemm_proto = ctypes.CFUNCTYPE(None, ctypes.c_char_p, ctypes.c_char_p, *[_P] * 11)
+    axpy_proto = ctypes.CFUNCTYPE(None, *[_P] * 6)
+    return {
+        np.dtype(t): (
+            _fortran_gemm(_fortran_routine(p + "gemm", gemm_proto), scalar),
+            _fortran_axpy(_fortran_routine(p + "axpy", axpy_proto), scalar),
+        )
+        for t, p, scalar in ((np.float32, "s", ctypes.c_float), (np.float64, "d", ctypes.c_double))
+    }
+
+
+_ROUTINES = _routines()
+DTYPES = frozenset(_ROUTINES)
+
+
+def _layout(x: np.ndarray) -> tuple[tuple[int, int], np.ndarray]:
+    """((trans flag, leading dimension), array) under which BLAS reads the 2-D `x` in place
     (see the module docstring); a copy where `x` is neither row- nor column-major."""
     rows, cols = x.shape
     size = x.itemsize
     if x.strides[1] == size and x.strides[0] % size == 0 and x.strides[0] >= max(1, cols) * size:
-        return b"N", x.strides[0] // size, x
+        return (_NO_TRANS, x.strides[0] // size), x
     if x.strides[0] == size and x.strides[1] % size == 0 and x.strides[1] >= max(1, rows) * size:
-        return b"T", x.strides[1] // size, x
+        return (_TRANS, x.strides[1] // size), x
     x = np.ascontiguousarray(x)
-    return b"N", max(1, cols), x
+    return (_NO_TRANS, max(1, cols)), x
 
 
 def gemm(alpha: float, a: np.ndarray, b: np.ndarray, beta: float, c: np.ndarray) -> None:
@@ -79,26 +150,14 @@ def gemm(alpha: float, a: np.ndarray, b: np.ndarray, beta: float, c: np.ndarray)
     if k == 0:  # BLAS scales by beta; its argument checks would refuse the empty operands
         c *= beta
         return
-    routine, _, scalar = _ROUTINES[c.dtype]
+    routine, _ = _ROUTINES[c.dtype]
     if c.strides[1] != c.itemsize or c.strides[0] < n * c.itemsize:
         raise ValueError(f"gemm: c's rows are not contiguous (strides {c.strides})")
-    trans_b, ld_b, b = _layout(b)
-    trans_a, ld_a, a = _layout(a)
+    flags_a, a = _layout(a)
+    flags_b, b = _layout(b)
     ld_c = c.strides[0] // c.itemsize
     routine(
-        trans_b,
-        trans_a,
-        _int(n),
-        _int(m),
-        _int(k),
-        ctypes.byref(scalar(alpha)),
-        _P(b.ctypes.data),
-        _int(ld_b),
-        _P(a.ctypes.data),
-        _int(ld_a),
-        ctypes.byref(scalar(beta)),
-        _P(c.ctypes.data),
-        _int(ld_c),
+        flags_a, flags_b, m, n, k, alpha, a.ctypes.data, b.ctypes.data, beta, c.ctypes.data, ld_c
     )
 
 
@@ -109,13 +168,4 @@ def axpy(alpha: float, x: np.ndarray, y: np.ndarray) -> None:
     if not (x.flags.c_contiguous and y.flags.c_contiguous):
         raise ValueError("axpy: x and y must be C-contiguous")
     if y.size:
-        _, routine, scalar = _ROUTINES[y.dtype]
-        one = _int(1)
-        routine(
-            _int(y.size),
-            ctypes.byref(scalar(alpha)),
-            _P(x.ctypes.data),
-            one,
-            _P(y.ctypes.data),
-            one,
-        )
+        _ROUTINES[y.dtype][1](y.size, alpha, x.ctypes.data, y.ctypes.data)
