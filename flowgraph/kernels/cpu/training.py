@@ -157,16 +157,19 @@ def centered_rms_prop(a, s, c, g):
 
 def adam(a, s, c, g):
     """Adam with TF's bias correction folded into the step size and epsilon outside the sqrt."""
-    beta1, beta2 = c["beta1"], c["beta2"]
-    alpha = c["lr"] * np.sqrt(1 - c["beta2_power"]) / (1 - c["beta1_power"])
     m, v, var = s["m"], s["v"], s["var"]
     arrays = (var, m, v, g)
     if var.dtype in _FUSED and all(x.dtype == var.dtype and x.flags.c_contiguous for x in arrays):
-        # One compiled pass (loops.adam), same formulas and order as the NumPy form below.
-        coefficients = np.array([alpha, beta1, 1 - beta1, 1 - beta2, c["epsilon"]], var.dtype)
+        # One compiled pass (loops.adam), same formulas and order as the NumPy form below; it
+        # also does the scalar arithmetic, in var's dtype (as NumPy scalars of 0-d arrays, that
+        # took 8 us a call, more than the whole update of a bias).
+        names = ("lr", "beta1_power", "beta2_power", "beta1", "beta2", "epsilon")
+        coefficients = np.array([c[n] for n in names], var.dtype)
         flat = [x.reshape(-1) for x in arrays]
         compiled("adam")(*flat, coefficients, bool(a["use_nesterov"]))
         return ("var", "m", "v")
+    beta1, beta2 = c["beta1"], c["beta2"]
+    alpha = c["lr"] * np.sqrt(1 - c["beta2_power"]) / (1 - c["beta1_power"])
     t = np.subtract(g, m)  # m += (g - m) * (1 - beta1)
     t *= 1 - beta1
     m += t
@@ -257,14 +260,12 @@ RULES = {
 
 
 # -- the kernels ------------------------------------------------------------------------------
-@contextlib.contextmanager
+_UNLOCKED = contextlib.nullcontext()  # reusable: without `use_locking` nothing is held
+
+
 def _locked(ctx, states):
     """Holds every reference's lock when `use_locking`; a fixed order rules out deadlock."""
-    if not ctx.attrs.get("use_locking"):
-        yield
-        return
-    with locked(states):
-        yield
+    return locked(states) if ctx.attrs.get("use_locking") else _UNLOCKED
 
 
 def _publish(state, value, resource: bool):
@@ -272,15 +273,20 @@ def _publish(state, value, resource: bool):
     state.write(value, in_place=not resource, owned=True)
 
 
-def _coefficients(names, args, dtype) -> dict:
+def _coefficients(scalars, args, dtype) -> dict:
     coefs = {}
-    for name in names:
-        if name in SCALARS:
-            value = np.asarray(args[name])
-            if value.ndim != 0:
-                raise _invalid(f"{name} is not a scalar: {list(value.shape)}")
-            coefs[name] = value.astype(dtype, copy=False)
+    for name in scalars:
+        value = args[name]
+        if value.__class__ is not np.ndarray:
+            value = np.asarray(value)
+        if value.ndim != 0:
+            raise _invalid(f"{name} is not a scalar: {list(value.shape)}")
+        coefs[name] = value.astype(dtype, copy=False)
     return coefs
+
+
+def _shares(grad: np.ndarray, slots: dict) -> bool:
+    return any(np.may_share_memory(grad, b) for b in slots.values())
 
 
 def _sparse_rows(var: np.ndarray, grad: np.ndarray, indices: np.ndarray):
@@ -314,11 +320,13 @@ def _sparse_rows(var: np.ndarray, grad: np.ndarray, indices: np.ndarray):
 
 def _make_kernel(op_type: str, rule, refs: list[str], sparse: bool, resource: bool):
     names = input_names(op_type)
+    scalars = [n for n in names if n in SCALARS]
+    gradient = "delta" if "delta" in names else "grad"
 
     def kernel(ctx, *inputs):
         args = dict(zip(names, inputs))
         states = [args[n] for n in refs]
-        grad = np.asarray(args["delta"] if "delta" in args else args["grad"])
+        grad = np.asarray(args[gradient])
         with _locked(ctx, states):
             values = {n: st.read() for n, st in zip(refs, states)}
             var = values["var"]
@@ -330,7 +338,7 @@ def _make_kernel(op_type: str, rule, refs: list[str], sparse: bool, resource: bo
                         f"var and {name} do not have the same shape{list(var.shape)} "
                         f"{list(values[name].shape)}"
                     )
-            coefs = _coefficients(names, args, var.dtype)
+            coefs = _coefficients(scalars, args, var.dtype)
             # A ref variable's rule works in its buffers; a resource variable's on copies,
             # published after (copy-on-write); rows of a sparse update on gathered copies.
             buffers = {n: None if resource else st.update_buffer() for n, st in zip(refs, states)}
@@ -341,8 +349,10 @@ def _make_kernel(op_type: str, rule, refs: list[str], sparse: bool, resource: bo
                         f"var and grad do not have the same shape{list(var.shape)} {list(grad.shape)}"
                     )
                 slots = buffers if in_place else {n: v.copy() for n, v in values.items()}
-                if in_place and any(np.may_share_memory(grad, b) for b in slots.values()):
-                    grad = grad.copy()  # the gradient reads a slot the rule overwrites
+                # A gradient that reads a slot the rule overwrites is a view (buffers are never
+                # handed out themselves: reads get views of them).
+                if in_place and grad.base is not None and _shares(grad, slots):
+                    grad = grad.copy()
                 for name in rule(ctx.attrs, slots, coefs, grad):
                     if not in_place:
                         _publish(args[name], slots[name], resource)
