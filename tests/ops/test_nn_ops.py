@@ -180,6 +180,23 @@ def test_sparse_softmax_cross_entropy(dtype, label_dtype):
     )
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_sparse_softmax_cross_entropy_large_logits(dtype):
+    """The compiled kernel (float32/64) shifts each row by its maximum: logits of 1e4 and 1e30
+    give finite losses and gradients, as TF's; a row of equal logits is uniform."""
+    logits = np.array([[1e4, -1e4, 0.0], [1e30, 1e30, -1e30], [7.0, 7.0, 7.0]], dtype)
+    labels = np.array([1, 0, 2], np.int64)
+    shifted = logits.astype(np.float64) - logits.astype(np.float64).max(1, keepdims=True)
+    p = np.exp(shifted) / np.exp(shifted).sum(1, keepdims=True)
+    want_loss = np.log(np.exp(shifted).sum(1)) - shifted[np.arange(3), labels]
+    loss, grad = apply_op("SparseSoftmaxCrossEntropyWithLogits", [logits, labels]).outputs
+    with tf.Session() as sess:
+        got_loss, got_grad = sess.run([loss, grad])
+    assert got_loss.dtype == dtype and got_grad.dtype == dtype
+    np.testing.assert_allclose(got_loss, want_loss, rtol=1e-6)
+    np.testing.assert_allclose(got_grad, p - np.eye(3)[labels], rtol=1e-6, atol=1e-7)
+
+
 def test_sparse_softmax_cross_entropy_errors():
     logits = tf.placeholder(tf.float32, [None, 3])
     labels = tf.placeholder(tf.int32, [None])

@@ -65,6 +65,8 @@ POOLS = [
     ((3, 2), (1, 2), "VALID"),
     ((3, 3), (1, 1), "SAME"),
     ((2, 3), (3, 1), "SAME"),
+    ((2, 2), (3, 3), "VALID"),  # windows apart: cells between them get no gradient
+    ((2, 1), (2, 3), "SAME"),
 ]
 
 
@@ -103,6 +105,16 @@ def test_max_pool_dtypes(dtype):
     )
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_max_pool_nan_wins(dtype):
+    """As np.maximum over the window (TF's Eigen max): a NaN anywhere in a window is its max."""
+    x = np.arange(2 * 4 * 4 * 3, dtype=dtype).reshape(2, 4, 4, 3)
+    x[0, 1, 1, 0] = x[1, 0, 0, 2] = np.nan
+    want = ref_pool(x, (2, 2), (2, 2), "VALID", "max")
+    assert np.isnan(want[0, 0, 0, 0]) and np.isnan(want[1, 0, 0, 2])
+    check_op(lambda a: tf.nn.max_pool(a, 2, 2, "VALID"), [x], lambda a: want)
+
+
 @pytest.mark.parametrize("dtype", [np.float16, np.float64])
 def test_avg_pool_dtypes(dtype):
     x = np.random.RandomState(1).uniform(-1, 1, (1, 5, 5, 2)).astype(dtype)
@@ -115,28 +127,30 @@ def test_avg_pool_dtypes(dtype):
     )
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("k,s,padding", POOLS)
-def test_max_pool_grad_goes_to_first_maximum(k, s, padding):
+def test_max_pool_grad_goes_to_first_maximum(k, s, padding, dtype):
     # Integers-valued floats make ties, so the "first maximum" rule is exercised.
-    x = np.random.RandomState(2).randint(0, 4, (2, 6, 5, 2)).astype(np.float64)
+    x = np.random.RandomState(2).randint(0, 4, (2, 6, 5, 2)).astype(dtype)
     y = ref_pool(x, k, s, padding, "max")
-    dy = np.random.RandomState(3).uniform(-1, 1, y.shape)
+    dy = np.random.RandomState(3).uniform(-1, 1, y.shape).astype(dtype)
     got = run(
         lambda a, b, c: apply_op(
             "MaxPoolGrad", [a, b, c], ksize=[1, *k, 1], strides=[1, *s, 1], padding=padding
         ).outputs[0],
         [x, y, dy],
     )
-    np.testing.assert_allclose(got, ref_max_pool_grad(x, dy, k, s, padding), rtol=1e-12)
+    rtol = 1e-6 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(got, ref_max_pool_grad(x, dy, k, s, padding), rtol=rtol)
     # MaxPoolGradGrad is its adjoint: <MaxPoolGrad(dy), g> = <dy, MaxPoolGradGrad(g)>.
-    g = np.random.RandomState(4).uniform(-1, 1, x.shape)
+    g = np.random.RandomState(4).uniform(-1, 1, x.shape).astype(dtype)
     gg = run(
         lambda a, b, c: apply_op(
             "MaxPoolGradGrad", [a, b, c], ksize=[1, *k, 1], strides=[1, *s, 1], padding=padding
         ).outputs[0],
         [x, y, g],
     )
-    np.testing.assert_allclose(np.sum(got * g), np.sum(dy * gg), rtol=1e-10)
+    np.testing.assert_allclose(np.sum(got * g), np.sum(dy * gg), rtol=rtol * 100)
 
 
 @pytest.mark.parametrize("k,s,padding", POOLS)

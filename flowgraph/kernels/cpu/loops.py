@@ -4,6 +4,9 @@ Each is a plain Python function over arrays, compiled on first use per dtype (ab
 then cached on disk, as kernels/cpu/libm.py) with the GIL released, so the kernels run them on
 blocks of their work in parallel (kernels/sharding.py).
 
+* `max_pool`: each window's maximum, one window at a time, where NumPy makes one strided pass
+  per kernel tap whose inner loops run C elements (the digits CNN's 64x8x8x32: 39 -> 33 us,
+  LeNet's 64x28x28x32: 568 -> 459 us).
 * `max_pool_backward` (MaxPoolGrad, MaxPoolGradGrad) needs, per output cell and channel, the
   input cell holding the first maximum of its window: TensorFlow's CPU rule scans the window's
   real (unpadded) cells in row-major order, the first one claims the output and a later one
@@ -12,13 +15,14 @@ blocks of their work in parallel (kernels/sharding.py).
   whole-array passes per window tap (maxima, equality masks, a "still free" mask, masked
   scatters: 3.6 ms for LeNet's first pooling layer); one compiled pass that keeps the running
   maximum of a window's channels in registers and writes the gradient straight into its input
-  cells takes 1.3 ms.
+  cells takes 1.3 ms. Windows that do not overlap (the usual 2x2/2) write every cell of the
+  window instead of adding into a zeroed gradient (the digits CNN's 64x8x8x32: 73 -> 58 us).
 * `bias_add` over rows of few channels, where NumPy's broadcasting loop restarts every C
   elements (even against a bias tiled to 1024 columns it runs at 40% of a copy's speed; LeNet's
   conv1 output: 0.61 -> 0.26 ms, a copy takes 0.24).
-* `philox4x32`: TensorFlow's counter-based generator, ten rounds per 128-bit block in
-  registers; NumPy needs about 80 whole-array passes (the 8192 dropout draws of the digits
-  CNN's step: 0.3 ms -> 10 us).
+* `philox4x32`: TensorFlow's counter-based generator, ten rounds per 128-bit block, one
+  vectorized loop per round over blocks of 256; NumPy needs about 80 whole-array passes (the
+  8192 dropout draws of the digits CNN's step: 0.3 ms -> 11 us).
 * `gamma`: RandomGamma's rejection sampling, whose every draw depends on the previous ones.
 * `fisher_yates`: RandomShuffle's sequential swaps (each depends on the ones before).
 * `window_add` adds one kernel tap's GEMM product into its window of the input gradient
@@ -27,6 +31,11 @@ blocks of their work in parallel (kernels/sharding.py).
 * `relu` and `relu_grad`: one pass each where NumPy's maximum (NaN-propagating) and its
   multiply by a boolean mask (a casting loop) run at a quarter and a half of a copy's speed
   (LeNet's 6.4 MB conv1 activation: 0.61 -> 0.16 ms and 0.76 -> 0.34 ms).
+* `im2col_taps`: the tap-major patch matrix of a convolution with few input channels, row by
+  row, where NumPy's copy of each tap's strided window restarts every few elements (the
+  digits CNN's conv1, 64x8x8x1 by 3x3: 34 -> 12 us).
+* `sparse_xent`: SparseSoftmaxCrossEntropyWithLogits row by row, where NumPy takes about
+  twelve small whole-array calls (the digits CNN's 64x10 logits: 23 -> 3 us).
 * `adam`: the Adam update in one pass instead of ten NumPy passes with a temporary (the digits
   CNN's 256x128 layer: 55-75 -> 11 us).
 * `winograd_input`, `winograd_output` and `winograd_grad_tiles`: the tile transforms of kernels/cpu/winograd.py, a few
@@ -45,15 +54,43 @@ _lock = threading.Lock()
 _compiled: dict = {}
 
 
-def _max_pool_backward(x, g, out, kh, kw, sh, sw, pt, pl, gather):
-    """For each output cell (b, i, j) and channel, finds the window's first maximum in x (NHWC,
-    unpadded; pads pt, pl before the first row and column) and either adds g[b, i, j] into
-    out at that input cell (MaxPoolGrad: out is x-shaped and zeroed) or, with `gather`, sets
-    out[b, i, j] to g at that input cell (MaxPoolGradGrad: g is x-shaped)."""
+def _max_pool(x, out, kh, kw, sh, sw, pt, pl, lowest):
+    """out[b, i, j] = the maximum of each window's real cells (NHWC, pads pt, pl before), as
+    np.maximum over them in row-major order (a NaN wins); `lowest` for a window of padding."""
     n, h, w, c = x.shape
-    oh, ow = (out.shape[1], out.shape[2]) if gather else (g.shape[1], g.shape[2])
+    oh, ow = out.shape[1], out.shape[2]
+    for b in range(n):
+        for i in range(oh):
+            r_lo, r_hi = max(i * sh - pt, 0), min(i * sh - pt + kh, h)
+            for j in range(ow):
+                q_lo, q_hi = max(j * sw - pl, 0), min(j * sw - pl + kw, w)
+                o = out[b, i, j]
+                if r_lo >= r_hi or q_lo >= q_hi:
+                    o[:] = lowest
+                    continue
+                first = x[b, r_lo, q_lo]
+                for ch in range(c):
+                    o[ch] = first[ch]
+                for r in range(r_lo, r_hi):
+                    for q in range(q_lo, q_hi):
+                        cell = x[b, r, q]
+                        for ch in range(c):
+                            v, m = cell[ch], o[ch]
+                            o[ch] = v if v > m or np.isnan(v) else m
+
+
+def _max_pool_backward(x, g, out, kh, kw, sh, sw, pt, pl, mode):
+    """For each output cell (b, i, j) and channel, finds the window's first maximum in x (NHWC,
+    unpadded; pads pt, pl before the first row and column), then by `mode`:
+    0 (MaxPoolGrad) adds g[b, i, j] into out at that input cell (out is x-shaped and zeroed);
+    1 (MaxPoolGrad, windows that do not overlap) sets each cell of the window to g[b, i, j] or
+    0, so out needs no zeroing where windows cover it and no read-modify-write;
+    2 (MaxPoolGradGrad) sets out[b, i, j] to g at that input cell (g is x-shaped).
+    Positions are int32, as wide as float32 values, so that the channel loops vectorize."""
+    n, h, w, c = x.shape
+    oh, ow = (out.shape[1], out.shape[2]) if mode == 2 else (g.shape[1], g.shape[2])
     best = np.empty(c, x.dtype)
-    arg = np.empty(c, np.int64)  # r * w + q of the cell holding the maximum so far
+    arg = np.empty(c, np.int32)  # the row-major position in the window of the maximum so far
     for b in range(n):
         for i in range(oh):
             r_lo, r_hi = max(i * sh - pt, 0), min(i * sh - pt + kh, h)
@@ -61,28 +98,34 @@ def _max_pool_backward(x, g, out, kh, kw, sh, sw, pt, pl, gather):
                 q_lo, q_hi = max(j * sw - pl, 0), min(j * sw - pl + kw, w)
                 if r_lo >= r_hi or q_lo >= q_hi:
                     continue  # no real cell: nothing to claim
+                width = q_hi - q_lo
                 first = x[b, r_lo, q_lo]
                 for ch in range(c):
                     best[ch] = first[ch]
-                    arg[ch] = r_lo * w + q_lo
+                    arg[ch] = 0
                 for r in range(r_lo, r_hi):
                     for q in range(q_lo, q_hi):
                         cell = x[b, r, q]
-                        t = r * w + q
+                        t = np.int32((r - r_lo) * width + q - q_lo)
                         for ch in range(c):
                             v = cell[ch]
                             take = best[ch] < v
                             best[ch] = v if take else best[ch]
                             arg[ch] = t if take else arg[ch]
-                if gather:
+                if mode == 2:
                     for ch in range(c):
-                        out[b, i, j, ch] = g[b, arg[ch] // w, arg[ch] % w, ch]
-                else:
-                    grad = g[b, i, j]
-                    for r in range(r_lo, r_hi):
-                        for q in range(q_lo, q_hi):
-                            cell = out[b, r, q]
-                            t = r * w + q
+                        a = arg[ch]
+                        out[b, i, j, ch] = g[b, r_lo + a // width, q_lo + a % width, ch]
+                    continue
+                grad = g[b, i, j]
+                for r in range(r_lo, r_hi):
+                    for q in range(q_lo, q_hi):
+                        cell = out[b, r, q]
+                        t = np.int32((r - r_lo) * width + q - q_lo)
+                        if mode == 1:
+                            for ch in range(c):
+                                cell[ch] = grad[ch] if arg[ch] == t else 0
+                        else:
                             for ch in range(c):
                                 if arg[ch] == t:
                                     cell[ch] += grad[ch]
@@ -123,6 +166,57 @@ def _adam(var, m, v, g, coefficients, nesterov):
         var[i] = var[i] - alpha * (num / (np.sqrt(vi) + eps))
 
 
+def _sparse_xent(logits, labels, loss, backprop):
+    """Per row r: loss[r] = log(sum(exp(z))) - z[labels[r]] and backprop[r] = softmax(z) minus
+    the label's one-hot, with z = logits[r] - max(logits[r]) (TF's formulas); the sum in
+    float64. Returns the first row whose label is out of range (nothing written), or -1."""
+    classes = logits.shape[1]
+    for r in range(labels.size):
+        if labels[r] < 0 or labels[r] >= classes:
+            return r
+    for r in range(logits.shape[0]):
+        row, grad = logits[r], backprop[r]
+        top = row[0]
+        for j in range(1, classes):
+            top = max(top, row[j])
+        total = 0.0
+        for j in range(classes):
+            e = np.exp(row[j] - top)
+            grad[j] = e
+            total += e
+        label = labels[r]
+        loss[r] = np.log(total) - (row[label] - top)
+        for j in range(classes):
+            grad[j] = grad[j] / total
+        grad[label] -= 1
+    return -1
+
+
+def _im2col_taps(x, kh, kw, top, left, cols):
+    """cols[i, j, ch, b, r, q] = x[b, r + i - top, q + j - left, ch], zero where that cell is
+    padding: windows.im2col_taps for unit strides and dilations, one output row at a time.
+    (Strides and dilations as arguments made it 2-3x slower, with the same loops: they stay
+    NumPy's.)"""
+    n, h, w, c = x.shape
+    oh, ow = cols.shape[4], cols.shape[5]
+    for i in range(kh):
+        for j in range(kw):
+            for ch in range(c):
+                tap = cols[i, j, ch]
+                for b in range(n):
+                    for r in range(oh):
+                        rr = r + i - top
+                        row = tap[b, r]
+                        if rr < 0 or rr >= h:
+                            for q in range(ow):
+                                row[q] = 0
+                            continue
+                        src = x[b, rr]
+                        for q in range(ow):
+                            qq = q + j - left
+                            row[q] = src[qq, ch] if 0 <= qq < w else 0
+
+
 def _window_add(dst, src, o_rows, o_cols, i_row, i_col, row_step, col_step):
     """dst[b, i_row + a * row_step, i_col + q * col_step] += src[b, o_rows[0] + a,
     o_cols[0] + q] over the output window rows o_rows and columns o_cols (NHWC, channels
@@ -148,26 +242,35 @@ def _bias_add(value, bias, out):
 
 def _philox4x32(counters, k0, k1, out):
     """Philox4x32-10 of each row of `counters` (uint32 [n, 4]) under the key (k0, k1), as
-    kernels/cpu/philox.py writes it in whole-array NumPy operations."""
+    kernels/cpu/philox.py writes it in whole-array NumPy operations. Blocks of 256 rows are
+    copied into four word arrays and each round is a loop over the block: LLVM vectorizes
+    that loop (32x32->64-bit multiplies in SIMD lanes), not one that runs the ten rounds of a
+    row in registers (the digits CNN's 2048 dropout blocks: 28 -> 11 us)."""
     m0, m1 = np.uint64(0xD2511F53), np.uint64(0xCD9E8D57)
-    w0, w1 = np.uint64(0x9E3779B9), np.uint64(0xBB67AE85)
-    low, shift = np.uint64(0xFFFFFFFF), np.uint64(32)
-    for i in range(counters.shape[0]):
-        c0, c1 = np.uint64(counters[i, 0]), np.uint64(counters[i, 1])
-        c2, c3 = np.uint64(counters[i, 2]), np.uint64(counters[i, 3])
-        key0, key1 = np.uint64(k0), np.uint64(k1)
+    w0, w1 = np.uint32(0x9E3779B9), np.uint32(0xBB67AE85)
+    shift = np.uint64(32)
+    size = 256
+    c0, c1 = np.empty(size, np.uint32), np.empty(size, np.uint32)
+    c2, c3 = np.empty(size, np.uint32), np.empty(size, np.uint32)
+    for lo in range(0, counters.shape[0], size):
+        rows = min(size, counters.shape[0] - lo)
+        for i in range(rows):
+            c0[i], c1[i] = counters[lo + i, 0], counters[lo + i, 1]
+            c2[i], c3[i] = counters[lo + i, 2], counters[lo + i, 3]
+        key0, key1 = np.uint32(k0), np.uint32(k1)
         for _ in range(10):
-            p0 = c0 * m0
-            p1 = c2 * m1
-            c0, c1, c2, c3 = (
-                (p1 >> shift) ^ c1 ^ key0,
-                p1 & low,
-                (p0 >> shift) ^ c3 ^ key1,
-                p0 & low,
-            )
-            key0 = (key0 + w0) & low
-            key1 = (key1 + w1) & low
-        out[i, 0], out[i, 1], out[i, 2], out[i, 3] = c0, c1, c2, c3
+            for i in range(rows):
+                p0 = np.uint64(c0[i]) * m0
+                p1 = np.uint64(c2[i]) * m1
+                x0 = np.uint32(p1 >> shift) ^ c1[i] ^ key0
+                x2 = np.uint32(p0 >> shift) ^ c3[i] ^ key1
+                c1[i], c3[i] = np.uint32(p1), np.uint32(p0)
+                c0[i], c2[i] = x0, x2
+            key0 = np.uint32(key0 + w0)
+            key1 = np.uint32(key1 + w1)
+        for i in range(rows):
+            out[lo + i, 0], out[lo + i, 1] = c0[i], c1[i]
+            out[lo + i, 2], out[lo + i, 3] = c2[i], c3[i]
 
 
 def _fisher_yates(words, perm):
@@ -411,10 +514,13 @@ _FUNCTIONS = {
     "fisher_yates": _fisher_yates,
     "philox4x32": _philox4x32,
     "bias_add": _bias_add,
+    "max_pool": _max_pool,
     "max_pool_backward": _max_pool_backward,
     "relu": _relu,
     "relu_grad": _relu_grad,
     "window_add": _window_add,
+    "im2col_taps": _im2col_taps,
+    "sparse_xent": _sparse_xent,
     "adam": _adam,
     "winograd_input": _winograd_input,
     "winograd_grad_tiles": _winograd_grad_tiles,

@@ -268,6 +268,15 @@ def softmax_cross_entropy(ctx, logits, labels):
     return loss.astype(logits.dtype, copy=False), backprop.astype(logits.dtype, copy=False)
 
 
+def _label_error(labels, label, classes) -> errors.InvalidArgumentError:
+    return errors.InvalidArgumentError(
+        None,
+        None,
+        f"Received a label value of {label} which is outside the valid "
+        f"range of [0, {classes}).  Label values: {' '.join(str(v) for v in labels)}",
+    )
+
+
 @register_kernel("SparseSoftmaxCrossEntropyWithLogits", dtypes_=_FLOATS)
 def sparse_softmax_cross_entropy(ctx, logits, labels):
     if logits.ndim != 2 or labels.ndim != 1 or labels.shape[0] != logits.shape[0]:
@@ -278,14 +287,16 @@ def sparse_softmax_cross_entropy(ctx, logits, labels):
             f"logits shape {logits.shape}, labels shape {labels.shape}",
         )
     classes = logits.shape[1]
+    if logits.dtype in _COMPILED_TYPES and logits.size:  # the whole kernel in one loop
+        loss = np.empty(labels.shape, logits.dtype)
+        backprop = np.empty(logits.shape, logits.dtype)
+        bad_row = compiled("sparse_xent")(np.ascontiguousarray(logits), labels, loss, backprop)
+        if bad_row >= 0:
+            raise _label_error(labels, labels[bad_row], classes)
+        return loss, backprop
     bad = (labels < 0) | (labels >= classes)
     if np.any(bad):
-        raise errors.InvalidArgumentError(
-            None,
-            None,
-            f"Received a label value of {labels[bad][0]} which is outside the valid "
-            f"range of [0, {classes}).  Label values: {' '.join(str(v) for v in labels)}",
-        )
+        raise _label_error(labels, labels[bad][0], classes)
     log_p = _log_softmax(_wide(logits))
     rows = np.arange(labels.shape[0])
     loss = -log_p[rows, labels]

@@ -19,6 +19,7 @@ from flowgraph.kernels.cpu import windows as W
 from flowgraph.kernels.cpu.loops import compiled
 
 _FLOATS = [np.float16, np.float32, np.float64]
+_COMPILED = (np.dtype(np.float32), np.dtype(np.float64))  # max_pool's loop (loops.py)
 _REAL = _FLOATS + [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64]
 
 
@@ -63,6 +64,16 @@ def max_pool(ctx, x):
     n, h, w, c = xn.shape
     win = _geometry(ctx, xn.shape)
     out = np.empty((n, win.oh, win.ow, c), x.dtype)
+    if x.dtype in _COMPILED:
+        loop = compiled("max_pool")
+        (pt, _), (pl, _) = win.pads
+        args = (win.kh, win.kw, win.sh, win.sw, pt, pl, _lowest(x.dtype))
+
+        def windows(lo: int, hi: int) -> None:
+            loop(xn[lo:hi], out[lo:hi], *args)
+
+        W.for_images(ctx, n, _pool_cost(win, c, _TAP_COST), windows)
+        return W.from_nhwc(out, fmt)
     taps = [(o, i) for _, _, o, i in W.valid_taps(win, h, w)]
     # Without padding tap (0, 0) reads a cell of every window: it starts the maxima.
     covers = win.pads == ((0, 0), (0, 0))
@@ -80,17 +91,31 @@ def max_pool(ctx, x):
     return W.from_nhwc(out, fmt)
 
 
-def _backward(ctx, x, g, out, win: W.Window, gather: bool) -> None:
+# loops.max_pool_backward's modes
+_ADD, _WRITE, _GATHER = 0, 1, 2
+
+
+def _backward(ctx, x, g, out, win: W.Window, mode: int) -> None:
     """Runs loops.py's first-maximum pass over blocks of images (half in float32: numba has
     no half arithmetic; exact, as the values are only compared and moved)."""
     loop = compiled("max_pool_backward")
     (pt, _), (pl, _) = win.pads
-    args = (win.kh, win.kw, win.sh, win.sw, pt, pl, gather)
+    args = (win.kh, win.kw, win.sh, win.sw, pt, pl, mode)
 
     def images(lo: int, hi: int) -> None:
         loop(x[lo:hi], g[lo:hi], out[lo:hi], *args)
 
     W.for_images(ctx, x.shape[0], _pool_cost(win, x.shape[3], _TAP_COST_BACKWARD), images)
+
+
+def _tiled(win: W.Window, h: int, w: int) -> bool:
+    """Whether the windows tile the input: each cell lies in exactly one window."""
+    (pt, _), (pl, _) = win.pads
+    return (
+        (win.sh, win.sw) == (win.kh, win.kw)
+        and (win.oh - 1) * win.sh - pt + win.kh >= h
+        and (win.ow - 1) * win.sw - pl + win.kw >= w
+    )
 
 
 def _loop_dtype(dtype):
@@ -111,9 +136,12 @@ def max_pool_grad(ctx, x, y, dy):
             None, None, f"grad has shape {dy.shape}, expected the pool output's"
         )
     dt = _loop_dtype(dy.dtype)
-    dx = np.zeros(xn.shape, dt)
+    # Windows that do not overlap write their cells (the rest stay 0); others add into them.
+    disjoint = win.sh >= win.kh and win.sw >= win.kw
+    tiled = _tiled(win, xn.shape[1], xn.shape[2])
+    dx = np.empty(xn.shape, dt) if tiled else np.zeros(xn.shape, dt)
     xl = np.ascontiguousarray(xn, _loop_dtype(x.dtype))
-    _backward(ctx, xl, np.ascontiguousarray(dyn, dt), dx, win, gather=False)
+    _backward(ctx, xl, np.ascontiguousarray(dyn, dt), dx, win, _WRITE if disjoint else _ADD)
     return W.from_nhwc(dx, fmt).astype(dy.dtype, copy=False)
 
 
@@ -132,7 +160,7 @@ def max_pool_grad_grad(ctx, x, y, ddx):
     out = np.zeros((xn.shape[0], win.oh, win.ow, xn.shape[3]), dt)
     xl = np.ascontiguousarray(xn, _loop_dtype(x.dtype))
     ddxn = np.ascontiguousarray(W.to_nhwc(ddx, fmt), dt)
-    _backward(ctx, xl, ddxn, out, win, gather=True)
+    _backward(ctx, xl, ddxn, out, win, _GATHER)
     return W.from_nhwc(out, fmt).astype(ddx.dtype, copy=False)
 
 
