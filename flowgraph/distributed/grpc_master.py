@@ -23,15 +23,16 @@ REPLACE_FIELD = 1001  # ExtendSessionRequest: GraphDef of replaced nodes (flowgr
 
 
 # -- server side -----------------------------------------------------------------------------
-def handlers(master) -> list[grpc.GenericRpcHandler]:
-    """The grpcio handler serving `master` (a Master) as the MasterService."""
+def handlers(master, pool) -> list[grpc.GenericRpcHandler]:
+    """The grpcio handler serving `master` (a Master) as the MasterService, on `pool`'s
+    threads."""
     unary = {}
     for name in METHODS:
         method = getattr(master, grpc_service.snake_case(name), None)
         if method is not None:
             unary[name] = _forward(method, getattr(m, f"{name}Request"))
     unary["ExtendSession"] = _extend_session(master)
-    return [grpc_service.handler(name, METHODS, unary) for name in SERVICE_NAMES]
+    return [grpc_service.handler(name, METHODS, unary, pool=pool) for name in SERVICE_NAMES]
 
 
 def _forward(method, request_class):

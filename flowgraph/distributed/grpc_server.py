@@ -4,22 +4,55 @@
 It binds exactly the address its own cluster entry names (or ServerDef.port on that host), so
 tests on 127.0.0.1 open nothing on other interfaces. Port 0 picks a free port, and the cluster
 this server reports (`server_def`) then names the port it got.
+
+The port is a grpc.aio server on the process's I/O loop (io_loop.py), as TF's handlers are
+asynchronous: a RecvTensor waiting for its tensor is a coroutine, not a thread, so a step may
+have any number of receives pending at a task, and a RunGraph (on a pool thread) never waits
+for a thread that a waiting RecvTensor holds.
 """
 
 from __future__ import annotations
 
 import threading
-from concurrent import futures
 
 import grpc
 
 from flowgraph.core import errors
 from flowgraph.core.protos import ServerDef
-from flowgraph.distributed import grpc_service, local, task_services
+from flowgraph.distributed import grpc_service, io_loop, local, task_services
 
-# A RunGraph or RecvTensor holds a thread while its step runs (Recvs wait for their Sends), so
-# a task needs as many threads as calls may be in flight at once across concurrent steps.
-MAX_CONCURRENT_RPCS = 64
+
+class AioServer:
+    """A grpc.aio server on the I/O loop, driven from any thread: bound at once to `address`
+    (host:port, port 0 for a free one: `port` names it), serving the handlers `add`ed before
+    `start`. Raises UnknownError if it cannot bind."""
+
+    def __init__(self, address: str):
+        self._grpc, self.port = io_loop.run(self._make(address))
+
+    @staticmethod
+    async def _make(address: str):
+        server = grpc.aio.server(options=grpc_service.SERVER_OPTIONS)
+        try:
+            port = server.add_insecure_port(address)
+        except RuntimeError as e:
+            raise errors.UnknownError(
+                None, None, f"Could not start gRPC server: cannot bind {address}: {e}"
+            ) from None
+        return server, port
+
+    def add(self, handlers) -> None:
+        self._grpc.add_generic_rpc_handlers(tuple(handlers))
+
+    def start(self) -> None:
+        io_loop.run(self._grpc.start())
+
+    def wait(self) -> None:
+        io_loop.run(self._grpc.wait_for_termination())
+
+    def stop(self) -> None:
+        """Stops at once: calls in flight are cancelled."""
+        io_loop.run(self._grpc.stop(None))
 
 
 class GrpcServer:
@@ -35,20 +68,11 @@ class GrpcServer:
         host, port = _split_address(_task_address(server_def))
         if server_def.port:
             port = server_def.port
-        self._grpc = grpc.server(
-            futures.ThreadPoolExecutor(MAX_CONCURRENT_RPCS, thread_name_prefix="grpc-server"),
-            options=grpc_service.SERVER_OPTIONS,
-        )
-        try:
-            bound = self._grpc.add_insecure_port(f"{host}:{port}")
-        except RuntimeError as e:
-            raise errors.UnknownError(
-                None, None, f"Could not start gRPC server: cannot bind {host}:{port}: {e}"
-            ) from None
-        self._address = f"{host}:{bound}"
+        self._grpc = AioServer(f"{host}:{port}")
+        self._address = f"{host}:{self._grpc.port}"
         _set_task_address(self._server_def, self._address)
         self.services = task_services.TaskServices(self._server_def, raw_host=host)
-        self._grpc.add_generic_rpc_handlers(tuple(self.services.handlers))
+        self._grpc.add(self.services.handlers)
         self._lock = threading.Lock()  # guards _state
         self._state = "new"  # new -> started -> stopped
 
@@ -70,7 +94,7 @@ class GrpcServer:
                 local.serve(self.target, self.services.master)  # for Sessions of this process
 
     def join(self) -> None:
-        self._grpc.wait_for_termination()
+        self._grpc.wait()
 
     def stop(self) -> None:
         """Stops serving at once (calls in flight are cancelled) and closes the services."""
@@ -79,7 +103,7 @@ class GrpcServer:
                 return
             self._state = "stopped"
         local.stop_serving(self.target, self.services.master)
-        self._grpc.stop(grace=None).wait()
+        self._grpc.stop()
         self.services.close()
 
 

@@ -8,13 +8,22 @@ TensorFlow processes serve and call, and `/tensorflow.grpc.<Service>/<Method>`, 
 .proto files declare. Handlers take and return `bytes` (identity (de)serializers), so
 a malformed request is answered with INVALID_ARGUMENT instead of failing inside grpcio, and any
 exception becomes a status: a bad request never crashes a server.
+
+Servers are grpc.aio servers (grpc_server.py): a handler that blocks (a RunGraph runs its step)
+runs on a thread pool, one that waits (a RecvTensor waits for its tensor) is a coroutine on the
+I/O loop and holds no thread. Clients call unary RPCs over synchronous channels (a blocking
+call in the caller's thread is the cheapest), and server streams over grpc.aio channels
+(StreamClient), whose waits hold no thread either.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
-from collections.abc import Callable, Iterator
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from concurrent.futures import Executor
 from dataclasses import dataclass
 
 import grpc
@@ -23,7 +32,7 @@ from google.protobuf import message_factory
 from google.protobuf.descriptor import ServiceDescriptor
 
 from flowgraph.core import errors
-from flowgraph.distributed import rpc_errors
+from flowgraph.distributed import io_loop, rpc_errors
 
 logger = logging.getLogger(__name__)
 
@@ -59,8 +68,12 @@ STEP_TIMEOUT_S = 24 * 3600.0
 RECONNECT_TIMEOUT_S = 1.0
 
 Message = pb_message.Message
-UnaryImpl = Callable[[Message, grpc.ServicerContext], Message]
-StreamImpl = Callable[[Message, grpc.ServicerContext], Iterator[bytes]]
+UnaryImpl = Callable[[Message, "CallContext"], Message]
+AsyncUnaryImpl = Callable[[Message, grpc.aio.ServicerContext], Awaitable[Message]]
+StreamImpl = Callable[[Message, grpc.aio.ServicerContext], AsyncIterator[bytes] | Iterator[bytes]]
+# Threads for blocking handlers (a RunGraph holds one while its step runs; a RecvTensor waits
+# on the I/O loop and holds none), so a task needs as many as steps may run at once.
+HANDLER_THREADS = 64
 
 
 @dataclass(frozen=True)
@@ -101,21 +114,50 @@ def snake_case(name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
 
+class CallContext:
+    """What a blocking handler sees of its call (a grpc.aio server runs it on a pool thread):
+    `add_callback(fn)` runs fn when the call ends, however it ends (answered, failed,
+    cancelled by its caller, past its deadline), at once if it has ended already, as grpcio's
+    synchronous ServicerContext.add_callback does. `_lock` guards `_callbacks`."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._callbacks: list[Callable[[], None]] | None = []
+
+    def add_callback(self, fn: Callable[[], None]) -> None:
+        with self._lock:
+            if self._callbacks is not None:
+                self._callbacks.append(fn)
+                return
+        fn()
+
+    def end(self) -> None:
+        with self._lock:
+            callbacks, self._callbacks = self._callbacks or [], None
+        for fn in callbacks:
+            fn()
+
+
 def handler(
     service_name: str,
     methods: dict[str, Method],
     unary: dict[str, UnaryImpl],
     streaming: dict[str, tuple[type[Message], StreamImpl]] | None = None,
+    pool: Executor | None = None,
+    async_unary: dict[str, AsyncUnaryImpl] | None = None,
 ) -> grpc.GenericRpcHandler:
-    """A grpcio handler serving `unary[name](request, context) -> response` for each RPC named
-    there (others get UNIMPLEMENTED from grpcio) and `streaming[name] = (request class, impl)`,
-    where impl(request, context) yields the serialized messages of a server stream."""
+    """A grpc.aio handler serving, for each RPC named: `unary[name](request, CallContext) ->
+    response`, a blocking function run on `pool`; `async_unary[name](request, context) ->
+    response`, a coroutine run on the loop (it must not block); `streaming[name] = (request
+    class, impl)`, where impl(request, context) yields (or async-yields) the serialized
+    messages of a server stream on the loop. Other RPCs get UNIMPLEMENTED from grpcio."""
     table = {}
     for name, impl in unary.items():
-        method = methods[name]
-        table[name] = grpc.unary_unary_rpc_method_handler(
-            _unary_behavior(f"{service_name}/{name}", method.request, impl)
-        )
+        behavior = _unary_behavior(f"{service_name}/{name}", methods[name].request, impl, pool)
+        table[name] = grpc.unary_unary_rpc_method_handler(behavior)
+    for name, impl in (async_unary or {}).items():
+        behavior = _async_behavior(f"{service_name}/{name}", methods[name].request, impl)
+        table[name] = grpc.unary_unary_rpc_method_handler(behavior)
     for name, (request_class, impl) in (streaming or {}).items():
         table[name] = grpc.unary_stream_rpc_method_handler(
             _stream_behavior(f"{service_name}/{name}", request_class, impl)
@@ -144,26 +186,53 @@ def _parse(request_class: type[Message], data: bytes, rpc: str) -> Message:
         ) from None
 
 
-def _unary_behavior(rpc: str, request_class: type[Message], impl: UnaryImpl):
-    def behavior(data: bytes, context: grpc.ServicerContext) -> bytes:
+async def _abort(context: grpc.aio.ServicerContext, error: Exception, rpc: str) -> None:
+    """Ends the call with `error` as its status (every failure becomes a status: the server
+    keeps serving); never returns."""
+    if not isinstance(error, errors.OpError):
+        logger.error("%s raised", rpc, exc_info=error)
+    await context.abort(*rpc_errors.status(error, rpc))
+
+
+def _unary_behavior(rpc: str, request_class: type[Message], impl: UnaryImpl, pool):
+    def call(data: bytes, call_context: CallContext) -> bytes:
+        return impl(_parse(request_class, data, rpc), call_context).SerializeToString()
+
+    async def behavior(data: bytes, context: grpc.aio.ServicerContext) -> bytes:
+        call_context = CallContext()
         try:
-            return impl(_parse(request_class, data, rpc), context).SerializeToString()
-        except Exception as e:  # every failure becomes a status; the server keeps serving
-            if not isinstance(e, errors.OpError):
-                logger.exception("%s raised", rpc)
-            rpc_errors.abort_with(context, e, rpc)
+            return await asyncio.get_running_loop().run_in_executor(pool, call, data, call_context)
+        except Exception as e:  # noqa: BLE001  (every failure becomes a status)
+            await _abort(context, e, rpc)
+        finally:
+            call_context.end()
+
+    return behavior
+
+
+def _async_behavior(rpc: str, request_class: type[Message], impl: AsyncUnaryImpl):
+    async def behavior(data: bytes, context: grpc.aio.ServicerContext) -> bytes:
+        try:
+            response = await impl(_parse(request_class, data, rpc), context)
+            return response if isinstance(response, bytes) else response.SerializeToString()
+        except Exception as e:  # noqa: BLE001  (every failure becomes a status)
+            await _abort(context, e, rpc)
 
     return behavior
 
 
 def _stream_behavior(rpc: str, request_class: type[Message], impl: StreamImpl):
-    def behavior(data: bytes, context: grpc.ServicerContext) -> Iterator[bytes]:
+    async def behavior(data: bytes, context: grpc.aio.ServicerContext) -> AsyncIterator[bytes]:
         try:
-            yield from impl(_parse(request_class, data, rpc), context)
-        except Exception as e:
-            if not isinstance(e, errors.OpError):
-                logger.exception("%s raised", rpc)
-            rpc_errors.abort_with(context, e, rpc)
+            messages = impl(_parse(request_class, data, rpc), context)
+            if hasattr(messages, "__aiter__"):
+                async for message in messages:
+                    yield message
+            else:
+                for message in messages:
+                    yield message
+        except Exception as e:  # noqa: BLE001  (every failure becomes a status)
+            await _abort(context, e, rpc)
 
     return behavior
 
@@ -230,32 +299,73 @@ class Client:
             raise self.error(name, e) from None
         return self._methods[name].response.FromString(data)
 
-    def stream(
-        self, path: str, request: Message, timeout: float, call_opts=None
-    ) -> Iterator[bytes]:
-        """The raw messages of the server-streaming RPC at `path` ("/Service/Method"). Like
-        `call`, a stream that never reached the peer (nothing was received) is retried once
-        if a connection opens within RECONNECT_TIMEOUT_S (a peer back from a restart).
-        Cancelling `call_opts` (a CallOptions) cancels the call, which then raises the
-        cancellation's error; closing the generator cancels it too."""
-        call = self._channel.unary_stream(path, _serialize, None)
-        for retry in (False, True):
-            responses = call(request, timeout=timeout)
-            if call_opts is not None:
-                call_opts.set_cancel_callback(lambda error, r=responses: r.cancel())
-            try:
-                yield from responses
-                return
-            except grpc.RpcError as e:
-                if call_opts is not None and call_opts.error is not None:
-                    raise call_opts.error from None
-                if retry or not (_never_connected(e) and self._reconnected()):
-                    raise rpc_errors.from_rpc_error(e, path.lstrip("/"), self.peer) from None
-            finally:
-                responses.cancel()  # (nothing to cancel once the call has ended)
-
     def error(self, name: str, e: grpc.RpcError) -> errors.OpError:
         return rpc_errors.from_rpc_error(e, f"{self._service}/{name}", self.peer)
+
+
+class StreamClient:
+    """Server-streaming calls to one peer over a grpc.aio channel on the I/O loop, so that a
+    stream waiting for its first message (a RecvTensor waiting for its tensor) holds no
+    thread. Its coroutines run on the loop, which makes the channel on first use."""
+
+    def __init__(self, address: str, peer):
+        self._address = address
+        self.peer = peer
+        self._channel: grpc.aio.Channel | None = None  # touched on the loop only
+
+    def _open(self) -> grpc.aio.Channel:
+        if self._channel is None:
+            self._channel = grpc.aio.insecure_channel(self._address, options=CHANNEL_OPTIONS)
+        return self._channel
+
+    async def start(self, path: str, request: Message, timeout: float, call_opts=None):
+        """Starts the server-streaming RPC at `path` ("/Service/Method"); returns the call
+        and its first message (None if the stream ended without one). Like `Client.call`, a
+        stream that never reached the peer is retried once if a connection opens within
+        RECONNECT_TIMEOUT_S (a peer back from a restart). Cancelling `call_opts` (a
+        CallOptions) cancels the call, which then raises the cancellation's error."""
+        for retry in (False, True):
+            call = self._open().unary_stream(path, _serialize, None)(request, timeout=timeout)
+            if call_opts is not None:
+                call_opts.set_cancel_callback(lambda error, c=call: io_loop.call_soon(c.cancel))
+            try:
+                return call, await self.read(call, path, call_opts)
+            except errors.OpError as e:
+                if retry or not (getattr(e, "never_connected", False) and await self._ready()):
+                    raise
+        raise AssertionError("unreachable")
+
+    async def read(self, call, path: str, call_opts=None) -> bytes | None:
+        """The next message of `call` (None at its end), or its failure's OpError."""
+        try:
+            message = await call.read()
+        except asyncio.CancelledError:
+            if call_opts is not None and call_opts.error is not None:
+                raise call_opts.error from None
+            raise
+        except grpc.RpcError as e:
+            if call_opts is not None and call_opts.error is not None:
+                raise call_opts.error from None
+            error = rpc_errors.from_rpc_error(e, path.lstrip("/"), self.peer)
+            error.never_connected = _never_connected(e)
+            raise error from None
+        return None if message is grpc.aio.EOF else message
+
+    async def _ready(self) -> bool:
+        try:
+            await asyncio.wait_for(self._open().channel_ready(), RECONNECT_TIMEOUT_S)
+        except asyncio.TimeoutError:
+            return False
+        return True
+
+    def close(self) -> None:
+        """Closes the channel (from any thread): calls still in flight on it end."""
+        io_loop.spawn(self._close())
+
+    async def _close(self) -> None:
+        channel, self._channel = self._channel, None
+        if channel is not None:
+            await channel.close()
 
 
 def _never_connected(e: grpc.RpcError) -> bool:

@@ -8,10 +8,15 @@ for small tensors between flowgraph peers),
 and `/flowgraph.WorkerStream/RecvTensor`, the same request answered as a stream of ~1 MiB chunks
 (tensor_stream.py), which flowgraph peers use; on that stream a large tensor's bytes go by a
 plain socket instead, when the receiver offers it (raw_transport.py).
+
+As in TF, RecvTensor is asynchronous on both sides: a handler awaits the rendezvous on the I/O
+loop (io_loop.py), and a receive in flight is a gRPC callback, a grpc.aio stream or a socket
+the loop watches, so no thread waits for a tensor however many receives a step has pending.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -20,7 +25,7 @@ import grpc
 
 from flowgraph.core import errors
 from flowgraph.core.protos import ClusterDef, worker_pb2, worker_service_pb2
-from flowgraph.distributed import grpc_service, raw_transport, tensor_stream
+from flowgraph.distributed import grpc_service, io_loop, raw_transport, tensor_stream
 from flowgraph.distributed import messages as m
 from flowgraph.distributed.worker_cache import CallOptions
 
@@ -33,32 +38,51 @@ _CLEANUP_TIMEOUT_S = 10.0
 STREAM_SERVICE = "flowgraph.WorkerStream"  # flowgraph's own: not a TF service
 STREAM_RECV_PATH = f"/{STREAM_SERVICE}/RecvTensor"
 UNARY_RECV_BYTES = 64 << 10  # up to this size a tensor takes the unary RecvTensor
+RECV_THREADS = 32  # socket transfers a task reads at once
 
 
 # -- server side -----------------------------------------------------------------------------
-def handlers(worker, raw_sender=None) -> list[grpc.GenericRpcHandler]:
-    """The grpcio handlers serving `worker` (a Worker) as WorkerService and WorkerStream;
-    large tensors go by `raw_sender` (a RawSender) to receivers that offer it."""
+def handlers(worker, pool, raw_sender=None) -> list[grpc.GenericRpcHandler]:
+    """The grpcio handlers serving `worker` (a Worker) as WorkerService and WorkerStream, the
+    blocking methods on `pool`'s threads; large tensors go by `raw_sender` (a RawSender) to
+    receivers that offer it. RecvTensor waits on the I/O loop, holding no thread."""
     unary = {}
     for name in METHODS:
         method = getattr(worker, grpc_service.snake_case(name), None)
-        if method is not None:
+        if method is not None and name != "RecvTensor":
             unary[name] = _forward(method, getattr(m, f"{name}Request"))
     unary["RunGraph"] = _run_graph(worker)
 
-    def recv_stream(request, context):
-        response = recv_tensor(worker, request)
+    async def recv_unary(request, context):
+        response = await recv(worker, request)
+        if tensor_stream.body_bytes(response.tensor) <= UNARY_RECV_BYTES:
+            return response.to_proto()
+        # (a large one, as a TensorFlow peer asks for it: serialized off the loop)
+        return await asyncio.get_running_loop().run_in_executor(
+            pool, lambda: response.to_proto().SerializeToString()
+        )
+
+    async def recv_stream(request, context):
+        response = await recv(worker, request)
         options = None
         if raw_sender is not None and raw_transport.offered(request):
             if _large(response):
-                return raw_sender.serve(response, context)
+                async for message in raw_sender.serve(response):
+                    yield message
+                return
             options = raw_transport.RawTensorTransport(port=raw_sender.port)  # for next time
-        return tensor_stream.encode(
+        for message in tensor_stream.encode(
             response.tensor, response.is_dead, response.send_start_micros, options
-        )
+        ):
+            yield message
 
     return [
-        *(grpc_service.handler(name, METHODS, unary) for name in SERVICE_NAMES),
+        *(
+            grpc_service.handler(
+                name, METHODS, unary, pool=pool, async_unary={"RecvTensor": recv_unary}
+            )
+            for name in SERVICE_NAMES
+        ),
         grpc_service.handler(
             STREAM_SERVICE,
             {},
@@ -68,9 +92,24 @@ def handlers(worker, raw_sender=None) -> list[grpc.GenericRpcHandler]:
     ]
 
 
-def recv_tensor(worker, request) -> m.RecvTensorResponse:
-    """`worker`'s answer to a RecvTensorRequest proto, once the step has made the tensor."""
-    return worker.recv_tensor(grpc_service.from_wire(m.RecvTensorRequest, request))
+async def recv(worker, request) -> m.RecvTensorResponse:
+    """`worker`'s answer to a RecvTensorRequest proto, once the step has made the tensor: a
+    future of the I/O loop that the step's rendezvous resolves. A call that ends meanwhile
+    (cancelled, past its deadline) cancels the future; its step's cleanup drops the wait."""
+    future = asyncio.get_running_loop().create_future()
+    recv_async(worker, request, io_loop.resolver(future))
+    return await future
+
+
+def recv_async(worker, request, done) -> None:
+    """`done(error, m.RecvTensorResponse)` once `worker` has the tensor a RecvTensorRequest
+    proto asks for (at once for a malformed request)."""
+    try:
+        req = grpc_service.from_wire(m.RecvTensorRequest, request)
+    except errors.OpError as e:
+        done(e, None)
+        return
+    worker.recv_tensor_async(req, done)
 
 
 def _large(response: m.RecvTensorResponse) -> bool:
@@ -109,8 +148,9 @@ class RemoteWorker:
         self.task = task
         self._address = address
         self._client = self._connect()
-        self._pool = pool  # runs the streams of recv_tensor_async
-        self._raw = raw_transport.RawReceiver(address.rpartition(":")[0].strip("[]"), task)
+        self._streams = grpc_service.StreamClient(address, task)
+        host = address.rpartition(":")[0].strip("[]")
+        self._raw = raw_transport.RawReceiver(host, task, pool)  # pool: its transfers
         self._raw_port: int | None = None  # the peer's socket transport, once it named it
         self._sizes: dict[str, int] = {}  # edge -> bytes it carried last (dict ops are atomic)
 
@@ -123,9 +163,15 @@ class RemoteWorker:
         still waiting on it (on a hung peer, which neither answers nor closes its sockets)."""
         old, self._client = self._client, self._connect()
         old.close()
+        old_streams, self._streams = (
+            self._streams,
+            grpc_service.StreamClient(self._address, self.task),
+        )
+        old_streams.close()
 
     def close(self) -> None:
         self._client.close()
+        self._streams.close()
         self._raw.close()
 
     def _call(self, name: str, req, timeout: float = grpc_service.CONTROL_TIMEOUT_S):
@@ -193,53 +239,28 @@ class RemoteWorker:
     def recv_tensor(
         self, req: m.RecvTensorRequest, call_opts: CallOptions | None = None, raw: bool = True
     ) -> m.RecvTensorResponse:
-        """The tensor streamed from the peer (it waits until the step made it): in chunks,
-        or, if `raw` and the peer takes the offer, over a socket (raw_transport.py).
-        Cancelling `call_opts` ends the call at once."""
-        request = req.to_proto()
-        port = self._raw_port
-        got = self._raw.recv(port, request, call_opts) if raw and port is not None else None
-        if got is None:
-            if port is not None:
-                self._raw_port = None  # gone or elsewhere: gRPC finds out, and the new port
-            got = self._recv_by_grpc(req, request, call_opts, raw)
-        array, header = got
-        self._sizes[_edge(req.rendezvous_key)] = array.nbytes if array is not None else 0
-        return m.RecvTensorResponse(array, header.is_dead, header.send_start_micros)
-
-    def _recv_by_grpc(self, req, request, call_opts, raw: bool):
-        """The streamed RecvTensor; with `raw`, it offers the socket transport and learns the
-        peer's port from the answer."""
-        if raw:
-            raw_transport.offer(request)
-
-        def fill_raw(header, array) -> bool:
-            options = raw_transport.accepted(header)
-            if options is None:
-                return False
-            self._raw_port = options.port
-            if options.token:
-                self._raw.receive(options, array, call_opts, req.rendezvous_key)
-            return bool(options.token)
-
-        messages = self._client.stream(
-            STREAM_RECV_PATH, request, grpc_service.STEP_TIMEOUT_S, call_opts
+        """The blocking form of `recv_tensor_async` (for tools and tests), always streamed:
+        with `raw` (and the peer taking the offer) its bytes come by socket."""
+        got: list = []
+        ready = threading.Event()
+        self._receive(
+            req, lambda error, resp: (got.append((error, resp)), ready.set()), call_opts, raw
         )
-        try:
-            return tensor_stream.decode(messages, fill_raw)
-        finally:
-            messages.close()  # cancels the call if a socket carried the bytes
-            if call_opts is not None:
-                call_opts.clear_cancel_callback()
+        ready.wait()
+        error, response = got[0]
+        if error is not None:
+            raise error
+        return response
 
     def recv_tensor_async(
         self, req: m.RecvTensorRequest, done, call_opts: CallOptions | None = None
     ) -> None:
-        """From a peer whose socket transport is known, every tensor comes that way (on a pool
-        thread). Otherwise a tensor that was small the last time this edge carried it comes
-        by TF's unary RecvTensor, answered on gRPC's own thread (a stream costs ~0.5 ms more
-        per call); one seen large, or never seen, by the chunked stream (or a socket) on a
-        pool thread. Cancelling `call_opts` (the receiving step ended) ends the call."""
+        """`done(error, response)` once the peer's step has made the tensor; no thread waits
+        for it. From a peer whose socket transport is known, every tensor comes that way
+        (raw_transport.py). Otherwise a tensor that was small the last time this edge carried
+        it comes by TF's unary RecvTensor (a stream costs ~0.5 ms more per call); one seen
+        large, or never seen, by the chunked stream, which offers the socket transport.
+        Cancelling `call_opts` (the receiving step ended) ends the call."""
         size = self._sizes.get(_edge(req.rendezvous_key))
         if self._raw_port is None and size is not None and size <= UNARY_RECV_BYTES:
             future = self._client.call_future(
@@ -249,16 +270,77 @@ class RemoteWorker:
                 call_opts.set_cancel_callback(lambda error: future.cancel())
             future.add_done_callback(lambda f: self._unary_done(req, f, done))
             return
+        self._receive(req, done, call_opts, raw=True)
 
-        def receive():
-            try:
-                response = self.recv_tensor(req, call_opts)
-            except Exception as e:  # noqa: BLE001  (done reports every failure)
-                done(e, None)
+    def _receive(self, req, done, call_opts, raw: bool) -> None:
+        """By socket if `raw` and the peer's port is known (by gRPC if that port is gone),
+        else by the stream; `done` gets the RecvTensorResponse."""
+
+        def finish(error, got) -> None:
+            if error is not None:
+                done(error, None)
+                return
+            array, header = got
+            self._sizes[_edge(req.rendezvous_key)] = array.nbytes if array is not None else 0
+            done(None, m.RecvTensorResponse(array, header.is_dead, header.send_start_micros))
+
+        def by_socket(error, got) -> None:
+            if error is None and got is None:  # gone or elsewhere: gRPC learns the new port
+                self._raw_port = None
+                io_loop.spawn(self._by_stream(req, call_opts, raw, finish))
             else:
-                done(None, response)
+                finish(error, got)
 
-        self._pool.submit(receive)
+        port = self._raw_port
+        if raw and port is not None:
+            self._raw.recv_async(port, req.to_proto(), call_opts, by_socket)
+        else:
+            io_loop.spawn(self._by_stream(req, call_opts, raw, finish))
+
+    async def _by_stream(self, req, call_opts, raw: bool, done) -> None:
+        try:
+            got = await self._stream(req, call_opts, raw)
+        except Exception as e:  # noqa: BLE001  (done reports every failure)
+            done(e, None)
+        else:
+            done(None, got)
+
+    async def _stream(self, req, call_opts, raw: bool):
+        """(array or None, header) of the streamed RecvTensor, on the I/O loop; with `raw`, it
+        offers the socket transport, learns the peer's port from the answer, and if the
+        peer sends the bytes that way, receives them on a transfer thread."""
+        request = req.to_proto()
+        if raw:
+            raw_transport.offer(request)
+        call, first = await self._streams.start(
+            STREAM_RECV_PATH, request, grpc_service.STEP_TIMEOUT_S, call_opts
+        )
+        try:
+            header = tensor_stream.parse_header(first)
+            array = tensor_stream.allocate(header)
+            if array is None:
+                return tensor_stream.carried(header), header
+            options = raw_transport.accepted(header)
+            if options is not None:
+                self._raw_port = options.port
+            if options is not None and options.token:
+                received = asyncio.get_running_loop().create_future()
+                what = req.rendezvous_key
+                resolve = io_loop.resolver(received)
+                self._raw.receive_async(options, array, call_opts, what, resolve)
+                await received
+                return array, header
+            chunks = tensor_stream.Chunks(array)
+            while (
+                chunk := await self._streams.read(call, STREAM_RECV_PATH, call_opts)
+            ) is not None:
+                chunks.add(chunk)
+            chunks.finish()
+            return array, header
+        finally:
+            call.cancel()  # (nothing to cancel once the call has ended)
+            if call_opts is not None:
+                call_opts.clear_cancel_callback()
 
     def _unary_done(self, req: m.RecvTensorRequest, future: grpc.Future, done) -> None:
         try:
@@ -293,8 +375,9 @@ class GrpcWorkerCache:
         self._local_worker = local_worker
         self._lock = threading.Lock()  # guards _stubs
         self._stubs: dict[str, RemoteWorker] = {}
-        # each RecvTensor waiting on a socket holds one (threads start only when needed)
-        self._pool = ThreadPoolExecutor(256, thread_name_prefix="recv-tensor")
+        # reads the bytes of socket transfers, each only while they flow (threads start when
+        # needed); receives waiting for their tensor wait on the I/O loop
+        self._pool = ThreadPoolExecutor(RECV_THREADS, thread_name_prefix="recv-tensor")
         if local_worker is not None:
             local_worker.worker_cache = self
 

@@ -26,6 +26,12 @@ round trip a tenth of that, and a ps serving many workers spends most of its tim
 that cannot be connected to (the peer restarted on another one) sends the receiver back to gRPC,
 which learns the new one.
 
+No thread waits for a tensor: the sender's handler awaits the transfer on the I/O loop
+(io_loop.py), whose selector also watches every idle connection for its next frame and every
+receiver's connection for its answer; a pool thread runs only while bytes flow (reading a frame,
+writing or reading an answer). Senders and receivers have separate pools, so a transfer's two
+ends never wait for each other's threads.
+
 Failures are errors of the step, never of the process: a length other than the header's is
 DataLossError; a connection that closes early (the peer died or gave up) is UnavailableError
 naming the peer; no progress for IDLE_TIMEOUT_S is DeadlineExceededError; a token the sender
@@ -35,11 +41,13 @@ the receiving step's rendezvous does when the step ends) shuts its socket down a
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 import socket
 import struct
 import threading
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from google.protobuf.message import DecodeError
@@ -47,7 +55,7 @@ from google.protobuf.message import DecodeError
 from flowgraph.core import errors
 from flowgraph.core.protos import worker_pb2
 from flowgraph.core.protos.worker_pb2 import RawTensorTransport, RecvTensorResponse
-from flowgraph.distributed import tensor_stream
+from flowgraph.distributed import io_loop, tensor_stream
 from flowgraph.distributed.worker_cache import CallOptions
 
 MIN_BYTES = 512 << 10  # below this, gRPC's chunks cost less than a socket round trip more
@@ -82,59 +90,70 @@ def accepted(header) -> RawTensorTransport | None:
 
 
 # -- the sender ------------------------------------------------------------------------------
+SEND_THREADS = 32  # threads writing answers at once (each only while its bytes flow)
+
+
 class _Transfer:
-    """One tensor's bytes waiting for their receiver; `done` is set once sent or dropped."""
+    """One tensor's bytes waiting for their receiver; `finish(error)` (once: sent, failed or
+    dropped) calls `on_done(error)`."""
 
-    __slots__ = ("data", "done", "error")
+    __slots__ = ("data", "on_done")
 
-    def __init__(self, data: memoryview):
+    def __init__(self, data: memoryview, on_done):
         self.data = data
-        self.done = threading.Event()
-        self.error: errors.OpError | None = None
+        self.on_done = on_done
 
     def finish(self, error: errors.OpError | None) -> None:
-        self.error = error
-        self.done.set()
+        self.on_done(error)
 
 
 class RawSender:
-    """A task's listener: serves the transfers its RecvTensor handlers offered (`serve`).
-    `_lock` guards `_pending`, `_conns` and `_closed`."""
+    """A task's listener: serves the transfers its RecvTensor handlers offered (`serve`) and
+    the RecvTensors asked on its connections. `_lock` guards `_pending`, `_conns` and
+    `_closed`."""
 
-    def __init__(self, host: str, recv_tensor):
-        self._recv_tensor = recv_tensor  # RecvTensorRequest proto -> m.RecvTensorResponse
+    def __init__(self, host: str, recv_tensor_async):
+        # (RecvTensorRequest proto, done(error, m.RecvTensorResponse)) -> None, never blocks
+        self._recv_tensor_async = recv_tensor_async
         self._listener = socket.create_server((host, 0))
         self.port = self._listener.getsockname()[1]
         self._lock = threading.Lock()
         self._pending: dict[bytes, _Transfer] = {}
         self._conns: set[socket.socket] = set()
         self._closed = False
+        self._loop = io_loop.get()
+        self._pool = ThreadPoolExecutor(SEND_THREADS, thread_name_prefix="raw-send")
         threading.Thread(target=self._accept, name="raw-accept", daemon=True).start()
 
-    def serve(self, response, context) -> Iterator[bytes]:
+    async def serve(self, response) -> AsyncIterator[bytes]:
         """The streamed RecvTensor of `response` (an m.RecvTensorResponse of a raw tensor of
-        at least MIN_BYTES) whose bytes go by socket: yields the header, then waits for the
-        transfer (steps 2 and 3 of the module docstring)."""
+        at least MIN_BYTES) whose bytes go by socket: yields the header, then waits (on the
+        loop) for the transfer (steps 2 and 3 of the module docstring). A call that ends
+        first (its receiver cancelled it) drops the transfer."""
         header, data = tensor_stream.split(
             response.tensor, response.is_dead, response.send_start_micros
         )
         token = secrets.token_bytes(TOKEN_BYTES)
-        transfer = _Transfer(data)
+        done = asyncio.get_running_loop().create_future()
+        resolve = io_loop.resolver(done)
+        transfer = _Transfer(data, lambda error: resolve(None, error))
         with self._lock:
             self._pending[token] = transfer
-        context.add_callback(lambda: self._drop(token))
         header.transport_options.Pack(RawTensorTransport(port=self.port, token=token))
         try:
             yield header.SerializeToString()
-            if not transfer.done.wait(IDLE_TIMEOUT_S) and self._drop(token):
-                raise errors.DeadlineExceededError(
-                    None, None, f"RecvTensor: no receiver took the tensor in {IDLE_TIMEOUT_S} s"
-                )
-            transfer.done.wait()  # started: the socket's own timeout bounds it
+            try:
+                error = await asyncio.wait_for(asyncio.shield(done), IDLE_TIMEOUT_S)
+            except asyncio.TimeoutError:
+                if self._drop(token):
+                    raise errors.DeadlineExceededError(
+                        None, None, f"RecvTensor: no receiver took the tensor in {IDLE_TIMEOUT_S} s"
+                    ) from None
+                error = await done  # started: the socket's own timeout bounds it
         finally:
             self._drop(token)
-        if transfer.error is not None:
-            raise transfer.error
+        if error is not None:
+            raise error
 
     def _drop(self, token: bytes) -> bool:
         """Drops a transfer no receiver has started; False if there is none (started, done)."""
@@ -156,31 +175,60 @@ class RawSender:
                     conn.close()
                     return
                 self._conns.add(conn)
-            threading.Thread(
-                target=self._serve_connection, args=(conn,), name="raw-send", daemon=True
-            ).start()
-
-    def _serve_connection(self, conn: socket.socket) -> None:
-        """Answers each frame the receiver writes: a token (b"T") with its transfer, a
-        RecvTensorRequest (b"R") with the tensor once the step has made it."""
-        try:
             conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            while True:
-                kind = _read_exactly(conn, 1)
-                if kind == b"T":
-                    self._send_transfer(conn, _read_exactly(conn, TOKEN_BYTES))
-                elif kind == b"R":
-                    self._answer(
-                        conn, _read_exactly(conn, _LENGTH.unpack(_read_exactly(conn, 8))[0])
-                    )
-                else:
-                    return  # not a flowgraph receiver
+            self._watch(conn)
+
+    def _watch(self, conn: socket.socket) -> None:
+        """Waits, on the loop, for the receiver's next frame on `conn`, then reads it on a pool
+        thread (`_serve_frame`)."""
+        when_readable(self._loop, conn, None, lambda timed_out: self._submit(conn, None))
+
+    def _submit(self, conn: socket.socket, answer) -> None:
+        """Runs `_serve_frame(conn)`, or `_answer(conn, *answer)`, on the pool."""
+        try:
+            if answer is None:
+                self._pool.submit(self._serve_frame, conn)
+            else:
+                self._pool.submit(self._answer, conn, *answer)
+        except RuntimeError:  # shut down: the sender is closing
+            self._close_conn(conn)
+
+    def _serve_frame(self, conn: socket.socket) -> None:
+        """Reads one frame: a token (b"T"), answered with its transfer; a RecvTensorRequest
+        (b"R"), answered when the step has made the tensor."""
+        try:
+            kind = _read_exactly(conn, 1)
+            if kind == b"T":
+                self._send_transfer(conn, _read_exactly(conn, TOKEN_BYTES))
+                self._watch(conn)
+            elif kind == b"R":
+                self._request(conn, _read_exactly(conn, _LENGTH.unpack(_read_exactly(conn, 8))[0]))
+            else:
+                self._close_conn(conn)  # not a flowgraph receiver
         except (OSError, _Closed):
-            return  # the receiver went (or closed its idle connection)
-        finally:
-            with self._lock:
-                self._conns.discard(conn)
-            conn.close()
+            self._close_conn(conn)  # the receiver went (or closed its idle connection)
+
+    def _request(self, conn: socket.socket, data: bytes) -> None:
+        """Asks the worker for the tensor; the answer is written at once if it is there (the
+        callback ran in this thread), else by a pool thread when the step makes it."""
+        thread = threading.get_ident()
+        inline: list = [True]  # [still in recv_tensor_async, the answer if it came here]
+
+        def done(error, response):
+            if inline[0] and threading.get_ident() == thread:
+                inline.append((error, response))
+            else:
+                self._submit(conn, (error, response))
+
+        try:
+            request = _parse_request(data)
+        except errors.OpError as e:
+            done(e, None)
+        else:
+            self._recv_tensor_async(request, done)
+        inline[0] = False
+        if len(inline) > 1:
+            self._answer(conn, *inline[1])
 
     def _send_transfer(self, conn: socket.socket, token: bytes) -> None:
         with self._lock:
@@ -197,27 +245,42 @@ class RawSender:
         conn.settimeout(None)
         transfer.finish(None)
 
-    def _answer(self, conn: socket.socket, request: bytes) -> None:
+    def _answer(self, conn: socket.socket, error, response) -> None:
         """A RecvTensor asked on the socket: the header's length and the header (a
         RecvTensorResponse, as message 0 of the stream), then the raw bytes as for a transfer;
-        or, for a failure, its length with ERROR_BIT set, then its code and message."""
+        or, for a failure, its length with ERROR_BIT set, then its code and message. Then
+        the connection waits for its next frame."""
         try:
-            response = self._recv_tensor(_parse_request(request))
-            header, data = tensor_stream.split(
-                response.tensor, response.is_dead, response.send_start_micros
-            )
-        except Exception as e:  # noqa: BLE001  (the receiver gets every failure)
-            if not isinstance(e, errors.OpError):
-                e = errors.InternalError(None, None, f"RecvTensor failed: {type(e).__name__}: {e}")
-            payload = struct.pack("<i", e.error_code) + (e.message or "").encode()
-            conn.sendall(_LENGTH.pack(_ERROR_BIT | len(payload)) + payload)
+            if error is None:
+                try:
+                    header, data = tensor_stream.split(
+                        response.tensor, response.is_dead, response.send_start_micros
+                    )
+                except Exception as e:  # noqa: BLE001  (the receiver gets every failure)
+                    error = e
+            conn.settimeout(IDLE_TIMEOUT_S)
+            if error is not None:
+                if not isinstance(error, errors.OpError):
+                    error = errors.InternalError(
+                        None, None, f"RecvTensor failed: {type(error).__name__}: {error}"
+                    )
+                payload = struct.pack("<i", error.error_code) + (error.message or "").encode()
+                conn.sendall(_LENGTH.pack(_ERROR_BIT | len(payload)) + payload)
+            else:
+                head = header.SerializeToString()
+                conn.sendall(_LENGTH.pack(len(head)) + head)
+                if data is not None:
+                    _send_bytes(conn, data)
+            conn.settimeout(None)
+        except OSError:
+            self._close_conn(conn)
             return
-        head = header.SerializeToString()
-        conn.settimeout(IDLE_TIMEOUT_S)
-        conn.sendall(_LENGTH.pack(len(head)) + head)
-        if data is not None:
-            _send_bytes(conn, data)
-        conn.settimeout(None)
+        self._watch(conn)
+
+    def _close_conn(self, conn: socket.socket) -> None:
+        with self._lock:
+            self._conns.discard(conn)
+        conn.close()
 
     def close(self) -> None:
         """Stops listening, ends open connections and fails transfers still pending."""
@@ -228,9 +291,10 @@ class RawSender:
         _shutdown(self._listener)  # (close alone does not wake a thread blocked in accept)
         self._listener.close()
         for conn in conns:
-            _shutdown(conn)
+            _shutdown(conn)  # (its watch or its thread sees the end and closes it)
         for transfer in pending:
             transfer.finish(errors.CancelledError(None, None, "The server is stopping"))
+        self._pool.shutdown(wait=False)
 
 
 def _send_bytes(conn: socket.socket, data: memoryview) -> None:
@@ -239,46 +303,79 @@ def _send_bytes(conn: socket.socket, data: memoryview) -> None:
     conn.sendall(data)
 
 
+def when_readable(loop, conn: socket.socket, wait_s: float | None, then) -> None:
+    """Calls `then(timed_out)` on the loop, once, when `conn` is readable (data, its end, or a
+    shutdown by a cancellation) or `wait_s` seconds have passed (None: no limit). The wait
+    holds no thread: the loop's selector watches the socket."""
+
+    def arm():
+        fd = conn.fileno()
+        if fd < 0:  # closed meanwhile: the read that follows fails
+            then(False)
+            return
+        state: list = [None]  # the timer, then True once fired
+
+        def fire(timed_out: bool) -> None:
+            if state[0] is True:
+                return
+            if state[0] is not None:
+                state[0].cancel()
+            state[0] = True
+            loop.remove_reader(fd)
+            then(timed_out)
+
+        loop.add_reader(fd, fire, False)
+        if wait_s is not None:
+            state[0] = loop.call_later(wait_s, fire, True)
+
+    loop.call_soon_threadsafe(arm)
+
+
 # -- the receiver ----------------------------------------------------------------------------
 class RawReceiver:
     """The raw path from one peer: its host, and idle connections to its listener (those to
-    an older port, a restarted peer's, are closed). `_lock` guards `_idle`."""
+    an older port, a restarted peer's, are closed). Answers are awaited on the I/O loop and
+    read on `pool`'s threads. `_lock` guards `_idle`."""
 
-    def __init__(self, host: str, peer: str):
+    def __init__(self, host: str, peer: str, pool: ThreadPoolExecutor):
         self._host = host
         self._peer = peer
+        self._pool = pool
+        self._loop = io_loop.get()
         self._lock = threading.Lock()
         self._idle: list[tuple[int, socket.socket]] = []
 
-    def receive(
+    def receive_async(
         self,
         options: RawTensorTransport,
         array: np.ndarray,
         call_opts: CallOptions | None,
         what: str,
+        done,
     ) -> None:
-        """Fills `array` with the bytes of transfer `options` (`what` names the tensor in
-        errors)."""
-        frame = b"T" + options.token
-        self._exchange(
+        """Fills `array` with the bytes of transfer `options`, then calls `done(error, None)`
+        (`what` names the tensor in errors)."""
+        _Exchange(
+            self,
             options.port,
-            frame,
+            b"T" + options.token,
             what,
             call_opts,
             IDLE_TIMEOUT_S,
             lambda conn, length: self._fill(conn, length, array, what),
-        )
+            done,
+        ).start()
 
-    def recv(self, port: int, request, call_opts: CallOptions | None):
-        """RecvTensor `request` (a proto) asked on the socket to `port`: (array or None if
-        dead, header); None if `port` cannot be connected to (the peer restarted elsewhere,
-        or is down: the caller asks by gRPC). It waits as long as the step takes."""
+    def recv_async(self, port: int, request, call_opts: CallOptions | None, done) -> None:
+        """RecvTensor `request` (a proto) asked on the socket to `port`: `done(None, (array or
+        None if dead, header))`, or `done(error, None)`; `done(None, None)` if `port` cannot be
+        connected to (the peer restarted elsewhere, or is down: the caller asks by gRPC). It
+        waits as long as the step takes, holding no thread."""
         data = request.SerializeToString()
         frame = b"R" + _LENGTH.pack(len(data)) + data
         what = request.rendezvous_key
 
         def answer(conn, word):
-            conn.settimeout(IDLE_TIMEOUT_S)
             if word & _ERROR_BIT and word != _UNKNOWN_TOKEN:
                 payload = _read_exactly(conn, word & ~_ERROR_BIT)
                 code = int.from_bytes(payload[:4], "little", signed=True)
@@ -291,55 +388,7 @@ class RawReceiver:
             self._fill(conn, _LENGTH.unpack(_read_exactly(conn, 8))[0], array, what)
             return array, header
 
-        return self._exchange(port, frame, what, call_opts, None, answer, fallback=True)
-
-    def _exchange(self, port, frame, what, call_opts, wait_s, answer, fallback=False):
-        """Writes `frame` on a connection to `port`, reads the 8-byte word that answers it
-        (waiting up to `wait_s`, None: as long as it takes) and returns `answer(conn, word)`.
-        A pooled connection that turns out closed is replaced once. With `fallback`, a port
-        that cannot be connected to returns None instead of raising."""
-        try:
-            conn, pooled = self._connection(port)
-        except errors.UnavailableError:
-            if fallback:
-                return None
-            raise
-        guard = _Guard(conn, call_opts)
-        try:
-            conn.settimeout(wait_s)
-            try:
-                word = self._request(conn, frame)
-            except _Closed:
-                if not pooled:
-                    raise
-                conn.close()  # the peer closed it while it was idle: try a new one
-                conn = guard.replace(self._reconnect(port, fallback))
-                conn.settimeout(wait_s)
-                word = self._request(conn, frame)
-            result = answer(conn, word)
-        except _Gone:
-            guard.finish()
-            return None
-        except BaseException as e:  # noqa: BLE001  (re-raised, as an OpError if it is one)
-            guard.finish()
-            guard.conn.close()
-            if guard.error is not None:  # cancelled: the shutdown caused this
-                raise guard.error from None
-            raise self._error(e, what) from None
-        if not guard.finish():
-            conn.close()
-            raise guard.error
-        self._release(port, conn)
-        return result
-
-    def _reconnect(self, port: int, fallback: bool) -> socket.socket:
-        """A new connection to `port`; _Gone (with `fallback`) if there is no listener."""
-        try:
-            return self._connection(port, pooled=False)[0]
-        except errors.UnavailableError:
-            if fallback:
-                raise _Gone from None
-            raise
+        _Exchange(self, port, frame, what, call_opts, None, answer, done, fallback=True).start()
 
     def _fill(self, conn: socket.socket, length: int, array: np.ndarray, what: str) -> None:
         buffer = memoryview(array.reshape(-1).view(np.uint8))
@@ -382,14 +431,6 @@ class RawReceiver:
             )
         return e
 
-    def _request(self, conn: socket.socket, frame: bytes) -> int:
-        """Writes `frame`, returns the 8-byte word the sender answers; _Closed if it closed."""
-        try:
-            conn.sendall(frame)
-            return _LENGTH.unpack(_read_exactly(conn, _LENGTH.size))[0]
-        except (BrokenPipeError, ConnectionResetError):
-            raise _Closed from None
-
     def _connection(self, port: int, pooled: bool = True) -> tuple[socket.socket, bool]:
         """An idle connection to `port` (and True), or a new one (and False)."""
         stale = []
@@ -430,12 +471,95 @@ class RawReceiver:
             conn.close()
 
 
+class _Exchange:
+    """One request on a connection to `port`: writes `frame` (in the caller's thread: a few
+    bytes), waits on the loop until the answer starts (up to `wait_s`; None: as long as the
+    step takes), then on a pool thread reads the 8-byte word that answers it and calls
+    `done(None, answer(conn, word))`, or `done(error, None)`. A pooled connection that turns
+    out closed is replaced once. With `fallback`, a port that cannot be connected to calls
+    `done(None, None)` instead of failing."""
+
+    def __init__(
+        self, receiver, port, frame, what, call_opts, wait_s, answer, done, fallback=False
+    ):
+        self.receiver, self.port, self.frame, self.what = receiver, port, frame, what
+        self.call_opts, self.wait_s, self.answer, self.done = call_opts, wait_s, answer, done
+        self.fallback = fallback
+        self.guard: _Guard | None = None
+        self.pooled = False
+
+    def start(self) -> None:
+        try:
+            conn, self.pooled = self.receiver._connection(self.port)
+        except errors.UnavailableError as e:
+            self.done(None, None) if self.fallback else self.done(e, None)
+            return
+        self.guard = _Guard(conn, self.call_opts)
+        self._send(conn)
+
+    def _send(self, conn: socket.socket) -> None:
+        try:
+            conn.settimeout(IDLE_TIMEOUT_S)
+            conn.sendall(self.frame)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # closed while idle: the read finds out, and retries on a new connection
+        except OSError as e:
+            self._fail(e)
+            return
+        when_readable(self.receiver._loop, conn, self.wait_s, self._readable)
+
+    def _readable(self, timed_out: bool) -> None:
+        try:
+            self.receiver._pool.submit(self._finish, timed_out)
+        except RuntimeError:  # shut down: the worker cache is closing
+            self.guard.abort(errors.CancelledError(None, None, "The worker cache was closed"))
+            self._fail(_Closed())
+
+    def _finish(self, timed_out: bool) -> None:
+        conn = self.guard.conn
+        try:
+            if timed_out:
+                raise TimeoutError
+            try:
+                word = _LENGTH.unpack(_read_exactly(conn, _LENGTH.size))[0]
+            except (ConnectionResetError, _Closed):
+                if not self.pooled or self.guard.error is not None:
+                    raise _Closed from None
+                self._retry(conn)  # the peer closed it while it was idle: try a new one
+                return
+            result = self.answer(conn, word)
+        except BaseException as e:  # noqa: BLE001  (reported, as an OpError if it is one)
+            self._fail(e)
+            return
+        if not self.guard.finish():
+            conn.close()
+            self.done(self.guard.error, None)
+            return
+        self.receiver._release(self.port, conn)
+        self.done(None, result)
+
+    def _retry(self, old: socket.socket) -> None:
+        old.close()
+        self.pooled = False
+        try:
+            conn = self.receiver._connection(self.port, pooled=False)[0]
+        except errors.UnavailableError as e:
+            self.guard.finish()
+            self.done(None, None) if self.fallback else self.done(e, None)
+            return
+        self._send(self.guard.replace(conn))
+
+    def _fail(self, e: BaseException) -> None:
+        self.guard.finish()
+        self.guard.conn.close()
+        if self.guard.error is not None:  # cancelled: the shutdown caused this
+            self.done(self.guard.error, None)
+        else:
+            self.done(self.receiver._error(e, self.what), None)
+
+
 class _Closed(Exception):
     """The sender closed the connection before it answered."""
-
-
-class _Gone(Exception):
-    """No listener on the port any more: the peer restarted elsewhere, or is down."""
 
 
 class _Guard:

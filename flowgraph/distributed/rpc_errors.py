@@ -23,8 +23,8 @@ def status_code(code: int) -> grpc.StatusCode:
     return _STATUS_BY_CODE.get(code, grpc.StatusCode.UNKNOWN)
 
 
-def abort_with(context: grpc.ServicerContext, error: BaseException, method: str) -> None:
-    """Ends the call with `error` as its status; never returns (grpc raises to unwind)."""
+def status(error: BaseException, method: str) -> tuple[grpc.StatusCode, str, tuple]:
+    """(code, details, trailing metadata) of the status that ends a failed call of `method`."""
     metadata = [(ORIGIN_KEY, "server")]
     if isinstance(error, errors.OpError):
         node_name = getattr(error, "node_name", None)
@@ -34,8 +34,7 @@ def abort_with(context: grpc.ServicerContext, error: BaseException, method: str)
     else:  # a bug on the server: report it to the caller, never crash the server
         code = errors.INTERNAL
         message = f"{method} failed: {type(error).__name__}: {error}"
-    context.set_trailing_metadata(tuple(metadata))
-    context.abort(status_code(code), message or f"{method} failed")
+    return status_code(code), message or f"{method} failed", tuple(metadata)
 
 
 def from_rpc_error(error: grpc.RpcError, method: str, peer: str) -> errors.OpError:

@@ -6,10 +6,12 @@ and, given the host its gRPC port is on, a listener there for large tensors (raw
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import grpc
 
 from flowgraph.core.protos import ClusterDef, ConfigProto, ServerDef
-from flowgraph.distributed import grpc_master, grpc_worker, health, raw_transport
+from flowgraph.distributed import grpc_master, grpc_service, grpc_worker, health, raw_transport
 from flowgraph.distributed.master import Master
 from flowgraph.distributed.worker import Worker
 from flowgraph.runtime import blas
@@ -38,11 +40,13 @@ class TaskServices:
         self.raw_sender = None
         if raw_host is not None:
             self.raw_sender = raw_transport.RawSender(
-                raw_host, lambda request: grpc_worker.recv_tensor(self.worker, request)
+                raw_host, lambda request, done: grpc_worker.recv_async(self.worker, request, done)
             )
+        # runs the blocking handlers (RunStep, RunGraph, ...); threads start when needed
+        self._pool = ThreadPoolExecutor(grpc_service.HANDLER_THREADS, thread_name_prefix="rpc")
         self.handlers: list[grpc.GenericRpcHandler] = [
-            *grpc_worker.handlers(self.worker, self.raw_sender),
-            *grpc_master.handlers(self.master),
+            *grpc_worker.handlers(self.worker, self._pool, self.raw_sender),
+            *grpc_master.handlers(self.master, self._pool),
         ]
 
     def close(self) -> None:
@@ -51,6 +55,7 @@ class TaskServices:
         self.worker_cache.close()
         if self.raw_sender is not None:
             self.raw_sender.close()
+        self._pool.shutdown(wait=False)
 
 
 def server_def(

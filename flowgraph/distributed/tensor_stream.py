@@ -76,24 +76,24 @@ def encode(
             yield bytes(flat[start : start + CHUNK_BYTES])
 
 
-def decode(
-    messages: Iterable[bytes], fill_elsewhere=None
-) -> tuple[np.ndarray | None, RecvTensorResponse]:
+def decode(messages: Iterable[bytes]) -> tuple[np.ndarray | None, RecvTensorResponse]:
     """The tensor (None if dead) and the header of a streamed RecvTensor. Raises DataLossError
-    when the chunks do not add up to the tensor the header announced. `fill_elsewhere(header,
-    array)` may fill the array from another transport the header names (returning True)."""
+    when the chunks do not add up to the tensor the header announced."""
     stream = iter(messages)
     header = read_header(stream)
     array = allocate(header)
     if array is None:
         return carried(header), header
-    if fill_elsewhere is None or not fill_elsewhere(header, array):
-        _fill(array.reshape(-1).view(np.uint8), stream)
+    _fill(array, stream)
     return array, header
 
 
 def read_header(stream: Iterator[bytes]) -> RecvTensorResponse:
-    first = next(stream, None)
+    return parse_header(next(stream, None))
+
+
+def parse_header(first: bytes | None) -> RecvTensorResponse:
+    """The header of a stream whose first message is `first` (None: the stream had none)."""
     if first is None:
         raise errors.DataLossError(None, None, "RecvTensor stream ended before its header")
     return RecvTensorResponse.FromString(first)
@@ -118,16 +118,37 @@ def carried(header: RecvTensorResponse) -> np.ndarray | None:
 
 
 def _fill(buffer: np.ndarray, stream: Iterator[bytes]) -> None:
-    offset = 0
+    chunks = Chunks(buffer)
     for chunk in stream:
-        end = offset + len(chunk)
-        if end > buffer.size:
+        chunks.add(chunk)
+    chunks.finish()
+
+
+class Chunks:
+    """Copies the raw chunks of a stream into the array its header announced, as they come;
+    DataLossError when they do not add up to it."""
+
+    __slots__ = ("_buffer", "_offset")
+
+    def __init__(self, array: np.ndarray):
+        self._buffer = array.reshape(-1).view(np.uint8)
+        self._offset = 0
+
+    def add(self, chunk: bytes) -> None:
+        end = self._offset + len(chunk)
+        if end > self._buffer.size:
             raise errors.DataLossError(
-                None, None, f"RecvTensor stream sent more than the {buffer.size} bytes announced"
+                None,
+                None,
+                f"RecvTensor stream sent more than the {self._buffer.size} bytes announced",
             )
-        buffer[offset:end] = np.frombuffer(chunk, dtype=np.uint8)
-        offset = end
-    if offset != buffer.size:
-        raise errors.DataLossError(
-            None, None, f"RecvTensor stream ended after {offset} of {buffer.size} bytes"
-        )
+        self._buffer[self._offset : end] = np.frombuffer(chunk, dtype=np.uint8)
+        self._offset = end
+
+    def finish(self) -> None:
+        if self._offset != self._buffer.size:
+            raise errors.DataLossError(
+                None,
+                None,
+                f"RecvTensor stream ended after {self._offset} of {self._buffer.size} bytes",
+            )

@@ -374,17 +374,6 @@ class Worker:
 
         self.rendezvous_mgr.find(req.step_id).recv_async(key, on_value)
 
-    def recv_tensor(self, req: m.RecvTensorRequest) -> m.RecvTensorResponse:
-        """The blocking form, for a transport's handler thread."""
-        box: list = []
-        ready = threading.Event()
-        self.recv_tensor_async(req, lambda error, resp: (box.append((error, resp)), ready.set()))
-        ready.wait()
-        error, resp = box[0]
-        if error is not None:
-            raise error
-        return resp
-
     # -- lifetime --------------------------------------------------------------------------
     def close(self, error: errors.OpError | None = None) -> None:
         """Cancels running steps and releases the devices (pools, resource containers)."""

@@ -80,8 +80,6 @@ class WorkerInterface(Protocol):
 
     def cleanup_all(self, req: m.CleanupAllRequest) -> m.CleanupAllResponse: ...
 
-    def recv_tensor(self, req: m.RecvTensorRequest) -> m.RecvTensorResponse: ...
-
     def recv_tensor_async(self, req: m.RecvTensorRequest, done: RecvDone) -> None:
         """Calls `done(error, response)` when the tensor is there; never blocks the caller."""
 

@@ -10,7 +10,7 @@ import pytest
 
 from flowgraph.core import errors
 from flowgraph.core.protos import master_service_pb2, worker_pb2, worker_service_pb2
-from flowgraph.distributed import grpc_service, rpc_errors, tensor_stream
+from flowgraph.distributed import grpc_server, grpc_service, io_loop, rpc_errors, tensor_stream
 
 WORKER = worker_service_pb2.DESCRIPTOR.services_by_name["WorkerService"]
 MASTER = master_service_pb2.DESCRIPTOR.services_by_name["MasterService"]
@@ -47,6 +47,8 @@ class _Service:
     def __init__(self):
         self.error = None
         self.release = threading.Event()
+        self.started = threading.Event()
+        self.on_end = lambda: None
         self.tensor = np.arange(3 * 2**18 + 5, dtype=np.float32)
 
     def get_status(self, request, context):
@@ -58,6 +60,8 @@ class _Service:
         raise self.error
 
     def run_graph(self, request, context):
+        context.add_callback(self.on_end)
+        self.started.set()
         self.release.wait(30)
         return worker_pb2.RunGraphResponse()
 
@@ -70,17 +74,18 @@ class _Service:
 @pytest.fixture
 def served():
     service = _Service()
-    server = grpc.server(futures.ThreadPoolExecutor(8), options=grpc_service.SERVER_OPTIONS)
-    port = server.add_insecure_port("127.0.0.1:0")
+    pool = futures.ThreadPoolExecutor(8)
+    server = grpc_server.AioServer("127.0.0.1:0")
+    port = service.port = server.port
     unary = {
         "GetStatus": service.get_status,
         "CleanupAll": service.cleanup_all,
         "RunGraph": service.run_graph,
     }
     stream = {"RecvTensor": (worker_pb2.RecvTensorRequest, service.recv)}
-    server.add_generic_rpc_handlers(
+    server.add(
         (
-            grpc_service.handler(NAME, METHODS, unary),
+            grpc_service.handler(NAME, METHODS, unary, pool=pool),
             grpc_service.handler("flowgraph.Test", {}, {}, streaming=stream),
         )
     )
@@ -90,7 +95,8 @@ def served():
     yield service, client, channel
     service.release.set()
     channel.close()
-    server.stop(None).wait()
+    server.stop()
+    pool.shutdown()
 
 
 def test_call_round_trips_under_tensorflow_path(served):
@@ -163,14 +169,43 @@ def grpc_service_free_port():
         return s.getsockname()[1]
 
 
+def _streamed(client: grpc_service.StreamClient, request) -> list[bytes]:
+    """The messages of the test stream, read on the I/O loop as RemoteWorker reads them."""
+
+    async def read():
+        path = "/flowgraph.Test/RecvTensor"
+        call, message = await client.start(path, request, 30)
+        messages = []
+        while message is not None:
+            messages.append(message)
+            message = await client.read(call, path)
+        return messages
+
+    return io_loop.run(read())
+
+
 def test_stream_reassembles_and_errors_cross(served):
     service, client, _ = served
+    streams = grpc_service.StreamClient(f"127.0.0.1:{service.port}", client.peer)
     request = worker_pb2.RecvTensorRequest(step_id=1, rendezvous_key="k")
-    array, _ = tensor_stream.decode(client.stream("/flowgraph.Test/RecvTensor", request, 30))
+    array, _ = tensor_stream.decode(_streamed(streams, request))
     np.testing.assert_array_equal(array, service.tensor)
     request.step_id = -1
     with pytest.raises(errors.AbortedError, match="step aborted on /job:w"):
-        tensor_stream.decode(client.stream("/flowgraph.Test/RecvTensor", request, 30))
+        _streamed(streams, request)
+    streams.close()
+
+
+def test_blocking_handlers_see_the_end_of_their_call(served):
+    """A blocking handler's add_callback runs when its caller cancels the call (RunGraph
+    cancels its step that way), not only when it returns."""
+    service, client, _ = served
+    ended = threading.Event()
+    service.on_end = ended.set
+    future = client.call_future("RunGraph", worker_pb2.RunGraphRequest(), timeout=30)
+    assert service.started.wait(30)
+    future.cancel()
+    assert ended.wait(30)
 
 
 def test_status_codes_are_tensorflow_codes():

@@ -118,7 +118,7 @@ def test_large_tensor_arrives_bit_for_bit_over_one_reused_connection(sender):
 
 def test_once_the_port_is_known_small_tensors_and_failures_come_by_socket(sender, monkeypatch):
     sender.recv(7)  # the port is known from here on
-    monkeypatch.setattr(sender.peer._client, "stream", None)  # gRPC is not asked again
+    monkeypatch.setattr(sender.peer._streams, "start", None)  # gRPC is not asked again
     np.testing.assert_array_equal(sender.recv(100), np.arange(3.0) + 100)
     assert sender.recv(110) == b"flow"
     other = KEY.replace(SENDER, "/job:other/replica:0/task:0")
