@@ -14,21 +14,23 @@ only dispatches.
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from collections.abc import Callable, Coroutine
 
-_lock = threading.Lock()  # guards _loop
+_lock = threading.Lock()  # guards _loop and _pid
 _loop: asyncio.AbstractEventLoop | None = None
+_pid = 0  # the process that started _loop (a forked child has no thread running it)
 
 
 def get() -> asyncio.AbstractEventLoop:
-    """The loop, started on first use (it runs until the process exits)."""
-    global _loop
+    """The loop, started on first use in this process (it runs until the process exits)."""
+    global _loop, _pid
     with _lock:
-        if _loop is None:
+        if _loop is None or _pid != os.getpid():
             loop = asyncio.new_event_loop()
             threading.Thread(target=loop.run_forever, name="io-loop", daemon=True).start()
-            _loop = loop
+            _loop, _pid = loop, os.getpid()
         return _loop
 
 
