@@ -7,7 +7,8 @@ per-row modules (math, reduction, linalg, array, state) mirror flowgraph/ops/.
 from flowgraph.framework.indexed_slices import IndexedSlices, IndexedSlicesValue
 from flowgraph.gradients import array, linalg, math, reduction, variables  # noqa: F401  (registers)
 from flowgraph.gradients.custom_gradient import custom_gradient
-from flowgraph.gradients.impl import AggregationMethod, UnconnectedGradients, gradients, hessians
+from flowgraph.gradients.aggregation import AggregationMethod
+from flowgraph.gradients.impl import UnconnectedGradients, gradients, hessians
 from flowgraph.gradients.registry import RegisterGradient, not_differentiable
 
 NotDifferentiable = not_differentiable  # TF1 exports both names for this one function

@@ -29,21 +29,8 @@ from flowgraph.framework import convert, default_graph, jit
 from flowgraph.framework.indexed_slices import IndexedSlices
 from flowgraph.framework.operation import Operation, Tensor
 from flowgraph.gradients import control_flow, registry, util
+from flowgraph.gradients.aggregation import AggregationMethod, aggregate, sum_dense
 from flowgraph.ops.control_flow.contexts import WhileContext, context_of
-
-
-class AggregationMethod:
-    """How gradients arriving at one tensor along several paths are summed (tf.AggregationMethod).
-
-    ADD_N (the default) adds them all at once with AddN, which needs every term in memory;
-    EXPERIMENTAL_TREE adds them pairwise so each term can be freed earlier;
-    EXPERIMENTAL_ACCUMULATE_N behaves as EXPERIMENTAL_TREE here (we have no AccumulateNV2).
-    """
-
-    ADD_N = 0
-    DEFAULT = ADD_N
-    EXPERIMENTAL_TREE = 1
-    EXPERIMENTAL_ACCUMULATE_N = 2
 
 
 class UnconnectedGradients(enum.Enum):
@@ -158,48 +145,6 @@ def _maybe_colocate(graph, op: Operation, colocate: bool):
             yield
     else:
         yield
-
-
-def _aggregate(grads: dict, op: Operation, method) -> list:
-    """Sums, per output of `op`, the gradients it received along several paths."""
-    out_grads = grads.get(op)
-    if out_grads is None:
-        out_grads = [[] for _ in op.outputs]
-        grads[op] = out_grads
-    for i, terms in enumerate(out_grads):
-        if not isinstance(terms, list):
-            continue  # already aggregated (an op processed twice never happens, but be safe)
-        terms = [g for g in terms if g is not None]
-        if not terms:
-            out_grads[i] = None
-        elif len(terms) == 1:
-            out_grads[i] = terms[0]
-        elif all(isinstance(g, IndexedSlices) for g in terms):
-            out_grads[i] = _concat_slices(terms)
-        else:
-            dense = [
-                convert.convert_to_tensor(g) if isinstance(g, IndexedSlices) else g for g in terms
-            ]
-            out_grads[i] = _sum_dense(dense, method)
-    return out_grads
-
-
-def _sum_dense(terms: list[Tensor], method) -> Tensor:
-    graph = terms[0].graph
-    if method in (AggregationMethod.EXPERIMENTAL_TREE, AggregationMethod.EXPERIMENTAL_ACCUMULATE_N):
-        running = terms[0]
-        for g in terms[1:]:
-            running = util.add_n([running, g])
-        return running
-    with graph.colocate_with(terms[0].op, ignore_existing=True):
-        return util.add_n(terms)
-
-
-def _concat_slices(terms: list[IndexedSlices]) -> IndexedSlices:
-    """sparse + sparse stays sparse: the union of rows (duplicates sum when densified)."""
-    values = util.build("ConcatV2", [s.values for s in terms], 0, name="concat")
-    indices = util.build("ConcatV2", [s.indices for s in terms], 0, name="concat")
-    return IndexedSlices(values, indices, terms[0].dense_shape)
 
 
 def _gate(graph, in_grads: list) -> list:
@@ -391,7 +336,7 @@ def _propagate(graph, level, to_ops, from_ops, grads, stop_ops, gate, method, co
 def _backprop_loop(graph, loop, between, grads, gate, method, colocate) -> list:
     """The gradient of a whole while loop (gradients/control_flow.py); returns the outside
     tensors the loop consumed, whose gradients it delivered."""
-    exit_grads = [_aggregate(grads, lv.exit.op, method)[0] for lv in loop.loop_vars]
+    exit_grads = [aggregate(grads, lv.exit.op, method)[0] for lv in loop.loop_vars]
 
     def backprop_body(level, ys, grad_ys, xs):
         body_grads: dict[Operation, list] = {}
@@ -437,7 +382,7 @@ def context_of_level(loop):
 
 def _backprop_op(graph, op: Operation, grads: dict, stops: set, gate: bool, method):
     """Step 3 of the module docstring for one op."""
-    out_grads = _aggregate(grads, op, method)
+    out_grads = aggregate(grads, op, method)
     has_grads = any(g is not None for g in out_grads)
     grad_fn = _gradient_function(op) if has_grads and op not in stops else None
     if grad_fn is None:
@@ -487,7 +432,7 @@ def _result(grads: dict, x: Tensor, unconnected: UnconnectedGradients):
                 if not g
                 else g[0]
                 if len(g) == 1
-                else _sum_dense([convert.convert_to_tensor(t) for t in g], AggregationMethod.ADD_N)
+                else sum_dense([convert.convert_to_tensor(t) for t in g], AggregationMethod.ADD_N)
             )
     if g is None and unconnected == UnconnectedGradients.ZERO:
         return util.zeros_like(x)
