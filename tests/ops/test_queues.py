@@ -1,13 +1,11 @@
 """Queues (§4.6): FIFO/Padding/RandomShuffle/Priority semantics against Python references,
 blocking as async kernels (§5.3), close/cancel, timeouts and Session.close releasing a step."""
 
-import threading
-
 import numpy as np
 import pytest
 
 import flowgraph as tf
-from tests.helpers import HANG_S, until
+from tests.helpers import in_thread, until
 
 
 def _waiters(sess, queue, side="_dequeuers"):
@@ -21,20 +19,6 @@ def _waiters(sess, queue, side="_dequeuers"):
             with q.lock:
                 return len(getattr(q, side))
     return 0
-
-
-def _run_in_thread(sess, fetch, **kw):
-    box = {}
-
-    def target():
-        try:
-            box["value"] = sess.run(fetch, **kw)
-        except (tf.errors.OpError, RuntimeError) as e:  # handed to the test thread
-            box["error"] = e
-
-    t = threading.Thread(target=target, daemon=True)
-    t.start()
-    return t, box
 
 
 def test_fifo_order_and_shapes():
@@ -120,25 +104,24 @@ def test_blocked_dequeue_is_served_by_later_enqueues():
     enq, dm = q.enqueue(p), q.dequeue_many(5)  # more than the capacity: taken as they come
     config = tf.ConfigProto(inter_op_parallelism_threads=1)
     with tf.Session(config=config) as sess:
-        t, box = _run_in_thread(sess, dm)
+        join = in_thread(lambda: sess.run(dm))
         until(lambda: _waiters(sess, q) == 1)
         for i in range(5):
             sess.run(enq, {p: i})  # the session still runs steps while one is blocked
-        t.join(HANG_S)
-        assert box["value"].tolist() == [0, 1, 2, 3, 4]
+        assert join().tolist() == [0, 1, 2, 3, 4]
 
 
 def test_blocked_enqueue_waits_for_room_and_close_cancels_it():
     q = tf.FIFOQueue(1, [tf.int32], shapes=[[]])
     enq = q.enqueue_many([[1, 2, 3]])
     with tf.Session() as sess:
-        t, box = _run_in_thread(sess, enq)
+        join = in_thread(lambda: sess.run(enq))
         until(lambda: sess.run(q.size()) == 1)
         assert sess.run(q.dequeue()) == 1
         until(lambda: sess.run(q.size()) == 1)
         sess.run(q.close(cancel_pending_enqueues=True))
-        t.join(HANG_S)
-        assert isinstance(box["error"], tf.errors.CancelledError)
+        with pytest.raises(tf.errors.CancelledError):
+            join()
         assert sess.run(q.dequeue()) == 2  # what was pushed stays
 
 
@@ -146,25 +129,26 @@ def test_close_waits_behind_pending_enqueues():
     q = tf.FIFOQueue(1, [tf.int32], shapes=[[]])
     enq = q.enqueue_many([[1, 2]])
     with tf.Session() as sess:
-        t, box = _run_in_thread(sess, enq)
+        join_enqueue = in_thread(lambda: sess.run(enq))
         until(lambda: _waiters(sess, q, "_enqueuers") == 1)
-        tc, boxc = _run_in_thread(sess, q.close())
+        close = q.close()
+        join_close = in_thread(lambda: sess.run(close))
         until(lambda: _waiters(sess, q, "_enqueuers") == 2)
         assert sess.run(q.dequeue()) == 1  # makes room for 2; then the close runs
-        t.join(HANG_S)
-        tc.join(HANG_S)
-        assert "error" not in box and "error" not in boxc
+        join_enqueue()  # each raises its step's error, if any
+        join_close()
         assert sess.run(q.dequeue_up_to(5)).tolist() == [2]
 
 
 def test_close_fails_blocked_dequeue_with_out_of_range():
     q = tf.FIFOQueue(3, [tf.float32], shapes=[[]])
     with tf.Session() as sess:
-        t, box = _run_in_thread(sess, q.dequeue())
+        d = q.dequeue()
+        join = in_thread(lambda: sess.run(d))
         until(lambda: _waiters(sess, q) == 1)
         sess.run(q.close())
-        t.join(HANG_S)
-        assert isinstance(box["error"], tf.errors.OutOfRangeError)
+        with pytest.raises(tf.errors.OutOfRangeError):
+            join()
 
 
 def test_timeout_releases_step_and_withdraws_the_waiter():
@@ -181,12 +165,12 @@ def test_timeout_releases_step_and_withdraws_the_waiter():
 def test_session_close_releases_blocked_step():
     q = tf.FIFOQueue(3, [tf.float32], shapes=[[]])
     sess = tf.Session()
-    t, box = _run_in_thread(sess, q.dequeue())
+    d = q.dequeue()
+    join = in_thread(lambda: sess.run(d))
     until(lambda: _waiters(sess, q) == 1)
     sess.close()
-    t.join(HANG_S)
-    assert not t.is_alive()
-    assert isinstance(box["error"], tf.errors.CancelledError)
+    with pytest.raises(tf.errors.CancelledError):
+        join()
 
 
 def test_many_blocked_steps_hold_no_threads():
@@ -194,12 +178,10 @@ def test_many_blocked_steps_hold_no_threads():
     d = q.dequeue()
     config = tf.ConfigProto(inter_op_parallelism_threads=2)
     with tf.Session(config=config) as sess:
-        runs = [_run_in_thread(sess, d) for _ in range(6)]  # more than the pool's threads
+        joins = [in_thread(lambda: sess.run(d)) for _ in range(6)]  # more than the pool's threads
         until(lambda: _waiters(sess, q) == 6)
         sess.run(q.enqueue_many([np.arange(6, dtype=np.int32)]))
-        for t, _ in runs:
-            t.join(HANG_S)
-        assert sorted(box["value"] for _, box in runs) == list(range(6))
+        assert sorted(join() for join in joins) == list(range(6))
 
 
 def test_padding_fifo_queue_pads_batches():

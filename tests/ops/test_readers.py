@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import flowgraph as tf
-from tests.helpers import HANG_S
+from tests.helpers import in_thread
 
 
 def _run_reader(reader, paths, fetch_fn, steps=None):
@@ -141,25 +141,14 @@ def test_corrupt_record_is_data_loss(tmp_path):
 def test_reader_waiting_for_work_is_released_by_close():
     queue = tf.FIFOQueue(10, [tf.string], shapes=[[]])
     _, value = tf.IdentityReader().read(queue)
-    box = {}
     with tf.Session() as sess:
-
-        def target():
-            try:
-                box["v"] = sess.run(value)
-            except tf.errors.OutOfRangeError as e:
-                box["e"] = e
-
-        t = threading.Thread(target=target)
-        t.start()
+        join = in_thread(lambda: sess.run(value))
         sess.run(queue.enqueue("w"))  # served whether or not the read already waits
-        t.join(HANG_S)
-        assert box == {"v": b"w"}
-        t = threading.Thread(target=target)
-        t.start()
+        assert join() == b"w"
+        join = in_thread(lambda: sess.run(value))
         sess.run(queue.close())
-        t.join(HANG_S)
-        assert isinstance(box["e"], tf.errors.OutOfRangeError)
+        with pytest.raises(tf.errors.OutOfRangeError):
+            join()
 
 
 def test_read_file_and_write_file(tmp_path):

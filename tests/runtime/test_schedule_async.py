@@ -14,8 +14,7 @@ import flowgraph as tf
 from flowgraph.core import errors
 from flowgraph.runtime import executor
 from flowgraph.runtime.schedule import Schedule
-
-JOIN_S = 30  # a bound on a helper thread, never a synchronization
+from tests.helpers import HANG_S, in_thread
 
 
 @pytest.fixture
@@ -39,29 +38,6 @@ def handed_off(monkeypatch):
     monkeypatch.setattr(Schedule, "run", on_run)
     event.counts = counts
     return event
-
-
-def _in_thread(fn):
-    """Runs fn() in a thread; returns a function that joins it and returns or raises its result."""
-    box = {}
-
-    def target():
-        try:
-            box["value"] = fn()
-        except BaseException as e:  # noqa: BLE001 (re-raised by the caller)
-            box["error"] = e
-
-    thread = threading.Thread(target=target)
-    thread.start()
-
-    def join():
-        thread.join(JOIN_S)
-        assert not thread.is_alive()
-        if "error" in box:
-            raise box["error"]
-        return box["value"]
-
-    return join
 
 
 def _queue_graph():
@@ -89,8 +65,8 @@ def test_an_element_that_is_there_keeps_the_step_on_the_schedule(handed_off):
 def test_a_dequeue_that_waits_hands_the_rest_to_the_loop(handed_off):
     g, a, _, fetches, enqueue = _queue_graph()
     with tf.Session(graph=g) as sess:
-        join = _in_thread(lambda: sess.run(fetches, {a: 1.0}))
-        assert handed_off.wait(JOIN_S)
+        join = in_thread(lambda: sess.run(fetches, {a: 1.0}))
+        assert handed_off.wait(HANG_S)
         sess.run(enqueue)
         assert join() == [7.0, 21, 2.0]  # values made before the hand-off and after it
     assert handed_off.counts == {"schedule": 2, "hand_off": 1}
@@ -115,8 +91,8 @@ def test_a_full_queue_enqueue_waits_for_a_dequeue(handed_off):
         dequeue = q.dequeue()
     with tf.Session(graph=g) as sess:
         sess.run(enqueue)
-        join = _in_thread(lambda: sess.run(enqueue))
-        assert handed_off.wait(JOIN_S)
+        join = in_thread(lambda: sess.run(enqueue))
+        assert handed_off.wait(HANG_S)
         assert sess.run(dequeue) == 1.0
         join()
         assert sess.run(q.size()) == 1
@@ -128,8 +104,8 @@ def test_closing_the_queue_or_the_session_ends_a_waiting_step(handed_off, how):
     with g.as_default():
         close = q.close(cancel_pending_enqueues=how == "cancel_pending")
     sess = tf.Session(graph=g)
-    join = _in_thread(lambda: sess.run(fetches, {a: 1.0}))
-    assert handed_off.wait(JOIN_S)
+    join = in_thread(lambda: sess.run(fetches, {a: 1.0}))
+    assert handed_off.wait(HANG_S)
     if how == "session_close":
         sess.close()
         with pytest.raises(errors.CancelledError):
@@ -194,8 +170,8 @@ def test_a_reader_read_runs_on_the_schedule(handed_off, tmp_path):
     with tf.Session(graph=g) as sess:
         sess.run(add)
         assert [sess.run(line) for _ in range(2)] == [b"one", b"two"]
-        join = _in_thread(lambda: sess.run(line))  # the file is done: it waits for work
-        assert handed_off.wait(JOIN_S)
+        join = in_thread(lambda: sess.run(line))  # the file is done: it waits for work
+        assert handed_off.wait(HANG_S)
         sess.run(add)
         assert join() == b"one"
     assert handed_off.counts["hand_off"] == 1
