@@ -5,6 +5,8 @@ and the blocks together equal NumPy's product on every dtype MatMul claims."""
 
 from __future__ import annotations
 
+import types
+
 import numpy as np
 import pytest
 
@@ -83,7 +85,18 @@ def test_fused_weight_updates_have_the_same_bits_on_any_pool(small_blocks):
         np.testing.assert_array_equal(step(threads), first)
 
 
-def test_small_products_are_one_block():
+def _blocks(n, macs_per_unit):
     calls = []
-    linalg.blas_blocks(None, 256, 256 * 256, lambda lo, hi: calls.append((lo, hi)))
-    assert calls == [(0, 256)]
+    no_device = types.SimpleNamespace(device=None)  # as in constant folding: blocks inline
+    linalg.blas_blocks(no_device, n, macs_per_unit, lambda lo, hi: calls.append((lo, hi)))
+    return calls
+
+
+def test_block_counts_follow_the_work_and_the_cores(monkeypatch):
+    monkeypatch.setattr(linalg, "_CORES", 2)
+    assert _blocks(256, 256 * 256) == [(0, 256)]  # W6b's 256^3: whole
+    assert _blocks(1024, 256 * 784) == [(0, 256), (256, 512), (512, 768), (768, 1024)]  # W4
+    assert _blocks(2048, 2048 * 2048) == [(0, 1024), (1024, 2048)]  # W7: one per core
+    assert _blocks(3, 10**9) == [(0, 1), (1, 3)]  # long shares: one per core
+    monkeypatch.setattr(linalg, "_CORES", 8)
+    assert len(_blocks(1024, 256 * 784)) == 8
