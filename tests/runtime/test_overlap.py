@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import flowgraph as tf
+from flowgraph.framework.function import Defun
 from flowgraph.runtime import overlap
 from flowgraph.runtime.overlap import OverlapChoice
 from tests.helpers import local_plans
@@ -145,3 +146,24 @@ def test_explicit_thread_settings_are_honoured(runs):
         pool = plan.device.thread_pool
         assert (pool.num_threads, pool.intra_op_threads) == (3, 1)
         assert pool.num_shards(10**6, 10**6) == 1  # one thread per kernel: never sharded
+
+
+def test_plans_that_call_functions_keep_the_pool(runs):
+    """A function call may wait for other nodes of its step: no trial, every step pooled."""
+    g = tf.Graph()
+    with g.as_default():
+        a = tf.placeholder(tf.float32, [2, 2])
+
+        @Defun(tf.float32)
+        def double(x):
+            return x * 2.0
+
+        fetches = [double(tf.matmul(a, a)), tf.matmul(a, a, transpose_a=True)]
+    ones = np.ones((2, 2), np.float32)
+    with tf.Session(graph=g, config=tf.ConfigProto(inter_op_parallelism_threads=2)) as sess:
+        for _ in range(3):
+            got = sess.run(fetches, {a: ones})
+        (plan,) = [p for p in local_plans(sess) if p.schedule]
+        assert plan.schedule.expensive and plan.schedule.overlap is None
+    assert runs == {"schedule": 0, "loop": 3}
+    np.testing.assert_array_equal(got[0], np.full((2, 2), 4.0))
