@@ -9,7 +9,10 @@ and forward temporaries die early (§4.1). Cheap kernels run inline in the sched
 when other work is ready or in flight, an expensive kernel waits for the scheduling thread to
 run it (one at a time) or goes to the device's inter-op thread pool, so independent kernels
 overlap (NumPy releases the GIL in large kernels) without a hand-off per kernel. BLAS
-kernels are parallel inside (intra-op) and run inline, one at a time (kernels/base.py).
+kernels are parallel inside (intra-op) and run inline, one at a time (kernels/base.py). Most
+steps do not come here: an untraced step runs its plan's fixed schedule (schedule.py) unless
+timing steps both ways showed that overlapping its expensive kernels on the pool is faster
+(overlap.py).
 Asynchronous kernels (Recv) receive a continuation and never park a thread (§5.3).
 
 A value sits in its consumer's input slot until the consumer runs, then the slot is cleared so
