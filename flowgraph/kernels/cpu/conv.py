@@ -172,7 +172,7 @@ def conv2d_backprop_filter(ctx, x, filter_sizes, dy):
 
         W.for_images(ctx, xn.shape[0], pixels * kh * kw * fc * oc * WG.work(kh), tiles)
         sums = sum(partials[lo] for lo in sorted(partials))  # in a fixed order
-        return WG.filter_from_sums(sums, kh).astype(x.dtype)
+        return WG.filter_from_sums(sums, kh).astype(x.dtype, copy=False)
 
     def images(lo: int, hi: int) -> None:
         dy2 = dyd[lo:hi].reshape(-1, oc)

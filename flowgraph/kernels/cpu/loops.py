@@ -38,17 +38,18 @@ blocks of their work in parallel (kernels/sharding.py).
   twelve small whole-array calls (the digits CNN's 64x10 logits: 23 -> 3 us).
 * `adam`: the Adam update in one pass instead of ten NumPy passes with a temporary (the digits
   CNN's 256x128 layer: 55-75 -> 11 us).
-* `winograd_input`, `winograd_output` and `winograd_grad_tiles`: the tile transforms of kernels/cpu/winograd.py, a few
-  adds per value over 36 strided streams that NumPy would run as ~70 small whole-array passes.
-  Their constants come in the data's dtype (`k`): a Python int would promote float32 to float64
-  and keep LLVM from vectorizing the channel loops (LeNet's conv2: 4.2 -> 2.3 ms).
+
+The tile transforms of kernels/cpu/winograd.py are in winograd_loops.py, compiled here too.
 """
 
 from __future__ import annotations
 
+import sys
 import threading
 
 import numpy as np
+
+from flowgraph.kernels.cpu import winograd_loops
 
 _lock = threading.Lock()
 _compiled: dict = {}
@@ -240,15 +241,30 @@ def _bias_add(value, bias, out):
             out[r, c] = value[r, c] + bias[c]
 
 
-def _philox4x32(counters, k0, k1, out):
-    """Philox4x32-10 of each row of `counters` (uint32 [n, 4]) under the key (k0, k1), as
-    kernels/cpu/philox.py writes it in whole-array NumPy operations. Blocks of 256 rows are
-    copied into four word arrays and each round is a loop over the block: LLVM vectorizes
-    that loop (32x32->64-bit multiplies in SIMD lanes), not one that runs the ten rounds of a
-    row in registers (the digits CNN's 2048 dropout blocks: 28 -> 11 us)."""
+def _philox_rounds(c0, c1, c2, c3, rows, k0, k1):
+    """Philox4x32-10 in place on the first `rows` of four uint32 word arrays under the key
+    (k0, k1): each round one loop over the rows, which LLVM vectorizes (32x32->64-bit
+    multiplies in SIMD lanes), not a loop that runs the ten rounds of a row in registers
+    (the digits CNN's 2048 dropout blocks: 28 -> 11 us)."""
     m0, m1 = np.uint64(0xD2511F53), np.uint64(0xCD9E8D57)
     w0, w1 = np.uint32(0x9E3779B9), np.uint32(0xBB67AE85)
     shift = np.uint64(32)
+    key0, key1 = np.uint32(k0), np.uint32(k1)
+    for _ in range(10):
+        for i in range(rows):
+            p0 = np.uint64(c0[i]) * m0
+            p1 = np.uint64(c2[i]) * m1
+            x0 = np.uint32(p1 >> shift) ^ c1[i] ^ key0
+            x2 = np.uint32(p0 >> shift) ^ c3[i] ^ key1
+            c1[i], c3[i] = np.uint32(p1), np.uint32(p0)
+            c0[i], c2[i] = x0, x2
+        key0 = np.uint32(key0 + w0)
+        key1 = np.uint32(key1 + w1)
+
+
+def _philox4x32(counters, k0, k1, out):
+    """Philox4x32-10 of each row of `counters` (uint32 [n, 4]) under the key (k0, k1), as
+    kernels/cpu/philox.py writes it in whole-array NumPy operations, 256 rows at a time."""
     size = 256
     c0, c1 = np.empty(size, np.uint32), np.empty(size, np.uint32)
     c2, c3 = np.empty(size, np.uint32), np.empty(size, np.uint32)
@@ -257,17 +273,30 @@ def _philox4x32(counters, k0, k1, out):
         for i in range(rows):
             c0[i], c1[i] = counters[lo + i, 0], counters[lo + i, 1]
             c2[i], c3[i] = counters[lo + i, 2], counters[lo + i, 3]
-        key0, key1 = np.uint32(k0), np.uint32(k1)
-        for _ in range(10):
-            for i in range(rows):
-                p0 = np.uint64(c0[i]) * m0
-                p1 = np.uint64(c2[i]) * m1
-                x0 = np.uint32(p1 >> shift) ^ c1[i] ^ key0
-                x2 = np.uint32(p0 >> shift) ^ c3[i] ^ key1
-                c1[i], c3[i] = np.uint32(p1), np.uint32(p0)
-                c0[i], c2[i] = x0, x2
-            key0 = np.uint32(key0 + w0)
-            key1 = np.uint32(key1 + w1)
+        _philox_rounds(c0, c1, c2, c3, rows, k0, k1)
+        for i in range(rows):
+            out[lo + i, 0], out[lo + i, 1] = c0[i], c1[i]
+            out[lo + i, 2], out[lo + i, 3] = c2[i], c3[i]
+
+
+def _philox4x32_at(base, offsets, k0, k1, out):
+    """`_philox4x32` of the 128-bit counters base + offsets[i] (base: uint32 [4], word 0 least
+    significant; offsets: int64 >= 0), added mod 2**128 in the loop instead of as ~10 NumPy
+    passes over uint64 arrays (philox.counter_words: 20 us for 2048 counters)."""
+    low, shift = np.uint64(0xFFFFFFFF), np.uint64(32)
+    base_lo = np.uint64(base[0]) | (np.uint64(base[1]) << shift)
+    base_hi = np.uint64(base[2]) | (np.uint64(base[3]) << shift)
+    size = 256
+    c0, c1 = np.empty(size, np.uint32), np.empty(size, np.uint32)
+    c2, c3 = np.empty(size, np.uint32), np.empty(size, np.uint32)
+    for lo in range(0, offsets.shape[0], size):
+        rows = min(size, offsets.shape[0] - lo)
+        for i in range(rows):
+            word_lo = base_lo + np.uint64(offsets[lo + i])  # wraps mod 2**64
+            word_hi = base_hi + np.uint64(word_lo < base_lo)  # and carries
+            c0[i], c1[i] = np.uint32(word_lo & low), np.uint32(word_lo >> shift)
+            c2[i], c3[i] = np.uint32(word_hi & low), np.uint32(word_hi >> shift)
+        _philox_rounds(c0, c1, c2, c3, rows, k0, k1)
         for i in range(rows):
             out[lo + i, 0], out[lo + i, 1] = c0[i], c1[i]
             out[lo + i, 2], out[lo + i, 3] = c2[i], c3[i]
@@ -343,176 +372,11 @@ def _gamma(alphas, normals, uniforms, out):
     return -1
 
 
-def _winograd_bt(d0, d1, d2, d3, d4, d5, o0, o1, o2, o3, o4, o5, k):
-    """o = B^T d along one axis of a tile: o_i = sum_j B^T[i, j] d_j over six 1-D arrays of
-    the same length (B^T is winograd.py's; k = (2, 4, 5) in their dtype). One loop per output:
-    a loop that wrote all six would read and write 12 arrays that LLVM cannot prove apart, and
-    it vectorizes none of it (tile transforms of the digits CNN's conv2: 62 -> 44 us)."""
-    k2, k4, k5 = k[0], k[1], k[2]
-    for e in range(o0.size):
-        o0[e] = k4 * d0[e] - k5 * d2[e] + d4[e]
-    for e in range(o0.size):
-        o1[e] = d3[e] + d4[e] - k4 * (d1[e] + d2[e])
-    for e in range(o0.size):
-        o2[e] = k4 * (d1[e] - d2[e]) - d3[e] + d4[e]
-    for e in range(o0.size):
-        o3[e] = k2 * (d3[e] - d1[e]) - d2[e] + d4[e]
-    for e in range(o0.size):
-        o4[e] = k2 * (d1[e] - d3[e]) - d2[e] + d4[e]
-    for e in range(o0.size):
-        o5[e] = k4 * d1[e] - k5 * d3[e] + d5[e]
-
-
-def _winograd_input(x, v, step, top, left, tiles_w, k):
-    """v[6 * a + b, tile] = (B^T d B)[a, b] for each 6x6 tile d (`step` apart, row-major over
-    the images of the NHWC block x) of x padded by `top` rows and `left` columns of zeros
-    (negative: cropped), channels innermost; k = (2, 4, 5) in v's dtype (`_winograd_bt`)."""
-    n, h, w, c = x.shape
-    tiles_h = v.shape[1] // (n * tiles_w)
-    wide = step * (tiles_w - 1) + 6
-    rows = np.zeros((6, wide * c), v.dtype)  # one tile row's 6 input rows, zero-padded
-    t = np.empty((6, wide * c), v.dtype)
-    first = max(-left, 0)  # the first input column read
-    lo = (first + left) * c
-    width = max(min(w - first, wide - first - left), 0)
-    tile = 0
-    for b in range(n):
-        for ty in range(tiles_h):
-            for a in range(6):
-                r = step * ty + a - top
-                if 0 <= r < h:
-                    for q in range(width):
-                        for ch in range(c):
-                            rows[a, lo + q * c + ch] = x[b, r, first + q, ch]
-                else:
-                    rows[a, lo : lo + width * c] = 0
-            # B^T along the rows: t = B^T rows, a whole tile row's width at a time
-            _winograd_bt(rows[0], rows[1], rows[2], rows[3], rows[4], rows[5],
-                         t[0], t[1], t[2], t[3], t[4], t[5], k)  # fmt: skip
-            for tx in range(tiles_w):  # and along the columns of each tile
-                for a in range(6):
-                    d = t[a, step * tx * c : (step * tx + 6) * c]
-                    _winograd_bt(d[:c], d[c : 2 * c], d[2 * c : 3 * c], d[3 * c : 4 * c],
-                                 d[4 * c : 5 * c], d[5 * c :], v[6 * a, tile], v[6 * a + 1, tile],
-                                 v[6 * a + 2, tile], v[6 * a + 3, tile], v[6 * a + 4, tile],
-                                 v[6 * a + 5, tile], k)  # fmt: skip
-                tile += 1
-
-
-def _winograd_output(m, y, tiles_w, at):
-    """y[b, s * ty + i, s * tx + j] = (A^T M A)[i, j] for the tiles of m (as `winograd_input`
-    orders them, s = A^T's rows), the outputs past y's edge dropped; A^T (s x 6) in m's dtype.
-    Each channel loop is six multiply-adds with coefficients hoisted out of it, which LLVM
-    vectorizes (skipping A^T's zeros would need branches or memory passes instead)."""
-    n, oh, ow, c = y.shape
-    step = at.shape[0]
-    tiles_h = m.shape[1] // (n * tiles_w)
-    s = np.empty((step, 6, c), m.dtype)
-    tile = 0
-    for b in range(n):
-        for ty in range(tiles_h):
-            for tx in range(tiles_w):
-                for i in range(step):  # A^T along the rows
-                    a0, a1, a2, a3, a4, a5 = (
-                        at[i, 0],
-                        at[i, 1],
-                        at[i, 2],
-                        at[i, 3],
-                        at[i, 4],
-                        at[i, 5],
-                    )
-                    for j in range(6):
-                        r0, r1, r2 = m[j, tile], m[6 + j, tile], m[12 + j, tile]
-                        r3, r4, r5 = m[18 + j, tile], m[24 + j, tile], m[30 + j, tile]
-                        sij = s[i, j]
-                        for ch in range(c):
-                            sij[ch] = (
-                                a0 * r0[ch]
-                                + a1 * r1[ch]
-                                + a2 * r2[ch]
-                                + a3 * r3[ch]
-                                + a4 * r4[ch]
-                                + a5 * r5[ch]
-                            )
-                for i in range(min(step, oh - step * ty)):  # and along the columns
-                    si = s[i]
-                    for q in range(min(step, ow - step * tx)):
-                        a0, a1, a2, a3, a4, a5 = (
-                            at[q, 0],
-                            at[q, 1],
-                            at[q, 2],
-                            at[q, 3],
-                            at[q, 4],
-                            at[q, 5],
-                        )
-                        out = y[b, step * ty + i, step * tx + q]
-                        for ch in range(c):
-                            out[ch] = (
-                                a0 * si[0, ch]
-                                + a1 * si[1, ch]
-                                + a2 * si[2, ch]
-                                + a3 * si[3, ch]
-                                + a4 * si[4, ch]
-                                + a5 * si[5, ch]
-                            )
-                tile += 1
-
-
-def _winograd_grad_tiles(dy, u, tiles_w, g):
-    """u[6 * a + b, tile] = (G e G^T)[a, b] for each s x s tile e of the NHWC block dy (tiles as
-    `winograd_input` orders them, zeros past dy's edge) with the 6 x s matrix g (winograd.py's
-    filter-gradient G, in u's dtype; s is 2 or 4). Tiles are read as 4 x 4 (zeros beyond s), so
-    that every channel loop is four multiply-adds with hoisted coefficients, as in
-    `winograd_output`."""
-    n, oh, ow, c = dy.shape
-    step = g.shape[1]
-    tiles_h = u.shape[1] // (n * tiles_w)
-    g4 = np.zeros((6, 4), u.dtype)
-    g4[:, :step] = g
-    e = np.zeros((4, 4, c), u.dtype)
-    s = np.empty((6, 4, c), u.dtype)
-    tile = 0
-    for b in range(n):
-        for ty in range(tiles_h):
-            for tx in range(tiles_w):
-                for i in range(step):
-                    for j in range(step):
-                        r, q = step * ty + i, step * tx + j
-                        inside = r < oh and q < ow
-                        for ch in range(c):
-                            e[i, j, ch] = dy[b, r, q, ch] if inside else 0
-                for a in range(6):  # G along the rows
-                    g0, g1, g2, g3 = g4[a, 0], g4[a, 1], g4[a, 2], g4[a, 3]
-                    for j in range(step):
-                        saj, e0, e1, e2, e3 = s[a, j], e[0, j], e[1, j], e[2, j], e[3, j]
-                        if step == 2:  # half the loads and multiply-adds (5x5 filters)
-                            for ch in range(c):
-                                saj[ch] = g0 * e0[ch] + g1 * e1[ch]
-                        else:
-                            for ch in range(c):
-                                saj[ch] = g0 * e0[ch] + g1 * e1[ch] + g2 * e2[ch] + g3 * e3[ch]
-                for col in range(6):  # and along the columns
-                    g0, g1, g2, g3 = g4[col, 0], g4[col, 1], g4[col, 2], g4[col, 3]
-                    for a in range(6):
-                        out, sa = u[6 * a + col, tile], s[a]
-                        if step == 2:
-                            for ch in range(c):
-                                out[ch] = g0 * sa[0, ch] + g1 * sa[1, ch]
-                        else:
-                            for ch in range(c):
-                                out[ch] = (
-                                    g0 * sa[0, ch]
-                                    + g1 * sa[1, ch]
-                                    + g2 * sa[2, ch]
-                                    + g3 * sa[3, ch]
-                                )
-                tile += 1
-
-
 _FUNCTIONS = {
     "gamma": _gamma,
     "fisher_yates": _fisher_yates,
     "philox4x32": _philox4x32,
+    "philox4x32_at": _philox4x32_at,
     "bias_add": _bias_add,
     "max_pool": _max_pool,
     "max_pool_backward": _max_pool_backward,
@@ -522,13 +386,11 @@ _FUNCTIONS = {
     "im2col_taps": _im2col_taps,
     "sparse_xent": _sparse_xent,
     "adam": _adam,
-    "winograd_input": _winograd_input,
-    "winograd_grad_tiles": _winograd_grad_tiles,
-    "winograd_output": _winograd_output,
+    **winograd_loops.FUNCTIONS,
 }
 
-# Helpers the loops above call: compiled (and inlined into their callers) before any of them.
-_HELPERS = {"_winograd_bt": _winograd_bt}
+# Helpers the loops call, by module: compiled (and inlined into their callers) before any loop.
+_HELPERS = [(sys.modules[__name__], ["_philox_rounds"]), (winograd_loops, winograd_loops.HELPERS)]
 
 # NumPy's error model: a division by zero gives inf or NaN as in NumPy instead of a Python
 # exception, whose per-element check keeps LLVM from vectorizing (Adam: 77 -> 11 us).
@@ -544,9 +406,12 @@ def compiled(name: str):
             if fn is None:
                 import numba
 
-                for helper, py_fn in _HELPERS.items():
-                    if globals()[helper] is py_fn:
-                        globals()[helper] = numba.njit(inline="always", cache=True)(py_fn)
+                for module, names in _HELPERS:
+                    for helper in names:
+                        py_fn = getattr(module, helper)
+                        if not hasattr(py_fn, "py_func"):  # not compiled yet
+                            jit = numba.njit(inline="always", cache=True)
+                            setattr(module, helper, jit(py_fn))
                 options = _OPTIONS.get(name, {})
                 fn = numba.njit(nogil=True, cache=True, **options)(_FUNCTIONS[name])
                 _compiled[name] = fn

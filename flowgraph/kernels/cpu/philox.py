@@ -28,8 +28,6 @@ from flowgraph.kernels.cpu.loops import compiled
 _MASK32 = 0xFFFFFFFF
 _MASK64 = (1 << 64) - 1
 _MASK128 = (1 << 128) - 1
-_LOW32 = np.uint64(_MASK32)
-_SHIFT32 = np.uint64(32)
 
 
 def philox4x32(counters: np.ndarray, key: tuple[int, int]) -> np.ndarray:
@@ -46,20 +44,6 @@ def philox4x32(counters: np.ndarray, key: tuple[int, int]) -> np.ndarray:
     return out
 
 
-def counter_words(base: int, offsets: np.ndarray) -> np.ndarray:
-    """uint32 [n, 4]: the 128-bit counters `base + offsets` (offsets: int64 >= 0), mod 2**128."""
-    offsets = np.asarray(offsets, np.uint64)
-    base_lo = np.uint64(base & _MASK64)
-    lo = base_lo + offsets  # wraps mod 2**64; a wrap carries into the high half
-    hi = np.uint64((base >> 64) & _MASK64) + (lo < base_lo).astype(np.uint64)
-    words = np.empty((offsets.size, 4), np.uint32)
-    words[:, 0] = lo & _LOW32
-    words[:, 1] = lo >> _SHIFT32
-    words[:, 2] = hi & _LOW32
-    words[:, 3] = hi >> _SHIFT32
-    return words
-
-
 class PhiloxStream:
     """A copy of a generator's position: `blocks(offsets)` computes the blocks at
     counter + offsets without moving anything (TF's `PhiloxRandom` value with `Skip`)."""
@@ -70,7 +54,12 @@ class PhiloxStream:
 
     def blocks(self, offsets) -> np.ndarray:
         """uint32 [n, 4]: the outputs of the blocks at counter + each offset."""
-        return philox4x32(counter_words(self.counter, offsets), self.key)
+        offsets = np.ascontiguousarray(offsets, np.int64).reshape(-1)
+        base = np.array([(self.counter >> shift) & _MASK32 for shift in (0, 32, 64, 96)], np.uint32)
+        out = np.empty((offsets.size, 4), np.uint32)
+        key0, key1 = int(self.key[0]) & _MASK32, int(self.key[1]) & _MASK32
+        compiled("philox4x32_at")(base, offsets, key0, key1, out)  # (loops.py)
+        return out
 
     def uint32s(self, n: int) -> np.ndarray:
         """The first n uint32 outputs in stream order (blocks 0, 1, ... flattened)."""

@@ -6,12 +6,12 @@ the input: with the filter g transformed once into U = G g G^T (6x6 per channel 
 block is A^T [sum over channels of U * (B^T d B)] A. The channel sums are 36 GEMMs, (tiles, C)
 times (C, OC), one per transformed tap: 36 multiply-adds per channel pair and s x s outputs
 instead of s*s*K*K, i.e. 2.8x fewer than im2col's GEMM for 5x5 filters and 4x fewer for 3x3.
-The transforms (kernels/cpu/loops.py) are a few adds per value. LeNet's conv2 on one core
+The transforms (kernels/cpu/winograd_loops.py) are a few adds per value. LeNet's conv2 on one core
 (64x14x14x32 by 5x5x32x64; interleaved A/B, load 7): forward 16.3 -> 9.2 ms, input gradient
 17.9 -> 11.4 ms against the GEMM path (conv_rows.py).
 
 Both use the interpolation points 0, +-1, +-2 and infinity, so they share one B^T (written out
-in loops._winograd_bt); G and A^T are the Toom-Cook matrices of those points (`_toom_cook`).
+in winograd_loops._winograd_bt); G and A^T are the Toom-Cook matrices of those points (`_toom_cook`).
 Small points keep the transforms' entries small: float32 results differ from the direct sum by
 a few 1e-6 of the output's magnitude for 5x5 filters and some 1e-5 for 3x3 (the direct GEMM:
 about 1e-7); float64 by 1e-15. TensorFlow's CPU kernels compute directly, cuDNN chooses
@@ -146,9 +146,17 @@ def filter_grad(x: np.ndarray, dy: np.ndarray, kernel: int, pads: tuple) -> np.n
     return sums
 
 
-def filter_from_sums(sums: np.ndarray, kernel: int) -> np.ndarray:
-    """(K, K, C, OC) = A^T S A of the (36, C, OC) sums of `filter_grad`, in float64."""
+@functools.cache
+def _sums_matrix(kernel: int, dtype) -> np.ndarray:
+    """kron(A^T, A^T) in `dtype`, (K*K, 36), of the filter gradient's A^T (integer entries)."""
     at, _ = _toom_cook(kernel, 7 - kernel)
+    return np.kron(at, at).astype(dtype)
+
+
+def filter_from_sums(sums: np.ndarray, kernel: int) -> np.ndarray:
+    """(K, K, C, OC) = A^T S A of the (36, C, OC) sums of `filter_grad`, in their dtype: one
+    GEMM by kron(A^T, A^T), whose entries are small integers (two float64 products took 2.5x
+    as long; the rounding is that of S's own accumulation)."""
     c, oc = sums.shape[1:]
-    rows = (at @ sums.astype(np.float64).reshape(6, -1)).reshape(kernel, 6, c * oc)
-    return (at @ rows).reshape(kernel, kernel, c, oc)  # out[i, j] = sum_b at[j, b] rows[i, b]
+    product = _sums_matrix(kernel, sums.dtype) @ sums.reshape(36, c * oc)
+    return product.reshape(kernel, kernel, c, oc)
