@@ -22,7 +22,7 @@ import numpy as np
 from flowgraph.core import dtypes, errors
 from flowgraph.core.shapes import TensorShape
 from flowgraph.kernels.base import register_kernel
-from flowgraph.kernels.cpu import queue_base
+from flowgraph.kernels.cpu import queue_kinds
 from flowgraph.kernels.cpu.blocking import CancelHook
 
 _log = logging.getLogger(__name__)
@@ -252,7 +252,7 @@ class Barrier:
         self.cancelled = False
         self._time = itertools.count()
         # Ready elements: (index, key, *components), smallest index first.
-        self.ready = queue_base.PriorityQueue(
+        self.ready = queue_kinds.PriorityQueue(
             name,
             [dtypes.int64, dtypes.string] + self.types,
             [TensorShape([]), TensorShape([])] + self.shapes,
@@ -290,7 +290,8 @@ class Barrier:
                     key_array = np.array(key, dtype=object)
                     complete.append((np.int64(entry[0]), key_array, *entry[1]))
         if complete:
-            self.ready.enqueue(step, complete, lambda *a: None)
+            batch = tuple(np.stack(column) for column in zip(*complete))
+            self.ready.enqueue(step, batch, lambda *a: None)
         with self.lock:
             if self.closed and not self.incomplete:
                 self._close_ready(step)
@@ -337,7 +338,7 @@ def barrier_take_many(ctx, step, done, b, num_elements):
     b = _handle(b)
     n = int(num_elements)
 
-    def on_done(elements=None, error=None):
+    def on_done(pieces=None, error=None):
         if error is not None:
             if isinstance(error, errors.OutOfRangeError):
                 error = errors.OutOfRangeError(
@@ -348,10 +349,9 @@ def barrier_take_many(ctx, step, done, b, num_elements):
                 )
             done(None, error)
             return
-        batch = b.ready.batch(elements)
-        done(tuple(batch))
+        done(tuple(b.ready.batch(pieces)))
 
-    b.ready.dequeue(step, n, on_done, batched=True, allow_small=a["allow_small_batch"])
+    b.ready.dequeue(step, n, on_done, allow_small=a["allow_small_batch"])
 
 
 @register_kernel("BarrierClose", step=True)
@@ -364,39 +364,39 @@ register_kernel("BarrierIncompleteSize")(lambda ctx, b: np.int32(_handle(b).inco
 
 
 # -- StagingArea ----------------------------------------------------------------------------------
-def _staging(ctx) -> queue_base.StagingArea:
+def _staging(ctx) -> queue_kinds.StagingArea:
     a = ctx.attrs
     name = a["shared_name"] or ctx.name
     return ctx.resources.lookup_or_create(
         a["container"],
         name,
-        lambda: queue_base.StagingArea(name, a["dtypes"], a["capacity"], a["memory_limit"]),
+        lambda: queue_kinds.StagingArea(name, a["dtypes"], a["capacity"], a["memory_limit"]),
     )
 
 
-def _values(elements):
-    values = list(elements[0])
-    return values[0] if len(values) == 1 else tuple(values)
+def _values(pieces):
+    values = queue_kinds.StagingArea.element(pieces)
+    return values[0] if len(values) == 1 else values
 
 
 @register_kernel("Stage", async_=True)
 def stage(ctx, step, done, *values):
     area = _staging(ctx)
-    area.enqueue(step, [tuple(np.asarray(v) for v in values)], done)
+    area.enqueue(step, tuple(np.asarray(v)[np.newaxis] for v in values), done)
 
 
 @register_kernel("Unstage", async_=True)
 def unstage(ctx, step, done):
-    def on_done(elements=None, error=None):
-        done(None, error) if error is not None else done(_values(elements))
+    def on_done(pieces=None, error=None):
+        done(None, error) if error is not None else done(_values(pieces))
 
-    _staging(ctx).dequeue(step, 1, on_done, batched=False)
+    _staging(ctx).dequeue(step, 1, on_done)
 
 
 @register_kernel("StagePeek", async_=True)
 def stage_peek(ctx, step, done, index):
-    def on_done(elements=None, error=None):
-        done(None, error) if error is not None else done(_values(elements))
+    def on_done(pieces=None, error=None):
+        done(None, error) if error is not None else done(_values(pieces))
 
     i = int(index)
     if i < 0:

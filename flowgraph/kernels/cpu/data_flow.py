@@ -1,6 +1,6 @@
 """Kernels of the queue ops (§4.6). The queue op finds or creates its queue in the device's
 container (§4.7) and outputs it as the handle; enqueue, dequeue and close are async kernels
-(§5.3) that hand the queue a continuation (queue_base.py)."""
+(§5.3) that hand the queue a continuation (queue_base.py, queue_kinds.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from flowgraph.core import dtypes, errors
 from flowgraph.core.shapes import TensorShape
 from flowgraph.kernels import resource_handles
 from flowgraph.kernels.base import register_kernel
-from flowgraph.kernels.cpu import queue_base
+from flowgraph.kernels.cpu import queue_kinds
 
 
 def _queue_kernel(kind: str):
@@ -58,10 +58,10 @@ def _find_or_create(ctx, kind: str):
 
     def factory():
         if kind == "RandomShuffleQueue":
-            return queue_base.RandomShuffleQueue(
+            return queue_kinds.RandomShuffleQueue(
                 name, types, shapes, capacity, a["min_after_dequeue"], a["seed"], a["seed2"]
             )
-        return getattr(queue_base, kind)(name, types, shapes, capacity)
+        return getattr(queue_kinds, kind)(name, types, shapes, capacity)
 
     q = ctx.resources.lookup_or_create(a["container"], name, factory)
     q.matches(kind, types, shapes, capacity)
@@ -110,13 +110,13 @@ def dequeue(ctx, step, done, q):
     _check_timeout(ctx)
     _check_types(ctx, q, ctx.output_types)
 
-    def on_done(elements=None, error=None):
+    def on_done(pieces=None, error=None):
         if error is not None:
             done(None, error)
         else:
-            done(_outputs(list(elements[0])))
+            done(_outputs(list(q.element(pieces))))
 
-    q.dequeue(step, 1, on_done, batched=False)
+    q.dequeue(step, 1, on_done)
 
 
 def _dequeue_many_kernel(allow_small: bool):
@@ -130,18 +130,18 @@ def _dequeue_many_kernel(allow_small: bool):
             )
         q.check_batchable(ctx.op_type)
 
-        def on_done(elements=None, error=None):
+        def on_done(pieces=None, error=None):
             if error is not None:
                 done(None, error)
                 return
             try:
-                out = _outputs(q.batch(elements))
+                out = _outputs(q.batch(pieces))
             except (ValueError, TypeError) as e:  # a bad batch fails the step, not the queue
                 done(None, e)
                 return
             done(out)
 
-        q.dequeue(step, n, on_done, batched=True, allow_small=allow_small)
+        q.dequeue(step, n, on_done, allow_small=allow_small)
 
     return dequeue_many
 

@@ -10,14 +10,20 @@ while there is room. A non-cancelling `close` is itself an enqueue-side attempt,
 effect after the enqueues already waiting. Once closed, waiting dequeues that can never be
 satisfied fail with OutOfRangeError and new enqueues with CancelledError.
 
+Elements travel in *batches*: a tuple with one array per component whose first axis counts
+elements (an enqueue is a batch of one). The queue moves as many elements of a batch at a time
+as the room allows, and a dequeue takes *pieces* (batches again) that `batch` joins, so an
+enqueue_many or dequeue_many costs a few array operations, not a Python step per element: with
+reader threads feeding a training step on the same cores, the queue's CPU per element is what
+the step pays (bench I2). Capacity still counts elements. How a kind stores its elements is in
+queue_kinds.py.
+
 Every field below is guarded by `QueueBase.lock`; continuations run after the lock is released.
 """
 
 from __future__ import annotations
 
 import collections
-import heapq
-import itertools
 import threading
 
 import numpy as np
@@ -25,23 +31,30 @@ import numpy as np
 from flowgraph.core import errors
 from flowgraph.kernels.cpu.blocking import CancelHook
 
-_ENQUEUE, _CLOSE, _DEQUEUE = 0, 1, 2
+ENQUEUE, CLOSE, DEQUEUE = 0, 1, 2
 
 
-class _Attempt:
-    """One waiting request. Enqueue: `elements` still to push. Dequeue: `n` wanted, `taken` so
-    far, `allow_small` for DequeueUpTo, `batched` unless it is a single Dequeue."""
+def rows(batch: tuple) -> int:
+    """The number of elements in a batch."""
+    return len(batch[0])
 
-    __slots__ = ("allow_small", "batched", "done", "elements", "hook", "kind", "n", "taken")
 
-    def __init__(self, kind, done, elements=None, n=0, allow_small=False, batched=False):
+class Attempt:
+    """One waiting request. Enqueue: the rows [lo, hi) of `batch` still to push. Dequeue: `n`
+    elements wanted, `got` so far in the pieces `taken`, `allow_small` for DequeueUpTo."""
+
+    __slots__ = ("allow_small", "batch", "done", "got", "hi", "hook", "kind", "lo", "n", "taken")
+
+    def __init__(self, kind, done, batch=(), n=0, allow_small=False):
         self.kind = kind
         self.done = done
-        self.elements = collections.deque(elements or ())
+        self.batch = batch
+        self.lo = 0
+        self.hi = rows(batch) if batch else 0
         self.n = n
+        self.got = 0
         self.taken: list = []
         self.allow_small = allow_small
-        self.batched = batched
         self.hook = None
 
 
@@ -66,33 +79,42 @@ class QueueBase:
     def _size(self) -> int:
         raise NotImplementedError
 
-    def _push(self, element: tuple) -> None:
+    def _put(self, batch: tuple, lo: int, hi: int) -> None:
+        """Stores the rows [lo, hi) of `batch` (the caller checked the room)."""
         raise NotImplementedError
 
-    def _pop(self) -> tuple:
+    def _take(self, k: int, taken: list) -> None:
+        """Removes `k` elements (at most `_poppable()`), appending them to `taken` as pieces."""
         raise NotImplementedError
 
-    def _can_pop(self) -> bool:
-        return self._size() > 0
+    def _poppable(self) -> int:
+        """How many elements a dequeue may take now."""
+        return self._size()
 
-    def _has_room(self, element: tuple) -> bool:
-        return self.capacity < 0 or self._size() < self.capacity
+    def _room(self, batch: tuple, lo: int) -> int:
+        """How many rows of `batch` from `lo` on fit now."""
+        if self.capacity < 0:
+            return rows(batch) - lo
+        return self.capacity - self._size()
 
-    def _restore(self, elements: list) -> None:
-        """Gives back elements taken by a cancelled or failed dequeue."""
-        for e in elements:
-            self._push(e)
+    def _restore(self, pieces: list) -> None:
+        """Gives back the pieces taken by a cancelled or failed dequeue."""
+        for p in pieces:
+            self._put(p, 0, rows(p))
 
-    def batch(self, elements: list) -> list:
-        """One array per component, stacking `elements` along a new first axis."""
-        out = []
-        for i, dtype in enumerate(self.dtypes):
-            if elements:
-                out.append(np.stack([e[i] for e in elements]))
-            else:
-                shape = tuple(self.shapes[i].as_list())
-                out.append(np.zeros((0,) + shape, dtype=dtype.as_numpy_dtype))
-        return out
+    def batch(self, pieces: list) -> list:
+        """One array per component: the pieces' elements in order along the first axis."""
+        if not pieces:
+            return [
+                np.zeros((0, *s.as_list()), dtype=d.as_numpy_dtype)
+                for d, s in zip(self.dtypes, self.shapes)
+            ]
+        return [np.concatenate(c) for c in zip(*pieces)]
+
+    @staticmethod
+    def element(pieces: list) -> tuple:
+        """The components of the one element a Dequeue took."""
+        return tuple(c[0, ...] for c in pieces[0])
 
     # -- checks -------------------------------------------------------------------------------
     def matches(self, kind: str, dtypes: list, shapes: list, capacity: int) -> None:
@@ -144,8 +166,8 @@ class QueueBase:
                 f"Shape mismatch in tuple component {i}. Expected {expect}, got {list(shape)}",
             )
 
-    def validate(self, components: list, batched: bool) -> list:
-        """The elements of an enqueue (one) or enqueue_many (split along axis 0)."""
+    def validate(self, components: list, batched: bool) -> tuple:
+        """The batch of an enqueue (one element) or enqueue_many (the components as given)."""
         if len(components) != len(self.dtypes):
             raise errors.InvalidArgumentError(
                 None,
@@ -157,7 +179,7 @@ class QueueBase:
         for i, c in enumerate(comps):
             self._check_shape(i, c.shape, batched)
         if not batched:
-            return [tuple(comps)]
+            return tuple(c[np.newaxis] for c in comps)
         if any(c.ndim == 0 for c in comps):
             raise errors.InvalidArgumentError(
                 None, None, "EnqueueMany requires components with at least one dimension"
@@ -171,7 +193,7 @@ class QueueBase:
                     f"All input tensors must have the same size in the 0th dimension. "
                     f"Component 0 has {n}, and component {i} has {c.shape[0]}",
                 )
-        return list(zip(*comps)) if n else []
+        return tuple(comps)
 
     def check_batchable(self, op: str) -> None:
         if not self.shapes or any(not s.is_fully_defined() for s in self.shapes):
@@ -191,32 +213,48 @@ class QueueBase:
         with self.lock:
             return self.closed
 
-    def enqueue(self, step, elements: list, done) -> None:
-        """Pushes `elements`; done() when all are in, done(None, error) if it cannot be."""
+    def enqueue(self, step, batch: tuple, done) -> None:
+        """Pushes the elements of `batch`; done() when all are in, done(None, error) if they
+        cannot be."""
         ready = []
+        n = rows(batch)
         with self.lock:
             # The common case needs no attempt: no enqueue waits before this one, the queue
             # is open and has room for all of it. It is pushed as the head attempt would be.
-            fits = not self._enqueuers and not self.closed and len(elements) == 1
-            if fits and self._has_room(elements[0]):
-                self._push(elements[0])
+            fits = not self._enqueuers and not self.closed and self._room(batch, 0) >= n
+            if fits:
+                if n:
+                    self._put(batch, 0, n)
                 if self._dequeuers or self._peeks_wait():
                     self._flush(ready)
-            else:
-                fits = False
         if not fits:
-            self._submit(step, _Attempt(_ENQUEUE, done, elements=elements))
+            self._submit(step, Attempt(ENQUEUE, done, batch=batch))
             return
-        _run(ready)
+        run_ready(ready)
         done()
 
-    def dequeue(self, step, n: int, done, batched: bool, allow_small: bool = False) -> None:
-        """done(elements) with `n` elements (fewer only if allow_small and closed)."""
-        self._submit(step, _Attempt(_DEQUEUE, done, n=n, allow_small=allow_small, batched=batched))
+    def dequeue(self, step, n: int, done, allow_small: bool = False) -> None:
+        """done(pieces) with `n` elements (fewer only if allow_small and closed)."""
+        ready = []
+        with self.lock:
+            # The common case needs no attempt: no dequeue waits before this one and the
+            # elements are there. Taking them may make room for a waiting enqueue.
+            fits = not self._dequeuers and self._poppable() >= n
+            if fits:
+                taken: list = []
+                if n:
+                    self._take(n, taken)
+                if self._enqueuers:
+                    self._flush(ready)
+        if not fits:
+            self._submit(step, Attempt(DEQUEUE, done, n=n, allow_small=allow_small))
+            return
+        run_ready(ready)
+        done(taken)
 
     def close(self, step, cancel_pending_enqueues: bool, done) -> None:
         if not cancel_pending_enqueues:
-            self._submit(step, _Attempt(_CLOSE, done))
+            self._submit(step, Attempt(CLOSE, done))
             return
         ready = []
         with self.lock:
@@ -225,39 +263,42 @@ class QueueBase:
                 a = self._enqueuers.popleft()
                 ready.append((a, None, self._closed_error(a)))
             self._flush(ready)
-        _run(ready)
+        run_ready(ready)
         done()
 
-    def _closed_error(self, a: _Attempt) -> errors.OpError:
-        if a.kind == _CLOSE:
+    def _closed_error(self, a: Attempt) -> errors.OpError:
+        if a.kind == CLOSE:
             return errors.CancelledError(None, None, f"Queue '{self.name}' is already closed.")
         return errors.CancelledError(None, None, f"{self.kind} '{self.name}' is closed.")
 
-    def _submit(self, step, a: _Attempt) -> None:
+    def _submit(self, step, a: Attempt) -> None:
         ready = []
         with self.lock:
-            (self._dequeuers if a.kind == _DEQUEUE else self._enqueuers).append(a)
+            (self._dequeuers if a.kind == DEQUEUE else self._enqueuers).append(a)
             self._flush(ready)
             pending = not any(r[0] is a for r in ready)
             if pending:
                 a.hook = CancelHook(step, lambda error: self._cancel(a, error))
-        _run(ready)
+        run_ready(ready)
         if pending:
             a.hook.arm()
 
-    def _cancel(self, a: _Attempt, error: errors.OpError) -> None:
+    def _cancel(self, a: Attempt, error: errors.OpError) -> None:
         ready = []
         with self.lock:
-            side = self._dequeuers if a.kind == _DEQUEUE else self._enqueuers
+            side = self._dequeuers if a.kind == DEQUEUE else self._enqueuers
             if not any(x is a for x in side):
                 return  # already served
             side.remove(a)
-            if a.taken:
-                self._restore(a.taken)
-                a.taken = []
+            self._give_back(a)
             self._flush(ready)
-        _run(ready)
+        run_ready(ready)
         a.done(None, error)
+
+    def _give_back(self, a: Attempt) -> None:
+        if a.taken:
+            self._restore(a.taken)
+            a.taken, a.got = [], 0
 
     def _flush(self, ready: list) -> None:
         """Serves head attempts while any makes progress; finished ones go to `ready`."""
@@ -266,20 +307,21 @@ class QueueBase:
             progress = self._serve_peeks(ready)
             while self._dequeuers:
                 a = self._dequeuers[0]
-                while len(a.taken) < a.n and self._can_pop():
-                    a.taken.append(self._pop())
+                k = min(a.n - a.got, self._poppable())
+                if k > 0:
+                    self._take(k, a.taken)
+                    a.got += k
                     progress = True
-                if len(a.taken) == a.n:
+                if a.got == a.n:
                     ready.append((self._dequeuers.popleft(), a.taken, None))
                     progress = True
                 elif self.closed:
                     self._dequeuers.popleft()
                     progress = True
-                    if a.allow_small and a.taken:
+                    if a.allow_small and a.got:
                         ready.append((a, a.taken, None))
                         continue
-                    self._restore(a.taken)
-                    a.taken = []
+                    self._give_back(a)
                     ready.append((a, None, self._insufficient(a)))
                 else:
                     break
@@ -288,15 +330,19 @@ class QueueBase:
                 if self.closed:
                     ready.append((self._enqueuers.popleft(), None, self._closed_error(a)))
                     continue
-                if a.kind == _CLOSE:
+                if a.kind == CLOSE:
                     self.closed = True
                     ready.append((self._enqueuers.popleft(), None, None))
                     progress = True
                     continue
-                while a.elements and self._has_room(a.elements[0]):
-                    self._push(a.elements.popleft())
+                while a.lo < a.hi:
+                    k = min(a.hi - a.lo, self._room(a.batch, a.lo))
+                    if k <= 0:
+                        break
+                    self._put(a.batch, a.lo, a.lo + k)
+                    a.lo += k
                     progress = True
-                if a.elements:
+                if a.lo < a.hi:
                     break
                 ready.append((self._enqueuers.popleft(), None, None))
 
@@ -308,7 +354,7 @@ class QueueBase:
         """Whether a peek waits for an element (StagingArea only)."""
         return False
 
-    def _insufficient(self, a: _Attempt) -> errors.OpError:
+    def _insufficient(self, a: Attempt) -> errors.OpError:
         return errors.OutOfRangeError(
             None,
             None,
@@ -317,199 +363,14 @@ class QueueBase:
         )
 
 
-def _run(ready: list) -> None:
+def run_ready(ready: list) -> None:
     """Calls the continuations of finished attempts (outside the queue's lock)."""
     for a, taken, error in ready:
         if a.hook is not None:
             a.hook.disarm()
         if error is not None:
             a.done(None, error)
-        elif a.kind == _DEQUEUE:
+        elif a.kind == DEQUEUE:
             a.done(taken)
         else:
             a.done()
-
-
-class FIFOQueue(QueueBase):
-    """First in, first out."""
-
-    kind = "FIFOQueue"
-
-    def __init__(self, name, dtypes, shapes, capacity):
-        super().__init__(name, dtypes, shapes, capacity)
-        self._items: collections.deque = collections.deque()
-
-    def _size(self):
-        return len(self._items)
-
-    def _push(self, element):
-        self._items.append(element)
-
-    def _pop(self):
-        return self._items.popleft()
-
-    def _restore(self, elements):
-        self._items.extendleft(reversed(elements))
-
-
-class PaddingFIFOQueue(FIFOQueue):
-    """A FIFOQueue whose shapes may have unknown dimensions; a batch is padded with zeros (or
-    empty strings) to the largest element in each dimension."""
-
-    kind = "PaddingFIFOQueue"
-
-    def check_batchable(self, op: str) -> None:
-        if not self.shapes:
-            raise errors.InvalidArgumentError(
-                None, None, f"{self.kind} requires the components to have specified shapes."
-            )
-
-    def batch(self, elements):
-        out = []
-        for i, dtype in enumerate(self.dtypes):
-            np_dtype = dtype.as_numpy_dtype
-            dims = [0 if d is None else d for d in self.shapes[i].as_list()]
-            for e in elements:
-                dims = [max(a, b) for a, b in zip(dims, e[i].shape)]
-            fill = b"" if np_dtype is object else 0
-            arr = np.full((len(elements), *dims), fill, dtype=np_dtype)
-            for k, e in enumerate(elements):
-                arr[(k,) + tuple(slice(0, s) for s in e[i].shape)] = e[i]
-            out.append(arr)
-        return out
-
-
-_BLOCK = 256  # random draws per Generator call of a RandomShuffleQueue
-
-
-class RandomShuffleQueue(QueueBase):
-    """Dequeues a uniformly random element, and only while more than `min_after_dequeue` remain
-    (until closed), so consecutive dequeues mix elements from far apart in the input."""
-
-    kind = "RandomShuffleQueue"
-
-    def __init__(self, name, dtypes, shapes, capacity, min_after_dequeue, seed, seed2):
-        super().__init__(name, dtypes, shapes, capacity)
-        self.min_after_dequeue = min_after_dequeue
-        self._items: list = []
-        seeded = seed != 0 or seed2 != 0
-        self._rng = np.random.default_rng([seed, seed2] if seeded else None)
-        self._uniform: list = []  # uniforms in [0, 1) drawn in blocks, used from the end
-
-    def _size(self):
-        return len(self._items)
-
-    def _push(self, element):
-        self._items.append(element)
-
-    def _can_pop(self):
-        n = len(self._items)
-        return n > self.min_after_dequeue or (self.closed and n > 0)
-
-    def _pop(self):
-        """A uniformly random element. One Generator call per element costs microseconds,
-        more than the rest of a dequeue: uniforms come in blocks of _BLOCK (same seed, same
-        order)."""
-        items = self._items
-        if not self._uniform:
-            self._uniform = self._rng.random(_BLOCK).tolist()
-        k = min(int(self._uniform.pop() * len(items)), len(items) - 1)
-        items[k], items[-1] = items[-1], items[k]
-        return items.pop()
-
-
-class PriorityQueue(QueueBase):
-    """Dequeues the element with the smallest priority first; equal priorities leave in arrival
-    order. The priority is component 0, an int64 scalar, in front of the declared components."""
-
-    kind = "PriorityQueue"
-
-    def __init__(self, name, dtypes, shapes, capacity):
-        super().__init__(name, dtypes, shapes, capacity)
-        self._heap: list = []
-        self._seq = itertools.count()
-
-    def _size(self):
-        return len(self._heap)
-
-    def _push(self, element):
-        heapq.heappush(self._heap, (int(element[0]), next(self._seq), element))
-
-    def _pop(self):
-        return heapq.heappop(self._heap)[2]
-
-
-class StagingArea(FIFOQueue):
-    """A FIFO buffer of tuples for staging tensors ahead of their use (TF's StagingArea): puts
-    wait while `capacity` elements (0: unbounded) or `memory_limit` bytes are held, gets and
-    `peek(index)` wait for an element. `_peekers` wait for the buffer to reach their index."""
-
-    kind = "StagingArea"
-
-    def __init__(self, name, dtypes, capacity, memory_limit):
-        super().__init__(name, dtypes, [], capacity if capacity > 0 else -1)
-        self.memory_limit = memory_limit
-        self._bytes = 0  # guarded by lock
-        self._peekers: list = []  # guarded by lock: (index, done, step hook holder)
-
-    @staticmethod
-    def _nbytes(element) -> int:
-        return sum(np.asarray(c).nbytes for c in element)
-
-    def _has_room(self, element) -> bool:
-        if not super()._has_room(element):
-            return False
-        if self.memory_limit <= 0 or not self._items:
-            return True
-        return self._bytes + self._nbytes(element) <= self.memory_limit
-
-    def _push(self, element):
-        super()._push(element)
-        self._bytes += self._nbytes(element)
-
-    def _pop(self):
-        element = super()._pop()
-        self._bytes -= self._nbytes(element)
-        return element
-
-    def _restore(self, elements):
-        super()._restore(elements)
-        self._bytes += sum(self._nbytes(e) for e in elements)
-
-    def clear(self) -> None:
-        ready = []
-        with self.lock:
-            self._items.clear()
-            self._bytes = 0
-            self._flush(ready)
-        _run(ready)
-
-    def peek(self, step, index: int, done) -> None:
-        """done(element) once the buffer holds more than `index` elements."""
-        a = _Attempt(_DEQUEUE, done, n=index)
-        ready = []
-        with self.lock:
-            self._peekers.append(a)
-            self._flush(ready)
-            pending = not any(r[0] is a for r in ready)
-            if pending:
-                a.hook = CancelHook(step, lambda error: self._cancel_peek(a, error))
-        _run(ready)
-        if pending:
-            a.hook.arm()
-
-    def _cancel_peek(self, a, error) -> None:
-        with self.lock:
-            if not any(x is a for x in self._peekers):
-                return
-            self._peekers.remove(a)
-        a.done(None, error)
-
-    def _peeks_wait(self) -> bool:
-        return bool(self._peekers)
-
-    def _serve_peeks(self, ready: list) -> bool:
-        for a in [p for p in self._peekers if p.n < len(self._items)]:
-            self._peekers.remove(a)
-            ready.append((a, [self._items[a.n]], None))
-        return False

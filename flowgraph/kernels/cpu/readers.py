@@ -123,10 +123,10 @@ class ReaderBase:
                 arrived, self._arrived = self._arrived, None
             try:
                 if arrived is not None:
-                    elements, error = arrived
+                    pieces, error = arrived
                     if error is not None:
                         raise error
-                    self._begin(elements[0][0])
+                    self._begin(req.queue.element(pieces)[0])
                 finished = self._fill(req)
             except errors.OpError as e:
                 self._complete(req, error=e)
@@ -139,15 +139,15 @@ class ReaderBase:
                 continue
             with self.lock:
                 self._waiting = True
-            req.queue.dequeue(req.step, 1, self._on_work, batched=False)
+            req.queue.dequeue(req.step, 1, self._on_work)
             with self.lock:
                 if self._arrived is None:  # the work comes later, to _on_work's thread
                     self._running = False
                     return
 
-    def _on_work(self, elements=None, error=None) -> None:
+    def _on_work(self, pieces=None, error=None) -> None:
         with self.lock:
-            self._arrived = (elements, error)
+            self._arrived = (pieces, error)
             self._waiting = False
             if self._running:
                 return
@@ -246,16 +246,9 @@ class TFRecordReader(ReaderBase):
         self._file = records.RecordFile(work.decode(), self.compression, position)
 
     def _read(self, n):
-        keys, values = [], []
-        f, prefix = self._file, self.work + b":"
-        for _ in range(n):
-            offset = f.offset
-            data = f.read()
-            if data is None:
-                break
-            keys.append(prefix + str(offset).encode())
-            values.append(data)
-        return keys, values
+        offsets, values = self._file.read_many(n)
+        prefix = self.work + b":"
+        return [b"%s%d" % (prefix, offset) for offset in offsets], values
 
     def _finish(self):
         self._file.close()
