@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import socket
 import threading
 from collections.abc import Callable, Coroutine
 
@@ -69,3 +70,32 @@ def resolver(future: asyncio.Future) -> Callable:
         loop.call_soon_threadsafe(settle, error, value)
 
     return done
+
+
+def when_readable(conn: socket.socket, wait_s: float | None, then) -> None:
+    """Calls `then(timed_out)` on the loop, once, when `conn` is readable (data, its end, or a
+    shutdown by a cancellation) or `wait_s` seconds have passed (None: no limit). The wait
+    holds no thread: the loop's selector watches the socket."""
+    loop = get()
+
+    def arm():
+        fd = conn.fileno()
+        if fd < 0:  # closed meanwhile: the read that follows fails
+            then(False)
+            return
+        state: list = [None]  # the timer, then True once fired
+
+        def fire(timed_out: bool) -> None:
+            if state[0] is True:
+                return
+            if state[0] is not None:
+                state[0].cancel()
+            state[0] = True
+            loop.remove_reader(fd)
+            then(timed_out)
+
+        loop.add_reader(fd, fire, False)
+        if wait_s is not None:
+            state[0] = loop.call_later(wait_s, fire, True)
+
+    loop.call_soon_threadsafe(arm)

@@ -121,7 +121,6 @@ class RawSender:
         self._pending: dict[bytes, _Transfer] = {}
         self._conns: set[socket.socket] = set()
         self._closed = False
-        self._loop = io_loop.get()
         self._pool = ThreadPoolExecutor(SEND_THREADS, thread_name_prefix="raw-send")
         threading.Thread(target=self._accept, name="raw-accept", daemon=True).start()
 
@@ -181,7 +180,7 @@ class RawSender:
     def _watch(self, conn: socket.socket) -> None:
         """Waits, on the loop, for the receiver's next frame on `conn`, then reads it on a pool
         thread (`_serve_frame`)."""
-        when_readable(self._loop, conn, None, lambda timed_out: self._submit(conn, None))
+        io_loop.when_readable(conn, None, lambda timed_out: self._submit(conn, None))
 
     def _submit(self, conn: socket.socket, answer) -> None:
         """Runs `_serve_frame(conn)`, or `_answer(conn, *answer)`, on the pool."""
@@ -303,34 +302,6 @@ def _send_bytes(conn: socket.socket, data: memoryview) -> None:
     conn.sendall(data)
 
 
-def when_readable(loop, conn: socket.socket, wait_s: float | None, then) -> None:
-    """Calls `then(timed_out)` on the loop, once, when `conn` is readable (data, its end, or a
-    shutdown by a cancellation) or `wait_s` seconds have passed (None: no limit). The wait
-    holds no thread: the loop's selector watches the socket."""
-
-    def arm():
-        fd = conn.fileno()
-        if fd < 0:  # closed meanwhile: the read that follows fails
-            then(False)
-            return
-        state: list = [None]  # the timer, then True once fired
-
-        def fire(timed_out: bool) -> None:
-            if state[0] is True:
-                return
-            if state[0] is not None:
-                state[0].cancel()
-            state[0] = True
-            loop.remove_reader(fd)
-            then(timed_out)
-
-        loop.add_reader(fd, fire, False)
-        if wait_s is not None:
-            state[0] = loop.call_later(wait_s, fire, True)
-
-    loop.call_soon_threadsafe(arm)
-
-
 # -- the receiver ----------------------------------------------------------------------------
 class RawReceiver:
     """The raw path from one peer: its host, and idle connections to its listener (those to
@@ -341,7 +312,6 @@ class RawReceiver:
         self._host = host
         self._peer = peer
         self._pool = pool
-        self._loop = io_loop.get()
         self._lock = threading.Lock()
         self._idle: list[tuple[int, socket.socket]] = []
 
@@ -506,7 +476,7 @@ class _Exchange:
         except OSError as e:
             self._fail(e)
             return
-        when_readable(self.receiver._loop, conn, self.wait_s, self._readable)
+        io_loop.when_readable(conn, self.wait_s, self._readable)
 
     def _readable(self, timed_out: bool) -> None:
         try:
