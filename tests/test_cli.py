@@ -3,15 +3,12 @@ with `tensorflow` resolving to flowgraph."""
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.helpers import run_flowgraph
 
 SCRIPT = textwrap.dedent(
     """
@@ -33,19 +30,6 @@ SCRIPT = textwrap.dedent(
 )
 
 
-def _flowgraph(*args, cwd=None):
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    return subprocess.run(
-        [sys.executable, "-m", "flowgraph", *args],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-        cwd=cwd,
-    )
-
-
 @pytest.fixture
 def script(tmp_path):
     (tmp_path / "helper.py").write_text("OFFSET = 1.0\n")
@@ -55,7 +39,7 @@ def script(tmp_path):
 
 
 def test_run_executes_an_unmodified_tf1_script(script):
-    proc = _flowgraph("run", str(script), "1", "2.5", cwd=script.parent.parent)
+    proc = run_flowgraph("run", str(script), "1", "2.5", cwd=script.parent.parent)
     assert proc.returncode == 0, proc.stderr
     assert "RESULT [3.0, 6.0] y:0 __main__ True" in proc.stdout
 
@@ -63,20 +47,20 @@ def test_run_executes_an_unmodified_tf1_script(script):
 def test_script_exit_status_and_errors_propagate(tmp_path):
     bad = tmp_path / "bad.py"
     bad.write_text("import sys\nimport tensorflow\nsys.exit(3)\n")
-    assert _flowgraph("run", str(bad)).returncode == 3
+    assert run_flowgraph("run", str(bad)).returncode == 3
     bad.write_text("import tensorflow as tf\ntf.enable_eager_execution()\n")
-    proc = _flowgraph("run", str(bad))
+    proc = run_flowgraph("run", str(bad))
     assert proc.returncode == 1 and "graph mode only" in proc.stderr
 
 
 def test_cli_usage_errors():
-    proc = _flowgraph("run", "/no/such/script.py")
+    proc = run_flowgraph("run", "/no/such/script.py")
     assert proc.returncode == 2 and "no such script: /no/such/script.py" in proc.stderr
-    proc = _flowgraph("frobnicate")
+    proc = run_flowgraph("frobnicate")
     assert proc.returncode == 2 and "invalid choice: 'frobnicate'" in proc.stderr
-    proc = _flowgraph()
+    proc = run_flowgraph()
     assert proc.returncode == 2 and "run" in proc.stderr
-    proc = _flowgraph("--help")
+    proc = run_flowgraph("--help")
     assert proc.returncode == 0 and "run a TF1 script" in proc.stdout
 
 

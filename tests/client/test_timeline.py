@@ -6,9 +6,6 @@ from __future__ import annotations
 
 import collections
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -17,9 +14,9 @@ import pytest
 import flowgraph as tf
 from flowgraph.client import timeline
 from flowgraph.core.protos import RunMetadata, StepStats
+from tests.helpers import run_flowgraph
 
 FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "tensorflow"
-ROOT = Path(__file__).resolve().parents[2]
 FULL_TRACE = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
 
 
@@ -169,9 +166,7 @@ def test_tensorflow_module_path_under_flowgraph_run(tmp_path):
         "tl = timeline.Timeline(md.step_stats)\n"
         f"open({str(out)!r}, 'w').write(tl.generate_chrome_trace_format(show_memory=True))\n"
     )
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    subprocess.run(
-        [sys.executable, "-m", "flowgraph", "run", str(script)], env=env, check=True, timeout=120
-    )
+    proc = run_flowgraph("run", str(script))
+    assert proc.returncode == 0, proc.stderr
     ops = {e["args"]["op"] for e in _events(out.read_text()) if e["ph"] == "X"}
     assert "Mul" in ops

@@ -3,12 +3,7 @@ regression with GradientDescentOptimizer) runs unchanged under `flowgraph run`."
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers import run_flowgraph
 
 SCRIPT = '''"""Softmax regression on synthetic data, written the way TF1's mnist_softmax.py is."""
 import numpy as np
@@ -71,25 +66,15 @@ if __name__ == "__main__":
 '''
 
 
-def _flowgraph_run(script, *args):
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    return subprocess.run(
-        [sys.executable, "-m", "flowgraph", "run", str(script), *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-        check=False,
-    )
-
-
 def test_tf1_training_script_runs_under_flowgraph_run(tmp_path):
     script = tmp_path / "softmax.py"
     script.write_text(SCRIPT)
     log_dir = tmp_path / "logs"
     log_dir.mkdir()
     (log_dir / "stale.txt").write_text("removed by the script")
-    proc = _flowgraph_run(script, f"--log_dir={log_dir}", "--max_steps", "60", "extra_arg")
+    proc = run_flowgraph(
+        "run", str(script), f"--log_dir={log_dir}", "--max_steps", "60", "extra_arg"
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = proc.stdout.splitlines()
     accuracy = float(next(l for l in lines if l.startswith("accuracy")).split()[1])
@@ -104,6 +89,6 @@ def test_tf1_training_script_runs_under_flowgraph_run(tmp_path):
 def test_bad_flag_fails_the_script(tmp_path):
     script = tmp_path / "softmax.py"
     script.write_text(SCRIPT)
-    proc = _flowgraph_run(script, "--max_steps=many")
+    proc = run_flowgraph("run", str(script), "--max_steps=many")
     assert proc.returncode == 1
     assert "FATAL Flags parsing error" in proc.stderr and "--max_steps=many" in proc.stderr

@@ -4,9 +4,6 @@ type, with ProfileOptionBuilder's filters and outputs."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,9 +12,9 @@ from profiler_models import mlp
 
 import flowgraph as tf
 from flowgraph.profiler import flops
+from tests.helpers import run_flowgraph
 
 PO = tf.profiler.ProfileOptionBuilder
-ROOT = Path(__file__).resolve().parents[2]
 FULL_TRACE = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
 QUIET = {"output": "none"}
 
@@ -276,16 +273,8 @@ def test_tensorflow_module_paths_under_flowgraph_run(tmp_path):
         "print('ADVICE', sorted(p.advise(model_analyzer.ALL_ADVICE).checkers))\n"
         "print('HOOK', ProfilerHook is tf.train.ProfilerHook)\n"
     )
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    got = subprocess.run(
-        [sys.executable, "-m", "flowgraph", "run", str(script)],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=120,
-        cwd=tmp_path,
-    )
+    got = run_flowgraph("run", str(script), cwd=tmp_path)
+    assert got.returncode == 0, got.stderr
     assert "EVENTS True" in got.stdout and "FLOPS 240" in got.stdout
     assert "HOOK True" in got.stdout
     checkers = "['AcceleratorUtilizationChecker', 'ExpensiveOperationChecker', 'OperationChecker']"

@@ -3,9 +3,6 @@ test file runs unchanged under `flowgraph run -m pytest` and `python -m flowgrap
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import unittest
 from pathlib import Path
 
@@ -14,8 +11,8 @@ import pytest
 
 import flowgraph as tf
 from flowgraph.testing import test_util
+from tests.helpers import run_flowgraph
 
-ROOT = Path(__file__).resolve().parents[2]
 USER_SUITE = Path(__file__).with_name("tf1_user_suite.py")
 
 
@@ -167,15 +164,6 @@ def test_decorators():
         test_util.run_in_graph_and_eager_modes(Case)
 
 
-def _flowgraph(cwd, *args):
-    """`python -m flowgraph ARGS` in `cwd` (a user's directory: no config of ours applies)."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    command = [sys.executable, "-m", "flowgraph", *args]
-    return subprocess.run(
-        command, capture_output=True, text=True, timeout=300, env=env, cwd=cwd, check=False
-    )
-
-
 @pytest.fixture
 def user_dir(tmp_path):
     (tmp_path / "my_op_test.py").write_text(USER_SUITE.read_text())
@@ -183,13 +171,15 @@ def user_dir(tmp_path):
 
 
 def test_a_user_tf1_test_file_runs_under_flowgraph_run_pytest(user_dir):
-    out = _flowgraph(user_dir, "run", "-m", "pytest", "-p", "no:cacheprovider", "my_op_test.py")
+    out = run_flowgraph(
+        "run", "-m", "pytest", "-p", "no:cacheprovider", "my_op_test.py", cwd=user_dir
+    )
     assert out.returncode == 0, out.stdout + out.stderr
     assert "9 passed, 1 skipped" in out.stdout, out.stdout
 
 
 def test_a_user_tf1_test_file_runs_as_a_script(user_dir):
-    out = _flowgraph(user_dir, "run", "my_op_test.py")
+    out = run_flowgraph("run", "my_op_test.py", cwd=user_dir)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "Ran 10 tests" in out.stderr and "OK (skipped=1)" in out.stderr, out.stderr
 
@@ -204,5 +194,5 @@ def test_a_failing_user_test_gives_a_failing_exit_status(tmp_path):
         "if __name__ == '__main__':\n"
         "    tf.test.main()\n"
     )
-    out = _flowgraph(tmp_path, "run", str(path))
+    out = run_flowgraph("run", str(path), cwd=tmp_path)
     assert out.returncode == 1 and "FAILED (failures=1" in out.stderr, out.stderr
