@@ -17,6 +17,18 @@ master that does not answer in time may be hung mid-step, so the worker ends the
 running steps (UnavailableError naming the master) and frees their rendezvous instead of
 waiting for a CleanupGraph that may never come; a master of a new incarnation has lost the
 session, which the worker then deletes.
+
+Workers check their peers too (a PeerWatch per task that some registered graph receives
+tensors from, whatever the number of graphs and sessions; PeerWatches keeps them): a step
+blocked on a Recv from a hung peer would otherwise wait for the master's check to fail the
+step, and a step whose peer restarted waits forever, since the new process sends under keys
+of its new incarnation. A peer that does not answer in time ends the steps of the graphs that
+receive from it (UnavailableError naming the peer and the checking worker), one with devices
+of another incarnation than a graph's _Recv nodes name ends that graph's steps
+(AbortedError); ending a step cancels its in-flight Recvs. Only receiving can block a step:
+a peer that this worker sends to has nothing for it to wait on. The checks share the
+HealthMonitor (and its one GetStatus per task and period) with the task's master sessions
+and master watches.
 """
 
 from __future__ import annotations
@@ -26,6 +38,8 @@ import threading
 
 from flowgraph.core import errors
 from flowgraph.core.protos import ConfigProto
+from flowgraph.distributed.step_failures import short
+from flowgraph.distributed.worker_cache import task_of
 
 logger = logging.getLogger(__name__)
 DEFAULT_PERIOD_MS = 1000
@@ -51,9 +65,11 @@ class HealthMonitor:
         self._closed = False
         self._thread: threading.Thread | None = None
 
-    def add(self, session) -> None:
-        """Checks the tasks of `session` from now until `remove(session)`."""
-        period = period_ms(session.config)
+    def add(self, session, period: int | None = None) -> None:
+        """Checks the tasks of `session` from now until `remove(session)`, every `period` ms
+        (its config's period if None); adding it again sets its period."""
+        if period is None:
+            period = period_ms(session.config)
         if period <= 0:
             return
         with self._cond:
@@ -70,9 +86,18 @@ class HealthMonitor:
             self._sessions.pop(session, None)
 
     def close(self) -> None:
+        """Stops the checks; `join` waits for a check in flight to end."""
         with self._cond:
             self._closed = True
             self._cond.notify_all()
+
+    def join(self, timeout: float | None = None) -> None:
+        """Waits for the loop to end after `close` (at most a check's deadline: close the
+        worker cache first, which ends its GetStatus calls)."""
+        with self._cond:
+            thread = self._thread
+        if thread is not None:
+            thread.join(timeout)
 
     def _loop(self) -> None:
         while True:
@@ -147,3 +172,116 @@ class MasterWatch:
                 f"check: {error.message}",
             ),
         )
+
+
+class PeerWatch:
+    """The HealthMonitor's view of one peer task that graphs registered on a worker receive
+    from (see the module docstring): `graphs` maps each such graph handle to its period and
+    the incarnations its _Recv nodes name by device of the peer (0: not named, learnt from
+    the first answer). `lock` is its PeerWatches' and guards `graphs`."""
+
+    def __init__(self, worker, task: str, lock: threading.Lock):
+        self.tasks = frozenset([task])
+        self.graphs: dict[str, tuple[int, dict[str, int]]] = {}
+        self.lock = lock
+        self._worker = worker
+
+    def period(self) -> int:
+        return min(period for period, _ in self.graphs.values())
+
+    def observe(self, task: str, device_attributes: list) -> None:
+        fresh = {a.name: _signed64(a.incarnation) for a in device_attributes}
+        with self.lock:
+            stale = set()
+            for handle, (_, expected) in self.graphs.items():
+                for device, incarnation in expected.items():
+                    if not incarnation and device in fresh:
+                        expected[device] = fresh[device]
+                    elif fresh.get(device) != incarnation:
+                        stale.add(handle)
+        if stale:
+            self._worker.end_graph_steps(
+                stale,
+                errors.AbortedError(
+                    None,
+                    None,
+                    f"Peer task {task} was restarted (a health check of {self._worker.task} "
+                    "found devices of a new incarnation): the tensors the step receives from "
+                    "it are lost",
+                ),
+            )
+
+    def task_unreachable(self, task: str, error: errors.OpError) -> None:
+        with self.lock:
+            graphs = set(self.graphs)
+        self._worker.end_graph_steps(
+            graphs,
+            errors.UnavailableError(
+                None,
+                None,
+                f"Peer task {task} is unreachable: it did not answer the health check of "
+                f"{self._worker.task} ({short(error)})",
+            ),
+        )
+
+
+class PeerWatches:
+    """A worker's PeerWatches, one per peer task while some registered graph receives from it
+    and its session asks for checks (the worker's `health` monitor runs them)."""
+
+    def __init__(self, worker):
+        self._worker = worker
+        self._lock = threading.Lock()
+        self._watches: dict[str, PeerWatch] = {}  # peer task -> its watch; guarded by _lock
+
+    def add_graph(self, handle: str, period: int, peers: dict[str, dict[str, int]]) -> None:
+        """Watches `peers` (recv_peers of graph `handle`) every `period` ms (off if <= 0)."""
+        monitor = self._worker.health
+        if monitor is None or period <= 0:
+            return
+        with self._lock:
+            for task, incarnations in peers.items():
+                watch = self._watches.get(task)
+                if watch is None:
+                    watch = self._watches[task] = PeerWatch(self._worker, task, self._lock)
+                watch.graphs[handle] = (period, dict(incarnations))
+                monitor.add(watch, watch.period())
+
+    def remove_graphs(self, handles) -> None:
+        """Stops watching for the graphs `handles` (deregistered, or their session deleted);
+        a peer no graph receives from any more is no longer checked."""
+        monitor = self._worker.health
+        with self._lock:
+            for task, watch in list(self._watches.items()):
+                if not [h for h in handles if watch.graphs.pop(h, None)]:
+                    continue
+                if watch.graphs:
+                    monitor.add(watch, watch.period())
+                else:
+                    del self._watches[task]
+                    monitor.remove(watch)
+
+    def watched(self) -> dict[str, frozenset]:
+        """Peer task -> the graph handles that receive from it (for tests and debugging)."""
+        with self._lock:
+            return {task: frozenset(w.graphs) for task, w in self._watches.items()}
+
+
+def recv_peers(nodes, task: str) -> dict[str, dict[str, int]]:
+    """The tasks other than `task` that the _Recv nodes among `nodes` receive from, each with
+    the incarnations those Recvs' keys name, by device."""
+    peers: dict[str, dict[str, int]] = {}
+    for node in nodes:
+        if node.op != "_Recv" or node.attrs.get("client_terminated"):
+            continue
+        device = node.attrs["send_device"]
+        peer = task_of(device)
+        if peer != task:
+            peers.setdefault(peer, {})[device] = node.attrs["send_device_incarnation"]
+    return peers
+
+
+def _signed64(value: int) -> int:
+    """An incarnation as the int64 `send_device_incarnation` attr holds it."""
+    value %= 1 << 64
+    return value - (1 << 64) if value >= 1 << 63 else value

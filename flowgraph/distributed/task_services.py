@@ -52,10 +52,11 @@ class TaskServices:
     def close(self) -> None:
         self.health.close()
         self.worker.close()
-        self.worker_cache.close()
+        self.worker_cache.close()  # ends the health checks' calls in flight
         if self.raw_sender is not None:
             self.raw_sender.close()
         self._pool.shutdown(wait=False)
+        self.health.join(timeout=10.0)  # a check in flight ends with the cache's channels
 
 
 def server_def(

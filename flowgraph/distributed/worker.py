@@ -25,9 +25,10 @@ from concurrent.futures import ThreadPoolExecutor
 import flowgraph.kernels.cpu
 import flowgraph.opdefs  # noqa: F401  (registers the op library)
 from flowgraph.core import errors
+from flowgraph.core.protos import ConfigProto
 from flowgraph.core.rendezvous_keys import parse_key
+from flowgraph.distributed import health
 from flowgraph.distributed import messages as m
-from flowgraph.distributed.health import MasterWatch
 from flowgraph.distributed.rendezvous import RemoteRendezvous
 from flowgraph.distributed.worker_cache import CallOptions, task_of
 from flowgraph.runtime import nodes as rt_nodes
@@ -67,9 +68,11 @@ class Worker:
         self._graphs: dict[str, list[ExecutorPlan]] = {}  # graph handle -> plans
         self._graph_ids = itertools.count(1)
         self._steps: dict[int, Step] = {}  # running steps by id (cancelled by close)
-        self._step_sessions: dict[int, str] = {}  # running step id -> its session handle
-        self.health = None  # a HealthMonitor checking masters on other tasks, if any
+        self._step_requests: dict[int, m.RunGraphRequest] = {}  # running step id -> its request
+        self.health = None  # a HealthMonitor checking masters and peers on other tasks, if any
         self._watches: dict[str, object] = {}  # session handle -> its MasterWatch
+        self._periods: dict[str, int] = {}  # session handle -> its health-check period (ms)
+        self.peer_watches = health.PeerWatches(self)
         self._partial: dict[int, _PartialStep] = {}
         self._self_contained: set[str] = set()  # graph handles that send to no other task
         self._ended: OrderedDict[int, None] = OrderedDict()  # recently cleaned-up step ids
@@ -105,11 +108,12 @@ class Worker:
     def create_worker_session(
         self, req: m.CreateWorkerSessionRequest
     ) -> m.CreateWorkerSessionResponse:
+        config = req.server_def.default_session_config if req.server_def else None
         with self._lock:
             self._sessions.setdefault(req.session_handle, set())
+            self._periods[req.session_handle] = health.period_ms(config or ConfigProto())
         if req.master_task and req.master_task != self.task and self.health is not None:
-            config = req.server_def.default_session_config if req.server_def else None
-            watch = MasterWatch(
+            watch = health.MasterWatch(
                 self, req.session_handle, req.master_task, req.master_incarnation, config
             )
             with self._lock:
@@ -124,19 +128,30 @@ class Worker:
         self, req: m.DeleteWorkerSessionRequest
     ) -> m.DeleteWorkerSessionResponse:
         with self._lock:
-            for handle in self._sessions.pop(req.session_handle, ()):
+            handles = self._sessions.pop(req.session_handle, ())
+            for handle in handles:
                 self._graphs.pop(handle, None)
                 self._self_contained.discard(handle)
             watch = self._watches.pop(req.session_handle, None)
+            self._periods.pop(req.session_handle, None)
         if watch is not None:
             self.health.remove(watch)
+        if handles:
+            self.peer_watches.remove_graphs(handles)
         return m.DeleteWorkerSessionResponse()
 
     def end_session_steps(self, handle: str, error: errors.OpError) -> None:
         """Ends the running steps of session `handle` with `error` (its master is unreachable)
         as its master's CleanupGraph would have."""
-        for step_id, session in list(self._step_sessions.items()):
-            if session == handle:
+        for step_id, req in list(self._step_requests.items()):
+            if req.session_handle == handle:
+                self._end_step(step_id, error)
+
+    def end_graph_steps(self, handles, error: errors.OpError) -> None:
+        """Ends the running steps of the graphs `handles` with `error` (a peer they receive
+        from is unreachable or was restarted): their in-flight Recvs are cancelled."""
+        for step_id, req in list(self._step_requests.items()):
+            if req.graph_handle in handles:
                 self._end_step(step_id, error)
 
     def end_session(self, handle: str, error: errors.OpError) -> None:
@@ -156,16 +171,17 @@ class Worker:
         for node in nodes:
             parts.setdefault(node.device, []).append(node)
         plans = []
-        for name, nodes in parts.items():
+        for name, part in parts.items():
             device = self.device_by_name.get(name)
             if device is None:
                 raise errors.InvalidArgumentError(
                     None,
                     None,
-                    f"RegisterGraph: node '{nodes[0].name}' is on {name!r}, not a device of "
+                    f"RegisterGraph: node '{part[0].name}' is on {name!r}, not a device of "
                     f"task {self.task} ({', '.join(self.device_by_name)})",
                 )
-            plans.append(ExecutorPlan(nodes, device))
+            plans.append(ExecutorPlan(part, device))
+        peers = health.recv_peers(nodes, self.task)
         with self._lock:
             graphs = self._sessions.get(req.session_handle)
             if graphs is None:
@@ -177,6 +193,8 @@ class Worker:
             self._graphs[handle] = plans
             if not any(sends_to_other_task(n, self.task) for n in nodes):
                 self._self_contained.add(handle)
+            if peers:  # (under _lock: a DeleteWorkerSession cannot come between)
+                self.peer_watches.add_graph(handle, self._periods[req.session_handle], peers)
         return m.RegisterGraphResponse(graph_handle=handle)
 
     def deregister_graph(self, req: m.DeregisterGraphRequest) -> m.DeregisterGraphResponse:
@@ -184,6 +202,7 @@ class Worker:
             self._graphs.pop(req.graph_handle, None)
             self._self_contained.discard(req.graph_handle)
             self._sessions.get(req.session_handle, set()).discard(req.graph_handle)
+        self.peer_watches.remove_graphs((req.graph_handle,))
         return m.DeregisterGraphResponse()
 
     def _plans(self, handle: str) -> list[ExecutorPlan]:
@@ -227,7 +246,7 @@ class Worker:
         stats = StepStatsCollector(self.devices) if traced else None
         step = Step(step_id, rendezvous, stats, call_opts.timeout_ms if call_opts else 0)
         self._steps[step_id] = step
-        self._step_sessions[step_id] = req.session_handle
+        self._step_requests[step_id] = req
         if step_id in self._ended:  # its CleanupGraph came between the check and here
             step.cancel(errors.CancelledError(None, None, f"Step {step_id} was cancelled"))
         if call_opts is not None:
@@ -236,7 +255,7 @@ class Worker:
             self._execute(plans, step)
         finally:
             self._steps.pop(step_id, None)
-            self._step_sessions.pop(step_id, None)
+            self._step_requests.pop(step_id, None)
             step.end()  # its TensorArrays and stacks go with it
             if call_opts is not None:
                 call_opts.clear_cancel_callback()
@@ -289,7 +308,7 @@ class Worker:
             if call_opts is not None:
                 call_opts.set_cancel_callback(step.cancel)
             self._steps[step.step_id] = step
-            self._step_sessions[step.step_id] = req.session_handle
+            self._step_requests[step.step_id] = req
             threading.Thread(
                 target=self._partial_main,
                 args=(state, plans),
@@ -315,7 +334,7 @@ class Worker:
             state.step.cancel(e)
         finally:
             self._steps.pop(state.step.step_id, None)
-            self._step_sessions.pop(state.step.step_id, None)
+            self._step_requests.pop(state.step.step_id, None)
             state.step.end()
             if state.call_opts is not None:
                 state.call_opts.clear_cancel_callback()

@@ -117,6 +117,10 @@ class Task:
         """SIGSTOP: the task hangs, its sockets stay open (a hung, not a dead, task)."""
         signal.pidfd_send_signal(self._fd, signal.SIGSTOP)
 
+    def cont(self) -> None:
+        """SIGCONT: a stopped task runs again."""
+        signal.pidfd_send_signal(self._fd, signal.SIGCONT)
+
 
 _launcher: Launcher | None = None
 
@@ -187,6 +191,10 @@ class Cluster:
     def stop(self, job: str, task: int) -> None:
         """SIGSTOPs task job:task: it hangs with its sockets open (`kill` ends it)."""
         self.procs[job, task].stop()
+
+    def cont(self, job: str, task: int) -> None:
+        """SIGCONTs task job:task after `stop`."""
+        self.procs[job, task].cont()
 
     def close(self) -> None:
         for key in list(self.procs):
