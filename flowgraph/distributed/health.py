@@ -25,7 +25,8 @@ step, and a step whose peer restarted waits forever, since the new process sends
 of its new incarnation. A peer that does not answer in time ends the steps of the graphs that
 receive from it (UnavailableError naming the peer and the checking worker), one with devices
 of another incarnation than a graph's _Recv nodes name ends that graph's steps
-(AbortedError); ending a step cancels its in-flight Recvs. Only receiving can block a step:
+(AbortedError); ending a step cancels its in-flight Recvs. A peer that refuses connections
+needs no check: its transfers fail by themselves. Only receiving can block a step:
 a peer that this worker sends to has nothing for it to wait on. The checks share the
 HealthMonitor (and its one GetStatus per task and period) with the task's master sessions
 and master watches.
@@ -212,6 +213,11 @@ class PeerWatch:
             )
 
     def task_unreachable(self, task: str, error: errors.OpError) -> None:
+        """Only a check that ran out of time ends steps: a peer that refuses connections is
+        gone, its transfers fail by themselves, and a gRPC channel may keep failing calls for
+        a while after the peer is back (its reconnect backoff), which would end new steps."""
+        if not isinstance(error, errors.DeadlineExceededError):
+            return
         with self.lock:
             graphs = set(self.graphs)
         self._worker.end_graph_steps(

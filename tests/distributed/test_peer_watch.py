@@ -25,11 +25,11 @@ LONG_MS = 600_000  # a period the monitor's own loop never reaches in a test: ch
 
 
 class FakePeer:
-    """Task W1: GetStatus answers `incarnation` (None: the deadline passes); RecvTensor calls
-    are kept, unanswered, with their CallOptions."""
+    """Task W1: GetStatus answers `incarnation` (None: the deadline passes; "refused": the
+    connection is refused); RecvTensor calls are kept, unanswered, with their CallOptions."""
 
     def __init__(self):
-        self.incarnation: int | None = INCARNATION
+        self.incarnation: int | str | None = INCARNATION
         self.recvs: list = []
         self.recv_started = threading.Event()
         self.asked = threading.Event()
@@ -42,6 +42,8 @@ class FakePeer:
         def wait():
             if incarnation is None:
                 raise errors.DeadlineExceededError(None, None, "Deadline Exceeded")
+            if incarnation == "refused":
+                raise errors.UnavailableError(None, None, "Connection refused")
             attrs = m.DeviceAttributes(
                 name=f"{W1}/device:CPU:0", incarnation=incarnation % (1 << 64)
             )
@@ -132,6 +134,9 @@ def test_a_peer_that_does_not_answer_ends_the_steps_that_receive_from_it(setup):
     graph = _recv_graph(worker, "s")
     thread, outcome = _start_step(worker, "s", graph, 7)
     assert peer.recv_started.wait(10)
+    peer.incarnation = "refused"  # its transfers fail by themselves: the check ends nothing
+    monitor.check([_watch(worker)], 1.0)
+    assert thread.is_alive() and not outcome
     peer.incarnation = None
     monitor.check([_watch(worker)], 1.0)
     thread.join(10)
