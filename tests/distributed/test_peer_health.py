@@ -34,6 +34,9 @@ def cluster():
         c.close()
         for server in servers:
             server._server.stop()
+    for server in servers:  # stopping a server ends its health checks' thread
+        thread = server._server.services.health._thread
+        assert thread is None or not thread.is_alive()
 
 
 def test_a_worker_ends_the_step_of_a_peer_that_hangs(cluster, monkeypatch):
