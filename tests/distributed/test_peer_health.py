@@ -80,6 +80,9 @@ def test_a_worker_ends_the_step_of_a_peer_that_hangs(cluster, monkeypatch):
             except errors.OpError as e:
                 outcome.append(e)
 
+        other.run(feed)  # a first step connects worker:1 to worker:2, as in training
+        assert sess.run(out) == 3.0
+        other.run(started)
         thread = threading.Thread(target=run, daemon=True)
         thread.start()
         other.run(started)  # the step waits on worker:2's queue
