@@ -151,11 +151,9 @@ _READ_AHEAD = 1 << 16  # bytes a RecordFile reads from its stream at a time
 class RecordFile:
     """Reads the TFRecords of one file in order; `offset` is where the next record starts.
 
-    The stream is read ahead in blocks and records are cut from the block (three reads and an
-    unpack per record cost twice as much, on a reader thread that shares the GIL with the
-    training step). A record that fails (a bad CRC, a cut) leaves the file at that record, as
-    TF's RecordReader keeps its offset there: a later read fails on it again instead of
-    skipping data."""
+    The stream is read ahead in blocks and records are cut from the block. A record that fails
+    (a bad CRC, a cut) stays at the front of the block, as TF's RecordReader keeps its offset
+    there: a later read fails on it again instead of skipping data."""
 
     def __init__(self, path: str, compression_type: str = "", offset: int = 0):
         self.path = path
@@ -182,47 +180,48 @@ class RecordFile:
 
     def read(self) -> bytes | None:
         """The next record's data, None at the end; DataLossError on a bad CRC or a cut."""
-        got = self.read_many(1)[1]
-        return got[0] if got else None
+        buf, pos = self._buf, self._pos
+        if len(buf) - pos < 12:
+            buf, pos = self._more(12)
+            if len(buf) < 12:
+                if buf:
+                    raise self._loss("truncated record header")
+                return None
+        length, length_crc = _HEADER.unpack_from(buf, pos)
+        if masked_crc32c(buf[pos : pos + 8]) != length_crc:
+            raise self._loss("corrupted record length")
+        end = pos + 12 + length
+        if len(buf) < end + 4:
+            buf, pos = self._more(16 + length)
+            end = 12 + length
+            if len(buf) < end + 4:
+                raise self._loss("truncated record")
+        data = buf[pos + 12 : end]
+        if masked_crc32c(data) != _FOOTER.unpack_from(buf, end)[0]:
+            raise self._loss("corrupted record data")
+        self.offset += 16 + length
+        self._pos = end + 4
+        return data
 
     def read_many(self, n: int) -> tuple[list[int], list[bytes]]:
         """The offsets and data of up to `n` next records (fewer at the end of the file);
         DataLossError on a bad CRC or a cut, the records before it read."""
         offsets: list[int] = []
         out: list[bytes] = []
-        buf, pos = self._buf, self._pos
-        try:
-            while len(out) < n:
-                if len(buf) - pos < 12:
-                    buf, pos = self._more(buf, pos, 12)
-                    if len(buf) < 12:
-                        if buf:
-                            raise self._loss("truncated record header")
-                        break
-                length, length_crc = _HEADER.unpack_from(buf, pos)
-                if masked_crc32c(buf[pos : pos + 8]) != length_crc:
-                    raise self._loss("corrupted record length")
-                end = pos + 12 + length
-                if len(buf) < end + 4:
-                    buf, pos = self._more(buf, pos, 16 + length)
-                    end = 12 + length
-                    if len(buf) < end + 4:
-                        raise self._loss("truncated record")
-                data = buf[pos + 12 : end]
-                if masked_crc32c(data) != _FOOTER.unpack_from(buf, end)[0]:
-                    raise self._loss("corrupted record data")
-                offsets.append(self.offset)
-                out.append(data)
-                self.offset += 16 + length
-                pos = end + 4
-        finally:
-            self._buf, self._pos = buf, pos
+        read = self.read
+        for _ in range(n):
+            offset = self.offset
+            data = read()
+            if data is None:
+                break
+            offsets.append(offset)
+            out.append(data)
         return offsets, out
 
-    def _more(self, buf: bytes, pos: int, need: int) -> tuple[bytes, int]:
-        """buf[pos:] followed by the stream's next bytes, at least `need` in all unless the
-        stream ends first."""
-        chunks = [buf[pos:]]
+    def _more(self, need: int) -> tuple[bytes, int]:
+        """The buffer from the next record on, followed by the stream's next bytes: at least
+        `need` in all unless the stream ends first."""
+        chunks = [self._buf[self._pos :]]
         have = len(chunks[0])
         while have < need:
             chunk = self._stream.read(max(need - have, _READ_AHEAD))
@@ -230,7 +229,8 @@ class RecordFile:
                 break
             chunks.append(chunk)
             have += len(chunk)
-        return b"".join(chunks), 0
+        self._buf, self._pos = b"".join(chunks), 0
+        return self._buf, 0
 
     def _loss(self, what: str) -> errors.DataLossError:
         return errors.DataLossError(None, None, f"{self.path}: {what} at offset {self.offset}")

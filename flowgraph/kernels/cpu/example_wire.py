@@ -5,7 +5,7 @@ Decoding each record into protobuf objects and each value list into a Python seq
 about 30 us per record of two small features (the digits of issue 11's I2), and a scan of the
 bytes in Python still about 15: more than a training step can spare on its reader threads. Here
 one compiled pass (numba, like kernels/cpu/loops.py) over the whole batch finds where the packed
-values of each wanted feature lie and decodes int64 varints; NumPy gathers the float bytes.
+values of each wanted feature lie, decodes int64 varints and copies the float bytes.
 
 Only the plain case is handled: every record holds every wanted key once, with the expected
 kind, packed, and exactly the expected number of values, and keys are ASCII. Anything else (a
@@ -143,12 +143,24 @@ def _int64s(buf, spans, k, size, out):
     return True
 
 
+def _float_rows(buf, spans, k, out):
+    """Copies each record's packed float bytes of key k into its row of `out` (bytes, one row
+    per record); False unless every record has exactly a row's worth."""
+    width = out.shape[1]
+    for r in range(spans.shape[0]):
+        start = spans[r, k, 0]
+        if spans[r, k, 1] - start != width:
+            return False
+        out[r, :] = buf[start : start + width]
+    return True
+
+
 _lock = threading.Lock()
 _compiled: dict = {}
 
 
 def _kernels():
-    """(_scan, _int64s) compiled on first use (cached on disk by numba). numba resolves the
+    """(_scan, _int64s, _float_rows) compiled on first use (cached on disk by numba). numba resolves the
     helpers they call by their global names when it compiles them, so the helpers' globals
     are rebound to their compiled versions first."""
     if not _compiled:
@@ -162,7 +174,8 @@ def _kernels():
                 g["_varint"], g["_field"] = varint, field
                 g["_key_index"] = jit(_key_index)
                 _compiled["scan"], _compiled["int64s"] = jit(_scan), jit(_int64s)
-    return _compiled["scan"], _compiled["int64s"]
+                _compiled["float_rows"] = jit(_float_rows)
+    return _compiled["scan"], _compiled["int64s"], _compiled["float_rows"]
 
 
 class Spec:
@@ -177,7 +190,6 @@ class Spec:
         self.tags = np.array([KIND_TAG[np.dtype(d)] for d in np_dtypes], np.uint8)
         self.floats = [np.dtype(d) == np.float32 for d in np_dtypes]
         self.sizes = sizes
-        self.gathers = [np.arange(4 * size) for size in sizes]  # byte offsets of a float row
 
 
 @functools.lru_cache(maxsize=256)
@@ -192,7 +204,7 @@ def dense_batch(records: list, sp: Spec) -> list | None:
     if n == 1:
         rows = dense_one(records[0], sp)
         return None if rows is None else [row.reshape(1, -1) for row in rows]
-    scan, int64s = _kernels()
+    scan, int64s, float_rows = _kernels()
     lengths = np.fromiter(map(len, records), np.int64, n)
     rec_end = np.cumsum(lengths)
     rec_start = rec_end - lengths
@@ -203,11 +215,10 @@ def dense_batch(records: list, sp: Spec) -> list | None:
     out = []
     for k, size in enumerate(sp.sizes):
         if sp.floats[k]:
-            first = spans[:, k, 0]
-            if np.any(spans[:, k, 1] - first != 4 * size):
+            values = np.empty((n, size), "<f4")
+            if not float_rows(buf, spans, k, values.view(np.uint8)):
                 return None
-            index = first[:, None] + sp.gathers[k]
-            out.append(buf[index].view("<f4").astype(np.float32, copy=False))
+            out.append(values.astype(np.float32, copy=False))
         else:
             values = np.empty((n, size), np.int64)
             if not int64s(buf, spans, k, size, values):
@@ -220,7 +231,7 @@ def dense_one(record: bytes, sp: Spec) -> list | None:
     """Per key of `sp`, a [size] array of the values of one record (ParseSingleExample's case,
     which runs once per record: one scan, then a copy of the packed floats straight from the
     record's bytes); None if it is not the plain case."""
-    scan, int64s = _kernels()
+    scan, int64s, _ = _kernels()
     buf = np.frombuffer(record, np.uint8)
     spans = np.empty((1, len(sp.sizes), 2), np.int64)
     end = np.array([buf.size], np.int64)
