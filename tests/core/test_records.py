@@ -1,4 +1,5 @@
-"""flowgraph.core.records: a corrupt record leaves the file at it, in every compression."""
+"""flowgraph.core.records: a corrupt record leaves the file at it, in every compression; read_many
+cuts records across read-ahead blocks with their offsets."""
 
 import gzip
 import zlib
@@ -28,3 +29,47 @@ def test_a_read_that_fails_leaves_the_file_at_the_bad_record(tmp_path, compressi
             f.read()
         assert f.offset == 21
     f.close()
+
+
+def _write_records(path, payloads):
+    with open(path, "wb") as f:
+        f.writelines(records.encode_record(p) for p in payloads)
+
+
+def test_read_many_cuts_records_across_blocks_with_their_offsets(tmp_path):
+    # Sizes around the 64 KiB read-ahead: records split across blocks and larger than one.
+    sizes = [0, 1, 300, 70_000, 5, 65_536, 131_072, *range(0, 4000, 37)]
+    payloads = [bytes([i % 251]) * s for i, s in enumerate(sizes)]
+    path = tmp_path / "r.tfrecord"
+    _write_records(path, payloads)
+    f = records.RecordFile(str(path))
+    got, offsets = [], []
+    while True:
+        o, d = f.read_many(13)
+        offsets += o
+        got += d
+        if len(d) < 13:
+            break
+    assert got == payloads
+    want_offsets = [0]
+    for p in payloads[:-1]:
+        want_offsets.append(want_offsets[-1] + 16 + len(p))
+    assert offsets == want_offsets
+    assert f.read_many(5) == ([], [])
+
+
+@pytest.mark.parametrize("where", [8, 12], ids=["length CRC", "data"])
+def test_read_many_returns_the_records_before_a_bad_one_then_fails_on_it(tmp_path, where):
+    payloads = [b"r%03d" % i for i in range(40)]
+    path = tmp_path / "bad.tfrecord"
+    _write_records(path, payloads)
+    raw = bytearray(path.read_bytes())
+    raw[20 * 20 + where] ^= 0xFF  # record 20 (each is 16 + 4 bytes)
+    path.write_bytes(bytes(raw))
+    f = records.RecordFile(str(path))
+    assert f.read_many(15)[1] == payloads[:15]
+    with pytest.raises(errors.DataLossError, match="corrupted record .* at offset 400"):
+        f.read_many(15)  # records 15..19 are read, then record 20 fails
+    assert f.offset == 400
+    with pytest.raises(errors.DataLossError, match="at offset 400"):
+        f.read_many(3)
