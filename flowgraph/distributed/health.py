@@ -40,7 +40,7 @@ import threading
 from flowgraph.core import errors
 from flowgraph.core.protos import ConfigProto
 from flowgraph.distributed.step_failures import short
-from flowgraph.distributed.worker_cache import task_of
+from flowgraph.distributed.worker_cache import signed64, task_of
 
 logger = logging.getLogger(__name__)
 DEFAULT_PERIOD_MS = 1000
@@ -191,7 +191,7 @@ class PeerWatch:
         return min(period for period, _ in self.graphs.values())
 
     def observe(self, task: str, device_attributes: list) -> None:
-        fresh = {a.name: _signed64(a.incarnation) for a in device_attributes}
+        fresh = {a.name: signed64(a.incarnation) for a in device_attributes}
         with self.lock:
             stale = set()
             for handle, (_, expected) in self.graphs.items():
@@ -285,9 +285,3 @@ def recv_peers(nodes, task: str) -> dict[str, dict[str, int]]:
         if peer != task:
             peers.setdefault(peer, {})[device] = node.attrs["send_device_incarnation"]
     return peers
-
-
-def _signed64(value: int) -> int:
-    """An incarnation as the int64 `send_device_incarnation` attr holds it."""
-    value %= 1 << 64
-    return value - (1 << 64) if value >= 1 << 63 else value

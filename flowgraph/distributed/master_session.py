@@ -32,7 +32,7 @@ from flowgraph.distributed import direct_terminals
 from flowgraph.distributed import messages as m
 from flowgraph.distributed.step_failures import RunningStep, TaskFailures, short
 from flowgraph.distributed.worker import sends_to_other_task
-from flowgraph.distributed.worker_cache import CallOptions, DeviceInfo, task_of
+from flowgraph.distributed.worker_cache import CallOptions, DeviceInfo, signed64, task_of
 from flowgraph.runtime import nodes as rt_nodes
 from flowgraph.runtime.cost_model import CostModel
 from flowgraph.runtime.function import FunctionLibrary
@@ -173,7 +173,7 @@ class MasterSession(TaskFailures):
             worker.create_worker_session(create)
             resp = worker.get_status(m.GetStatusRequest())
             if local and resp.device_attributes:
-                create.master_incarnation = _signed64(resp.device_attributes[0].incarnation)
+                create.master_incarnation = signed64(resp.device_attributes[0].incarnation)
             infos = [DeviceInfo.from_attributes(a) for a in resp.device_attributes]
             devices.extend(self.session_devices(task, infos))
         self.devices = tuple(devices)
@@ -557,8 +557,3 @@ def _check_inputs(nodes: dict, added: list):
                 raise errors.InvalidArgumentError(
                     None, None, f"Node '{n.name}': unknown control input '{c}'"
                 )
-
-
-def _signed64(value: int) -> int:
-    """An unsigned 64-bit incarnation as the int64 a CreateWorkerSessionRequest carries."""
-    return value - (1 << 64) if value >= 1 << 63 else value

@@ -132,5 +132,11 @@ class DeviceInfo:
 
     @classmethod
     def from_attributes(cls, a: m.DeviceAttributes) -> DeviceInfo:
-        inc = a.incarnation if a.incarnation < 1 << 63 else a.incarnation - (1 << 64)
-        return cls(a.name, a.device_type, inc, parse(a.name))
+        return cls(a.name, a.device_type, signed64(a.incarnation), parse(a.name))
+
+
+def signed64(incarnation: int) -> int:
+    """A device incarnation (unsigned 64 bits on the wire) as the int64 that the _Send/_Recv
+    attr and CreateWorkerSessionRequest hold."""
+    incarnation %= 1 << 64
+    return incarnation - (1 << 64) if incarnation >= 1 << 63 else incarnation
