@@ -155,17 +155,28 @@ def centered_rms_prop(a, s, c, g):
     return ("var", "ms", "mg", "mom")
 
 
+def _same_layout(arrays) -> bool:
+    """All of one dtype and C-contiguous: the compiled rules' flat loops need it."""
+    dtype = arrays[0].dtype
+    for x in arrays:
+        if x.dtype != dtype or not x.flags.c_contiguous:
+            return False
+    return True
+
+
 def adam(a, s, c, g):
     """Adam with TF's bias correction folded into the step size and epsilon outside the sqrt."""
     m, v, var = s["m"], s["v"], s["var"]
     arrays = (var, m, v, g)
-    if var.dtype in _FUSED and all(x.dtype == var.dtype and x.flags.c_contiguous for x in arrays):
+    if var.dtype in _FUSED and _same_layout(arrays):
         # One compiled pass (loops.adam), same formulas and order as the NumPy form below; it
         # also does the scalar arithmetic, in var's dtype (as NumPy scalars of 0-d arrays, that
         # took 8 us a call, more than the whole update of a bias).
-        names = ("lr", "beta1_power", "beta2_power", "beta1", "beta2", "epsilon")
-        coefficients = np.array([c[n] for n in names], var.dtype)
-        flat = [x.reshape(-1) for x in arrays]
+        coefficients = np.array(
+            [c["lr"], c["beta1_power"], c["beta2_power"], c["beta1"], c["beta2"], c["epsilon"]],
+            var.dtype,
+        )
+        flat = var.reshape(-1), m.reshape(-1), v.reshape(-1), g.reshape(-1)
         compiled("adam")(*flat, coefficients, bool(a["use_nesterov"]))
         return ("var", "m", "v")
     beta1, beta2 = c["beta1"], c["beta2"]
@@ -281,7 +292,7 @@ def _coefficients(scalars, args, dtype) -> dict:
             value = np.asarray(value)
         if value.ndim != 0:
             raise _invalid(f"{name} is not a scalar: {list(value.shape)}")
-        coefs[name] = value.astype(dtype, copy=False)
+        coefs[name] = value if value.dtype == dtype else value.astype(dtype)
     return coefs
 
 
