@@ -26,10 +26,9 @@ from flowgraph.kernels.base import register_kernel
 from flowgraph.kernels.cpu import conv_rows as R
 from flowgraph.kernels.cpu import windows as W
 from flowgraph.kernels.cpu import winograd as WG
-from flowgraph.kernels.cpu.loops import compiled
+from flowgraph.kernels.cpu.loops import COMPILED_TYPES, compiled
 
 _FLOATS = [np.float16, np.float32, np.float64]
-_COMPILED_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 def _check_depth(x_c: int, f_c: int):
@@ -122,7 +121,7 @@ def conv2d_backprop_input(ctx, input_sizes, f, dy):
     # Each tap adds into the input cells it reads (`valid_tap`), not into a padded copy.
     taps = W.valid_taps(win, nhwc_in[1], nhwc_in[2])
 
-    add = compiled("window_add") if dt in _COMPILED_TYPES else None
+    add = compiled("window_add") if dt in COMPILED_TYPES else None
 
     def images(lo: int, hi: int) -> None:
         dy2 = dyd[lo:hi].reshape(-1, oc)

@@ -53,6 +53,9 @@ import numpy as np
 
 from flowgraph.kernels.cpu import winograd_loops
 
+# The float types the loops are compiled for (numba has no half arithmetic).
+COMPILED_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
 _lock = threading.Lock()
 _compiled: dict = {}
 

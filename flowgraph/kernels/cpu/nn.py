@@ -13,7 +13,7 @@ from scipy import special
 
 from flowgraph.core import errors
 from flowgraph.kernels.base import register_kernel
-from flowgraph.kernels.cpu.loops import compiled
+from flowgraph.kernels.cpu.loops import COMPILED_TYPES, compiled
 from flowgraph.kernels.sharding import ELEMENT_COST, parallel_for
 
 _FLOATS = [np.float16, np.float32, np.float64]
@@ -105,7 +105,6 @@ def _binary(fn):
 # parallel on the device's pool (kernels/sharding.py), as the layers of a CNN make them large;
 # float32 and float64 run the compiled loop of the same formula (kernels/cpu/loops.py).
 SHARDED = {"Relu": "relu", "ReluGrad": "relu_grad"}
-_COMPILED_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 def _sharded(fn, binary: bool, loop_name: str):
@@ -115,7 +114,7 @@ def _sharded(fn, binary: bool, loop_name: str):
         out = np.empty(args[0].shape, args[0].dtype)
         flat, flat_out = [a.reshape(-1) for a in args], out.reshape(-1)
         same = all(a.dtype == out.dtype for a in args)
-        loop = compiled(loop_name) if same and out.dtype in _COMPILED_TYPES else None
+        loop = compiled(loop_name) if same and out.dtype in COMPILED_TYPES else None
 
         def block(lo: int, hi: int) -> None:
             if loop is not None:
@@ -199,7 +198,7 @@ def bias_add(ctx, value, bias):
     if axis == value.ndim - 1:  # rows of channels
         rows, rows_out = value.reshape(-1, channels), out.reshape(-1, channels)
         same = value.dtype == bias.dtype == out.dtype
-        loop = compiled("bias_add") if same and out.dtype in _COMPILED_TYPES else None
+        loop = compiled("bias_add") if same and out.dtype in COMPILED_TYPES else None
         k = max(1, 1024 // max(channels, 1))
         tiled = np.tile(bias, k) if loop is None else None
 
@@ -289,7 +288,7 @@ def sparse_softmax_cross_entropy(ctx, logits, labels):
             f"logits shape {logits.shape}, labels shape {labels.shape}",
         )
     classes = logits.shape[1]
-    if logits.dtype in _COMPILED_TYPES and logits.size:  # the whole kernel in one loop
+    if logits.dtype in COMPILED_TYPES and logits.size:  # the whole kernel in one loop
         loss = np.empty(labels.shape, logits.dtype)
         backprop = np.empty(logits.shape, logits.dtype)
         bad_row = compiled("sparse_xent")(np.ascontiguousarray(logits), labels, loss, backprop)

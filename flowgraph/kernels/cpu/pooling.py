@@ -1,10 +1,11 @@
 """CPU kernels for max and average pooling and their gradients.
 
-Max pooling loops over the kh*kw window taps; every step is one NumPy operation over a block of
+Max pooling of float32 and float64 is one compiled pass, window by window (kernels/cpu/loops.py);
+other types loop over the kh*kw window taps, each step one NumPy operation over a block of
 images, all output pixels and all channels, on the cells each tap reads inside the input
 (`Window.valid_tap`: padding is an index computation, never a padded copy). The gradients need
 each window's first maximum in row-major order (TensorFlow's CPU choice); they find and use it in
-one compiled pass (kernels/cpu/loops.py). All three split the batch into blocks of images
+one compiled pass, which writes the cells of windows that do not overlap instead of adding. All three split the batch into blocks of images
 on the device's pool (kernels/sharding.py). Average pooling with SAME padding divides by the
 number of real (unpadded) cells in each window.
 """
@@ -16,10 +17,9 @@ import numpy as np
 from flowgraph.core import errors
 from flowgraph.kernels.base import register_kernel
 from flowgraph.kernels.cpu import windows as W
-from flowgraph.kernels.cpu.loops import compiled
+from flowgraph.kernels.cpu.loops import COMPILED_TYPES, compiled
 
 _FLOATS = [np.float16, np.float32, np.float64]
-_COMPILED = (np.dtype(np.float32), np.dtype(np.float64))  # max_pool's loop (loops.py)
 _REAL = _FLOATS + [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64]
 
 
@@ -64,7 +64,7 @@ def max_pool(ctx, x):
     n, h, w, c = xn.shape
     win = _geometry(ctx, xn.shape)
     out = np.empty((n, win.oh, win.ow, c), x.dtype)
-    if x.dtype in _COMPILED:
+    if x.dtype in COMPILED_TYPES:
         loop = compiled("max_pool")
         (pt, _), (pl, _) = win.pads
         args = (win.kh, win.kw, win.sh, win.sw, pt, pl, _lowest(x.dtype))

@@ -34,7 +34,7 @@ from scipy.linalg import blas
 
 from flowgraph.core import errors
 from flowgraph.kernels.base import register_kernel
-from flowgraph.kernels.cpu.loops import compiled
+from flowgraph.kernels.cpu.loops import COMPILED_TYPES, compiled
 from flowgraph.kernels.variable_state import locked
 from flowgraph.opdefs.training import APPLY_OPS, SCALARS, SPARSE_APPLY_OPS, TYPES, input_names
 
@@ -47,9 +47,6 @@ _AXPY = {
     np.dtype(t): getattr(blas, p + "axpy")
     for t, p in ((np.float32, "s"), (np.float64, "d"), (np.complex64, "c"), (np.complex128, "z"))
 }
-
-
-_FUSED = (np.dtype(np.float32), np.dtype(np.float64))  # the types of the compiled rules
 
 
 def _axpy(a, x: np.ndarray, y: np.ndarray) -> None:
@@ -168,7 +165,7 @@ def adam(a, s, c, g):
     """Adam with TF's bias correction folded into the step size and epsilon outside the sqrt."""
     m, v, var = s["m"], s["v"], s["var"]
     arrays = (var, m, v, g)
-    if var.dtype in _FUSED and _same_layout(arrays):
+    if var.dtype in COMPILED_TYPES and _same_layout(arrays):
         # One compiled pass (loops.adam), same formulas and order as the NumPy form below; it
         # also does the scalar arithmetic, in var's dtype (as NumPy scalars of 0-d arrays, that
         # took 8 us a call, more than the whole update of a bias).

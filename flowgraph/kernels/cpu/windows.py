@@ -17,7 +17,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from flowgraph.core import errors
-from flowgraph.kernels.cpu.loops import compiled
+from flowgraph.kernels.cpu.loops import COMPILED_TYPES, compiled
 from flowgraph.kernels.sharding import parallel_for
 from flowgraph.opdefs.nn_conv import spatial_axes, window_geometry
 
@@ -222,7 +222,6 @@ def im2col_blocks(xp: np.ndarray, win: Window, dtype, budget: int = 2 << 20):
         yield first, first + rows, block
 
 
-_COMPILED_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
 # Inputs with fewer channels than this are gathered tap-major (`im2col_taps`).
 TAP_MAJOR_CHANNELS = 4
 
@@ -239,7 +238,7 @@ def im2col_taps(x: np.ndarray, win: Window, dtype) -> np.ndarray:
     n, h, w, c = x.shape
     cols = np.empty((win.kh, win.kw, c, n, win.oh, win.ow), dtype)
     unit = (win.sh, win.sw, win.dh, win.dw) == (1, 1, 1, 1)
-    if unit and x.dtype == dtype and dtype in _COMPILED_TYPES:  # row by row (loops.py)
+    if unit and x.dtype == dtype and dtype in COMPILED_TYPES:  # row by row (loops.py)
         (top, _), (left, _) = win.pads
         compiled("im2col_taps")(x, win.kh, win.kw, top, left, cols)
         return cols.reshape(win.kh * win.kw * c, n * win.oh * win.ow)

@@ -32,10 +32,9 @@ import functools
 import numpy as np
 
 from flowgraph.kernels.cpu import windows as W
-from flowgraph.kernels.cpu.loops import compiled
+from flowgraph.kernels.cpu.loops import COMPILED_TYPES, compiled
 
 _POINTS = (0, 1, -1, 2, -2)  # and infinity
-_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
 # Fewer channels make GEMMs too thin to repay the transforms (LeNet's conv1 has one).
 MIN_CHANNELS = 8
 # Tiles per block: the block's transformed tiles and products stay in the core's cache. The
@@ -62,7 +61,7 @@ def applies(win: W.Window, dtype, channels: int, out_channels: int) -> bool:
     return (
         win.kh == win.kw in (3, 5)
         and (win.sh, win.sw, win.dh, win.dw) == (1, 1, 1, 1)
-        and np.dtype(dtype) in _TYPES
+        and np.dtype(dtype) in COMPILED_TYPES
         and min(channels, out_channels) >= MIN_CHANNELS
     )
 
