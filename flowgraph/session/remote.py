@@ -4,6 +4,9 @@ Session code is the same for a local, an in-process and a remote master.
 
 Every call has a deadline: control RPCs CONTROL_TIMEOUT_S, a step RunOptions.timeout_in_ms,
 else ConfigProto.operation_timeout_in_ms, else STEP_TIMEOUT_S (a step may wait on a queue).
+The master enforces a step's deadline itself and answers once the step has ended on every task;
+the RPC waits STEP_MARGIN_S longer, so the client hears that answer, after the step, rather
+than its own expired call, which only a master that stopped answering causes.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from flowgraph.distributed import grpc_master, grpc_service, local
 from flowgraph.distributed import messages as m
 
 SCHEME = "grpc://"
+STEP_MARGIN_S = 5.0  # how much longer than a step's deadline its RunStep/RunCallable call waits
 
 
 class RemoteMaster:
@@ -48,7 +52,7 @@ class RemoteMaster:
         timeout = self._step_timeout
         if req.options is not None and req.options.timeout_in_ms > 0:
             timeout = req.options.timeout_in_ms / 1000
-        return self._call("RunStep", req.to_proto(), timeout)
+        return self._call("RunStep", req.to_proto(), timeout + STEP_MARGIN_S)
 
     def partial_run_setup(self, req: m.PartialRunSetupRequest) -> m.PartialRunSetupResponse:
         return self._call("PartialRunSetup", req.to_proto())
@@ -75,7 +79,7 @@ class RemoteMaster:
     def run_callable(self, req: m.RunCallableRequest) -> m.RunCallableResponse:
         """A step's deadline: its callable's RunOptions, as RunStep's are its request's."""
         timeout = self._callable_timeouts.get(req.handle, self._step_timeout)
-        return self._call("RunCallable", req.to_proto(), timeout)
+        return self._call("RunCallable", req.to_proto(), timeout + STEP_MARGIN_S)
 
     def release_callable(self, req: m.ReleaseCallableRequest) -> m.ReleaseCallableResponse:
         self._callable_timeouts.pop(req.handle, None)
