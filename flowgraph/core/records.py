@@ -31,6 +31,10 @@ import numpy as np
 from flowgraph.core import errors, records_walk
 
 _MASK_DELTA = 0xA282EAD8
+# read_many cuts at least this many records at once (below it, the compiled walk's fixed cost,
+# ~40 us with its arrays and CRC maps, is more than reading them one by one: a reader's read()
+# of one record went 86 -> 134 us/record in bench I1 when it took that path)
+_MIN_CUT = 8
 _HEADER = struct.Struct("<QI")  # a record's length and the masked CRC of its 8 bytes
 _FOOTER = struct.Struct("<I")  # the masked CRC of its data
 _M32 = 0xFFFFFFFF
@@ -215,7 +219,7 @@ class RecordFile:
         offsets: list[int] = []
         out: list[bytes] = []
         while len(out) < n:
-            if self._cut(n - len(out), offsets, out):
+            if n - len(out) >= _MIN_CUT and self._cut(n - len(out), offsets, out):
                 continue
             offset = self.offset  # no whole record in the buffer: read() refills it
             data = self.read()
