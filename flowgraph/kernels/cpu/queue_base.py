@@ -272,13 +272,19 @@ class QueueBase:
         return errors.CancelledError(None, None, f"{self.kind} '{self.name}' is closed.")
 
     def _submit(self, step, a: Attempt) -> None:
+        side = self._dequeuers if a.kind == DEQUEUE else self._enqueuers
+        self._park(step, a, side, self._cancel)
+
+    def _park(self, step, a: Attempt, waiters, cancel) -> None:
+        """Appends `a` to `waiters` and serves what is ready; if `a` must still wait, cancelling
+        `step` calls cancel(a, error)."""
         ready = []
         with self.lock:
-            (self._dequeuers if a.kind == DEQUEUE else self._enqueuers).append(a)
+            waiters.append(a)
             self._flush(ready)
             pending = not any(r[0] is a for r in ready)
             if pending:
-                a.hook = CancelHook(step, lambda error: self._cancel(a, error))
+                a.hook = CancelHook(step, lambda error: cancel(a, error))
         run_ready(ready)
         if pending:
             a.hook.arm()

@@ -17,7 +17,6 @@ import numpy as np
 
 from flowgraph.core import errors
 from flowgraph.kernels.cpu import loops
-from flowgraph.kernels.cpu.blocking import CancelHook
 from flowgraph.kernels.cpu.queue_base import DEQUEUE, Attempt, QueueBase, rows, run_ready
 
 
@@ -282,17 +281,7 @@ class StagingArea(FIFOQueue):
 
     def peek(self, step, index: int, done) -> None:
         """done(element) once the buffer holds more than `index` elements."""
-        a = Attempt(DEQUEUE, done, n=index)
-        ready = []
-        with self.lock:
-            self._peekers.append(a)
-            self._flush(ready)
-            pending = not any(r[0] is a for r in ready)
-            if pending:
-                a.hook = CancelHook(step, lambda error: self._cancel_peek(a, error))
-        run_ready(ready)
-        if pending:
-            a.hook.arm()
+        self._park(step, Attempt(DEQUEUE, done, n=index), self._peekers, self._cancel_peek)
 
     def _cancel_peek(self, a, error) -> None:
         with self.lock:
