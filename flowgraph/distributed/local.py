@@ -24,7 +24,7 @@ from flowgraph.core.protos import ConfigProto
 from flowgraph.distributed.master import Master
 from flowgraph.distributed.worker import Worker
 from flowgraph.distributed.worker_cache import LocalWorkerCache
-from flowgraph.runtime import blas
+from flowgraph.runtime import blas, heap
 from flowgraph.runtime import device as device_lib
 
 LOCAL_TASK = "/job:localhost/replica:0/task:0"
@@ -40,6 +40,7 @@ class InProcessCluster:
     def __init__(self, jobs: dict, config: ConfigProto | None = None, master_task: str = ""):
         config = config if config is not None else ConfigProto()
         blas.configure()  # one BLAS thread: intra-op parallelism is the pools' (threadpool.py)
+        heap.configure()  # large buffers reused, not faulted in afresh each step
         self.workers: dict[str, Worker] = {}
         for job, count in jobs.items():
             for task in range(count):

@@ -14,7 +14,7 @@ from flowgraph.core.protos import ClusterDef, ConfigProto, ServerDef
 from flowgraph.distributed import grpc_master, grpc_service, grpc_worker, health, raw_transport
 from flowgraph.distributed.master import Master
 from flowgraph.distributed.worker import Worker
-from flowgraph.runtime import blas
+from flowgraph.runtime import blas, heap
 from flowgraph.runtime import device as device_lib
 
 
@@ -24,6 +24,7 @@ class TaskServices:
     def __init__(self, server_def: ServerDef, raw_host: str | None = None):
         config = server_def.default_session_config
         blas.configure()  # one BLAS thread: intra-op parallelism is the pools' (threadpool.py)
+        heap.configure()  # large buffers reused, not faulted in afresh each step
         devices = device_lib.make_devices(
             server_def.job_name,
             server_def.task_index,
