@@ -78,6 +78,65 @@ def measure(workload: Workload, make_case: Callable[[], Case], quick: bool) -> R
             case.close()
 
 
+def measure_interleaved(
+    group: list[Workload], make_cases: list[Callable[[], Case]], quick: bool
+) -> list[Result]:
+    """`measure` for workloads compared with one another (a ratio of two of them is the
+    result, as I2/I2f): all their cases are built first, then their steps take turns, one
+    step of each per round, the order rotated every round, so that a slow phase of the machine
+    or of the process (another process's burst, a different BLAS or thread-pool choice) falls
+    on all of them alike. Sample i of every workload comes from round i (`paired_ratios`).
+    The rounds are the first workload's measured steps."""
+    warmup, reps = repetitions(group[0], quick)
+    results: list[Result | None] = [None] * len(group)
+    cases: list[Case | None] = [None] * len(group)
+    try:
+        for i, (workload, make_case) in enumerate(zip(group, make_cases)):
+            try:
+                cases[i] = make_case()
+            except Exception as e:  # noqa: BLE001
+                results[i] = Result(workload.key, error=describe_error(e))
+        live = [i for i, case in enumerate(cases) if case is not None]
+        samples: dict[int, list[float]] = {i: [] for i in live}
+        for r in range(warmup + reps):
+            for i in live[r % len(live) :] + live[: r % len(live)]:
+                if results[i] is not None:
+                    continue
+                gc.collect()
+                try:
+                    seconds = cases[i].step()
+                except Exception as e:  # noqa: BLE001
+                    results[i] = Result(group[i].key, error=describe_error(e))
+                    continue
+                if r >= warmup:
+                    samples[i].append(seconds)
+        for i in live:
+            if results[i] is None:
+                results[i] = Result(group[i].key, statistics.median(samples[i]), samples[i])
+        return results
+    finally:
+        for case in cases:
+            if case is not None:
+                with contextlib.suppress(Exception):
+                    case.close()
+
+
+def measure_group(group: list[Workload], tf, quick: bool) -> list[Result]:
+    """The peer `tf`'s results on `group`: one workload alone (`measure`), several interleaved."""
+    builds = [lambda w=w: w.build(tf) for w in group]
+    if len(group) == 1:
+        return [measure(group[0], builds[0], quick)]
+    return measure_interleaved(group, builds, quick)
+
+
+def paired_ratios(a: Result | None, b: Result | None) -> list[float]:
+    """a's samples over b's, round by round, when both come from one `measure_interleaved`
+    (the same number of samples); [] otherwise."""
+    if a is None or b is None or a.error or b.error or len(a.samples) != len(b.samples):
+        return []
+    return [x / y for x, y in zip(a.samples, b.samples) if y > 0]
+
+
 def profile(workload: Workload, make_case: Callable[[], Case], steps: int, top: int) -> str:
     """cProfile of `steps` steps after one warm-up step: the top functions by own time and by
     cumulative time, as text."""

@@ -18,6 +18,7 @@ import contextlib
 import json
 import os
 import queue
+import statistics
 import subprocess
 import sys
 import threading
@@ -100,16 +101,26 @@ class TFPeer:
         self._proc.kill()
 
     def measure(self, key: str, quick: bool) -> Result:
+        return self.measure_group([key], quick)[0]
+
+    def measure_group(self, keys: list[str], quick: bool) -> list[Result]:
+        """One workload, or several measured interleaved (harness.measure_interleaved)."""
+        request = ",".join(keys)
         if self.failure is None:
             try:
-                self._proc.stdin.write(f"{key} quick\n" if quick else f"{key}\n")
+                self._proc.stdin.write(f"{request} quick\n" if quick else f"{request}\n")
                 self._proc.stdin.flush()
             except OSError as e:
                 self._fail(harness.describe_error(e))
-        payload = None if self.failure else self._answer(RESULT_PREFIX, TF_STEP_TIMEOUT_S)
-        if payload is None:
-            return Result(key, error=self.failure)
-        return Result.from_dict(json.loads(payload))
+        results = []
+        for key in keys:
+            payload = None if self.failure else self._answer(RESULT_PREFIX, TF_STEP_TIMEOUT_S)
+            results.append(
+                Result(key, error=self.failure)
+                if payload is None
+                else Result.from_dict(json.loads(payload))
+            )
+        return results
 
     def close(self) -> None:
         if self._proc is not None and self._proc.poll() is None:
@@ -146,21 +157,37 @@ def run_all(keys, quick: bool, tf_peer: TFPeer | None, busy: bool = False):
 
     modes = ("quiet", "busy") if busy else ("quiet",)
     results = {mode: ({}, {}, {}) for mode in modes}
-    for key in keys:
-        workload = workloads.BY_KEY[key]
+    for group in measured_together(keys):
         for mode in modes:
             fg, np_res, tf_res = results[mode]
             with BusyCore() if mode == "busy" else contextlib.nullcontext():
-                fg[key] = harness.measure(workload, lambda w=workload: w.build(tf), quick)
-                _progress("flowgraph", fg[key], mode)
-                if key in FLOORS:
-                    with numpy_default_threads():
-                        np_res[key] = harness.measure(workload, FLOORS[key], quick)
-                    _progress("numpy", np_res[key], mode)
+                for r in harness.measure_group([workloads.BY_KEY[k] for k in group], tf, quick):
+                    fg[r.key] = r
+                    _progress("flowgraph", r, mode)
+                for key in group:
+                    if key in FLOORS:
+                        with numpy_default_threads():
+                            np_res[key] = harness.measure(workloads.BY_KEY[key], FLOORS[key], quick)
+                        _progress("numpy", np_res[key], mode)
                 if tf_peer is not None:
-                    tf_res[key] = tf_peer.measure(key, quick)
-                    _progress("TF", tf_res[key], mode)
+                    for r in tf_peer.measure_group(group, quick):
+                        tf_res[r.key] = r
+                        _progress("TF", r, mode)
     return results
+
+
+def measured_together(keys) -> list[list[str]]:
+    """The selected workloads in the order to measure them: one at a time, except those of one
+    `workloads.INTERLEAVED` group, measured together where the first of them comes."""
+    units, seen = [], set()
+    for key in keys:
+        if key in seen:
+            continue
+        group = next((g for g in workloads.INTERLEAVED if key in g), (key,))
+        unit = [k for k in group if k in keys]
+        seen.update(unit)
+        units.append(unit)
+    return units
 
 
 def numpy_default_threads():
@@ -237,9 +264,20 @@ def same_peer_ratios(keys, quiet) -> list[str]:
             continue
         for peer, res in (("flowgraph", fg), ("TF", tf_res)):
             x, y = (per_unit(workloads.BY_KEY[k], res.get(k)) for k in (a, b))
-            if x is not None and y:
-                met = "yes" if x / y <= bound else "no"
-                lines.append(f"  {peer:9} {a}/{b} = {x / y:.3f}  (<= {bound:g}: {met})  {what}")
+            if x is None or not y:
+                continue
+            paired = interleaved(a, b) and harness.paired_ratios(res.get(a), res.get(b))
+            if paired:  # round by round: the median ratio and its quartiles
+                q1, mid, q3 = (
+                    statistics.quantiles(paired, n=4, method="inclusive")
+                    if len(paired) > 1
+                    else paired * 3
+                )
+                spread = f" [{q1:.3f}..{q3:.3f}] over {len(paired)} rounds"
+            else:
+                mid, spread = x / y, ""
+            met = "yes" if mid <= bound else "no"
+            lines.append(f"  {peer:9} {a}/{b} = {mid:.3f}{spread}  (<= {bound:g}: {met})  {what}")
     if "W2j" in keys and "W2" in keys:
         x, y = (
             per_unit(workloads.BY_KEY["W2j"], fg.get("W2j")),
@@ -249,6 +287,10 @@ def same_peer_ratios(keys, quiet) -> list[str]:
             met = "yes" if x / y <= 1.0 else "no"
             lines.append(f"  fg W2j / TF W2 = {x / y:.3f}  (<= 1: {met})  fused vs TF's plain W2")
     return lines
+
+
+def interleaved(a: str, b: str) -> bool:
+    return any(a in g and b in g for g in workloads.INTERLEAVED)
 
 
 TABLE_HEADER = ["id", "workload", "unit", "flowgraph", "TF", "NumPy", "fg/TF", "fg/NumPy"]

@@ -7,8 +7,9 @@ same timing protocol as the flowgraph side.
 
 Protocol (line-based, so that the driver can interleave the peers workload by workload and both
 see the same background load): first one line `FLOWGRAPH_BENCH_TF_META {json}` with the
-environment; then for each request line `<workload id> [quick]` read from stdin, one line
-`FLOWGRAPH_BENCH_TF {json result}`. The peer exits at the end of stdin.
+environment; then for each request line `<workload id>[,<id>...] [quick]` read from stdin, one
+line `FLOWGRAPH_BENCH_TF {json result}` per id (several ids: measured interleaved, as
+`harness.measure_interleaved`). The peer exits at the end of stdin.
 By hand: `printf 'W1 quick\\n' | /opt/tfbench/bin/python bench/tf_side.py`.
 """
 
@@ -47,13 +48,14 @@ def main() -> int:
         words = line.split()
         if not words:
             continue
-        key, quick = words[0], "quick" in words[1:]
-        if key not in workloads.BY_KEY:
-            result = harness.Result(key, error=f"KeyError: unknown workload {key!r}")
+        keys, quick = words[0].split(","), "quick" in words[1:]
+        unknown = [k for k in keys if k not in workloads.BY_KEY]
+        if unknown:
+            results = [harness.Result(k, error=f"KeyError: unknown workload {k!r}") for k in keys]
         else:
-            workload = workloads.BY_KEY[key]
-            result = harness.measure(workload, lambda w=workload: w.build(tf), quick)
-        print(RESULT_PREFIX + json.dumps(result.to_dict()), flush=True)
+            results = harness.measure_group([workloads.BY_KEY[k] for k in keys], tf, quick)
+        for result in results:
+            print(RESULT_PREFIX + json.dumps(result.to_dict()), flush=True)
     return 0
 
 

@@ -401,7 +401,7 @@ WORKLOADS = [
 # issue 11's input workloads (I1, I2) and issue 9's whole programs (P1, P2); those modules
 # import this one, so they come last.
 from fusion_workloads import FUSION_WORKLOADS
-from input_workloads import INPUT_WORKLOADS
+from input_workloads import INPUT_GROUPS, INPUT_WORKLOADS
 from pass_workloads import PASS_WORKLOADS
 from program_workloads import PROGRAM_WORKLOADS
 
@@ -414,4 +414,7 @@ SAME_PEER_RATIOS = [
     ("I2", "I2f", 1.05, "CNN step: queue input / feed_dict"),
     ("I2d", "I2f", 1.05, "CNN step: tf.data input / feed_dict"),
 ]
+# Workloads whose ratio is the result: measured in one process with their steps taking turns
+# (harness.measure_interleaved), the ratio taken round by round.
+INTERLEAVED = INPUT_GROUPS
 BY_KEY = {w.key: w for w in WORKLOADS}

@@ -159,3 +159,39 @@ def test_floors_compute_what_the_graphs_compute(bench_modules, model):
     for b, g, f in zip(before, graph_after, floor_after, strict=True):
         scale = np.abs(b - f).max()
         np.testing.assert_allclose(b - g, b - f, rtol=1e-3, atol=1e-4 * scale)
+
+
+def test_interleaved_steps_take_turns_and_pair_by_round(bench_modules):
+    harness, run, workloads = bench_modules
+    calls, closed = [], []
+
+    def case(key, seconds, fail_at=None):
+        def step():
+            calls.append(key)
+            if len(calls) == fail_at:
+                raise ValueError("broken step")
+            return seconds
+
+        return workloads.Case(step, lambda: closed.append(key))
+
+    group = [workloads.BY_KEY[k] for k in ("I2", "I2d", "I2f")]
+    makes = [lambda: case("a", 2.0), lambda: case("b", 3.0, fail_at=4), lambda: case("c", 1.0)]
+    a, b, c = harness.measure_interleaved(group, makes, quick=True)
+    # quick: 1 warm-up round + 2 measured; the order rotates by one each round; b's step
+    # fails in the first measured round and sits out the rest, the others go on.
+    assert calls == ["a", "b", "c", "b", "c", "a", "c", "a"]
+    assert sorted(closed) == ["a", "b", "c"]
+    assert b.error.startswith("ValueError") and a.samples == [2.0, 2.0]
+    assert harness.paired_ratios(a, c) == [2.0, 2.0] and harness.paired_ratios(a, b) == []
+    assert (a.key, b.key, c.key) == ("I2", "I2d", "I2f")
+
+
+def test_interleaved_groups_are_measured_together(bench_modules):
+    harness, run, workloads = bench_modules
+    assert run.measured_together(["W1", "I2f", "W2", "I2"]) == [["W1"], ["I2", "I2f"], ["W2"]]
+    fg = {
+        "I2": harness.Result("I2", 0.05, [0.05, 0.06, 0.07]),
+        "I2f": harness.Result("I2f", 0.05, [0.05, 0.05, 0.07]),
+    }
+    (line,) = run.same_peer_ratios(["I2", "I2f"], (fg, {}, {}))
+    assert "I2/I2f = 1.000 [1.000..1.100] over 3 rounds" in line and "yes" in line
