@@ -162,7 +162,7 @@ def test_floors_compute_what_the_graphs_compute(bench_modules, model):
 
 
 def test_interleaved_steps_take_turns_and_pair_by_round(bench_modules):
-    harness, run, workloads = bench_modules
+    harness, _run, workloads = bench_modules
     calls, closed = [], []
 
     def case(key, seconds, fail_at=None):
@@ -187,7 +187,7 @@ def test_interleaved_steps_take_turns_and_pair_by_round(bench_modules):
 
 
 def test_interleaved_groups_are_measured_together(bench_modules):
-    harness, run, workloads = bench_modules
+    harness, run, _workloads = bench_modules
     assert run.measured_together(["W1", "I2f", "W2", "I2"]) == [["W1"], ["I2", "I2f"], ["W2"]]
     fg = {
         "I2": harness.Result("I2", 0.05, [0.05, 0.06, 0.07]),
