@@ -27,9 +27,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable, Iterable
 
-import google_crc32c
-
-from flowgraph.core import errors
+from flowgraph.core import crc32c, errors
 
 MAGIC = 0xDB4775248B80FB57
 FOOTER_SIZE = 48
@@ -43,7 +41,7 @@ _M32 = 0xFFFFFFFF
 def masked_crc32c(data) -> int:
     """TensorFlow's masked CRC-32C: rotated right by 15 bits plus a constant, because a CRC over
     data that embeds CRCs is weak (the same mask as summary/records.py's TFRecord framing)."""
-    return mask_crc(google_crc32c.value(data))
+    return mask_crc(crc32c.value(data))
 
 
 def mask_crc(crc: int) -> int:

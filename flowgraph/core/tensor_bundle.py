@@ -18,8 +18,10 @@ writes and renames go through `fs` so that tests can inject a failure at each of
 
 from __future__ import annotations
 
+import mmap
 import os
 import struct
+import threading
 import uuid
 
 import google_crc32c
@@ -249,7 +251,15 @@ class BundleWriter:
 class BundleReader:
     """Reads a bundle: its entries at once (the index is small), tensor bytes on demand, every
     checksum verified. Errors: NotFoundError for a missing bundle or key, DataLossError (naming
-    the file) for a truncated or corrupted one."""
+    the file) for a truncated or corrupted one.
+
+    Reads are positional (`os.preadv` into the array that becomes the tensor), so RestoreV2's
+    shards on the device pool read through one reader at once. `lookup(name, borrow=True)`
+    returns a numeric tensor as a read-only view of the data file mapped into memory, checked
+    in place: no allocation and no copy, for a caller whose consumer copies the value anyway
+    (RestoreV2 into Assign; passes/borrowed_restores.py decides). The mapping lives as long
+    as such a view; files of a committed bundle are never written in place (a save writes
+    new files and renames them), so the view keeps the bytes it was checked with."""
 
     def __init__(self, prefix: str):
         self.prefix = prefix
@@ -273,12 +283,22 @@ class BundleReader:
         except DecodeError as e:
             raise errors.DataLossError(None, None, f"{path}: bad entry ({e})") from None
         self._big_endian = self.header.endianness == BundleHeaderProto.BIG
-        self._files: dict[int, object] = {}
+        self._fds: dict[int, int] = {}  # shard -> open file descriptor
+        self._maps: dict[int, mmap.mmap | None] = {}  # shard -> mapping (None: not mappable)
+        self._lock = threading.Lock()  # guards opening files and mappings
 
     def close(self) -> None:
-        for f in self._files.values():
-            f.close()
-        self._files.clear()
+        with self._lock:
+            for fd in self._fds.values():
+                os.close(fd)
+            self._fds.clear()
+            for m in self._maps.values():
+                try:
+                    if m is not None:
+                        m.close()
+                except BufferError:
+                    pass  # a borrowed view still uses it: unmapped when the last one goes
+            self._maps.clear()
 
     def __enter__(self):
         return self
@@ -307,12 +327,25 @@ class BundleReader:
     def shape(self, name: str) -> tuple[int, ...]:
         return _shape_of(self.entry(name).shape)
 
-    def lookup(self, name: str) -> np.ndarray:
-        """The whole tensor `name`, assembled from its slices if it was saved partitioned."""
+    def nbytes(self, name: str) -> int:
+        """The bytes stored for `name` (its slices' for a partitioned tensor): a read's cost."""
+        entry = self.entry(name)
+        if not entry.slices:
+            return entry.size
+        parts = (
+            self._entries.get(encode_tensor_name_slice(name, Slice.from_proto(p)))
+            for p in entry.slices
+        )
+        return sum(p.size for p in parts if p is not None)
+
+    def lookup(self, name: str, borrow: bool = False) -> np.ndarray:
+        """The whole tensor `name`, assembled from its slices if it was saved partitioned.
+        With `borrow`, a numeric tensor may be a read-only view of the mapped data file (see
+        the class docstring): the caller must copy what it keeps."""
         entry = self.entry(name)
         if entry.slices:
             return self._assemble(name, entry)
-        return self._read(entry, name)
+        return self._read(entry, name, borrow)
 
     def lookup_slice(self, name: str, sl: Slice) -> np.ndarray:
         """The part `sl` of tensor `name` (RestoreV2 with a slice spec)."""
@@ -342,41 +375,75 @@ class BundleReader:
                     f"{index_filename(self.prefix)}: slice {sl.extents} of {name} "
                     "is listed but not stored",
                 )
-            out[sl.index(shape)] = self._read(part, name)
+            out[sl.index(shape)] = self._read(part, name, borrow=True)  # copied into `out`
         return out
 
-    def _file(self, shard: int):
-        f = self._files.get(shard)
-        if f is None:
-            path = data_filename(self.prefix, shard, self.header.num_shards)
-            try:
-                f = open(path, "rb")  # noqa: SIM115 (kept open until close())
-            except FileNotFoundError:
-                raise errors.DataLossError(
-                    None, None, f"data file {path} of checkpoint {self.prefix} is missing"
-                ) from None
-            self._files[shard] = f
-        return f
+    def _fd(self, shard: int) -> int:
+        fd = self._fds.get(shard)
+        if fd is None:
+            with self._lock:
+                fd = self._fds.get(shard)
+                if fd is None:
+                    path = data_filename(self.prefix, shard, self.header.num_shards)
+                    try:
+                        fd = os.open(path, os.O_RDONLY)
+                    except FileNotFoundError:
+                        raise errors.DataLossError(
+                            None, None, f"data file {path} of checkpoint {self.prefix} is missing"
+                        ) from None
+                    self._fds[shard] = fd
+        return fd
 
-    def _read(self, entry: BundleEntryProto, name: str) -> np.ndarray:
+    def _map(self, shard: int) -> mmap.mmap | None:
+        """The shard's data file mapped read-only, or None where it cannot be (an empty file,
+        a file system without mmap)."""
+        if shard in self._maps:
+            return self._maps[shard]
+        fd = self._fd(shard)
+        with self._lock:
+            if shard not in self._maps:
+                try:
+                    self._maps[shard] = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+                except (OSError, ValueError):
+                    self._maps[shard] = None
+            return self._maps[shard]
+
+    def _bytes(self, entry: BundleEntryProto, where: str, borrow: bool) -> np.ndarray:
+        """The entry's bytes as a read-only uint8 array: a view of the mapped file (`borrow`)
+        or a new array read into; DataLossError if the file ends before them."""
+        got = 0
+        mapped = self._map(entry.shard_id) if borrow else None
+        if mapped is not None:
+            got = max(0, min(entry.size, len(mapped) - entry.offset))
+            if got == entry.size:
+                return np.frombuffer(mapped, np.uint8, entry.size, entry.offset)
+        else:
+            data = np.empty(entry.size, np.uint8)
+            fd = self._fd(entry.shard_id)
+            view = memoryview(data)
+            while got < entry.size:  # a read returns at most ~2 GiB
+                n = os.preadv(fd, [view[got:]], entry.offset + got)
+                if n == 0:
+                    break
+                got += n
+            if got == entry.size:
+                data.flags.writeable = False
+                return data
+        raise errors.DataLossError(
+            None,
+            None,
+            f"{where}: file is truncated (wanted {entry.size} bytes at offset "
+            f"{entry.offset}, got {got})",
+        )
+
+    def _read(self, entry: BundleEntryProto, name: str, borrow: bool = False) -> np.ndarray:
         path = data_filename(self.prefix, entry.shard_id, self.header.num_shards)
-        f = self._file(entry.shard_id)
-        f.seek(entry.offset)
-        # Numeric bytes land in a NumPy buffer that becomes the tensor (no copy after the read).
-        data = np.empty(entry.size, np.uint8)
-        got = f.readinto(data)
-        data.flags.writeable = False
         where = f"tensor {name} in {path}"
-        if got != entry.size:
-            raise errors.DataLossError(
-                None,
-                None,
-                f"{where}: file is truncated (wanted {entry.size} bytes at offset "
-                f"{entry.offset}, got {got})",
-            )
+        is_string = entry.dtype == DataType.DT_STRING
+        data = self._bytes(entry, where, borrow and not is_string)
         shape = _shape_of(entry.shape)
         n = int(np.prod(shape, dtype=np.int64))
-        if entry.dtype == DataType.DT_STRING:
+        if is_string:
             raw = data.tobytes()
             arr = _decode_strings(raw, n, where)
             crc = sstable.mask_crc(_string_crc(raw, arr))

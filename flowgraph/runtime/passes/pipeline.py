@@ -19,6 +19,7 @@ from flowgraph.core.device_spec import parse
 from flowgraph.core.protos import ConfigProto, RewriterConfig
 from flowgraph.runtime.nodes import Node
 from flowgraph.runtime.passes.arithmetic import simplify_arithmetic
+from flowgraph.runtime.passes.borrowed_restores import mark_borrowed_restores
 from flowgraph.runtime.passes.constant_folding import MAX_CONSTANT_BYTES, fold_constants
 from flowgraph.runtime.passes.cse import eliminate_common_subexpressions
 from flowgraph.runtime.passes.dependency import optimize_dependencies
@@ -94,4 +95,5 @@ def optimize(
         nodes = optimize_memory(nodes, config, keep, feed_shapes, separate_memory(config))
     # last: compiled fusion (§10) sees the graph the other passes left
     nodes = fuse(nodes, global_jit(config), keep)
-    return nodes
+    # not an optimization but a fact for RestoreV2's kernel: its outputs are only copied
+    return mark_borrowed_restores(nodes, keep)
