@@ -26,6 +26,7 @@ import numpy as np
 
 from flowgraph.core import dtypes, errors
 from flowgraph.kernels.base import library_of
+from flowgraph.kernels.cpu.dataset_runs import Run
 
 AUTOTUNE = -1
 _pool = None
@@ -156,11 +157,42 @@ class Dataset:
 
 
 class Iterator:
-    """The state of one pass over a dataset."""
+    """The state of one pass over a dataset.
+
+    `get_many` serves consumers that take many elements at once (batch, and the iterators
+    between a batch and its source): subclasses that can produce a run more cheaply than
+    element by element override it, and must yield exactly the elements, in exactly the order,
+    that as many calls of `get_next` would (dataset_runs.py says why runs exist)."""
+
+    _deferred = None  # an error met after a partial run was read: the next call raises it
 
     async def get_next(self):
         """The next element (a tuple of arrays), or None at the end of the sequence."""
         raise NotImplementedError
+
+    async def get_many(self, n: int) -> Run | None:
+        """A Run of the next 1 to `n` elements, or None at the end of the sequence. Fewer than
+        `n` do not mean the end. An error after some elements were read returns those first
+        and is raised by the next call, so that no element is lost to it."""
+        self.raise_deferred()
+        elements = []
+        try:
+            while len(elements) < n:
+                element = await self.get_next()
+                if element is None:
+                    break
+                elements.append(element)
+        except Exception as e:
+            if not elements:
+                raise
+            self._deferred = e
+        return Run.of_elements(elements) if elements else None
+
+    def raise_deferred(self) -> None:
+        error = self._deferred
+        if error is not None:
+            self._deferred = None
+            raise error
 
     def close(self) -> None:
         """Stops background work (re-initialization, container reset)."""

@@ -17,6 +17,7 @@ from flowgraph.kernels.cpu.dataset_base import (
     check_element,
     scalar,
 )
+from flowgraph.kernels.cpu.dataset_runs import Run, string_column
 
 
 def _out(ctx):
@@ -24,12 +25,14 @@ def _out(ctx):
 
 
 class _ListIterator(Iterator):
-    """Elements computed on demand from an index: element(i) for i in range(n)."""
+    """Elements computed on demand from an index: element(i) for i in range(n); with
+    `columns`, columns(i, j) gives the run of elements i to j - 1 as new arrays."""
 
-    def __init__(self, element, n):
+    def __init__(self, element, n, columns=None):
         self.element = element
         self.n = n
         self.i = 0
+        self.columns = columns
 
     async def get_next(self):
         i = self.i
@@ -37,6 +40,15 @@ class _ListIterator(Iterator):
             return None
         self.i = i + 1
         return self.element(i)
+
+    async def get_many(self, n):
+        if self.columns is None:
+            return await super().get_many(n)
+        i = self.i
+        if i >= self.n:
+            return None
+        self.i = j = min(self.n, i + n)
+        return Run.of_columns(self.columns(i, j))
 
 
 class TensorDataset(Dataset):
@@ -72,7 +84,10 @@ class SliceDataset(Dataset):
 
     def make_iterator(self, env):
         comps = self.components
-        return _ListIterator(lambda i: tuple(c[i] for c in comps), self.n)
+        columns = None
+        if comps and all(isinstance(c, np.ndarray) and c.dtype.kind not in "SU" for c in comps):
+            columns = lambda i, j: [c[i:j].copy() for c in comps]
+        return _ListIterator(lambda i: tuple(c[i] for c in comps), self.n, columns)
 
 
 @register_kernel("TensorDataset")
@@ -95,7 +110,9 @@ class RangeDataset(Dataset):
 
     def make_iterator(self, env):
         r, dtype = self.range, self.dtype
-        return _ListIterator(lambda i: (dtype(r[i]),), len(r))
+        return _ListIterator(
+            lambda i: (dtype(r[i]),), len(r), lambda i, j: [np.array(r[i:j], dtype)]
+        )
 
 
 @register_kernel("RangeDataset")
@@ -257,22 +274,54 @@ class _FileIterator(Iterator):
         self.current = None
 
     async def get_next(self):
-        while True:
-            if self.current is None:
-                path = next(self.files, None)
-                if path is None:
-                    return None
-                self.current = self.open_file(path)
+        while self._opened():
             record = self.current.read()
             if record is not None:
                 return (np.array(record, dtype=object),)
-            self.current.close()
-            self.current = None
+            self._close_current()
+        return None
+
+    async def get_many(self, n):
+        """A run of the current file's next records: several cut by one read where the file
+        can (RecordFile.read_many), else read one by one."""
+        while self._opened():
+            records = _read_many(self.current, n)
+            if records:
+                return Run.of_columns([string_column(records)])
+            self._close_current()
+        return None
+
+    def _opened(self) -> bool:
+        """Opens the next file unless one is open; False when no file is left."""
+        if self.current is None:
+            path = next(self.files, None)
+            if path is None:
+                return False
+            self.current = self.open_file(path)
+        return True
+
+    def _close_current(self):
+        self.current.close()
+        self.current = None
 
     def close(self):
         if self.current is not None:
-            self.current.close()
-            self.current = None
+            self._close_current()
+
+
+def _read_many(f, n: int) -> list:
+    """Up to `n` next records of an open file (fewer only at its end)."""
+    if isinstance(f, records.RecordFile):
+        return f.read_many(n)[1]
+    if isinstance(f, records.FixedLengthFile):
+        return f.read_many(n)
+    out = []
+    while len(out) < n:
+        record = f.read()
+        if record is None:
+            break
+        out.append(record)
+    return out
 
 
 def _opener(cls, *args):

@@ -1,7 +1,7 @@
 """Dataset kernels that transform one dataset (§4.5): applying library functions (map, filter,
-flat_map, interleave), grouping (batch, padded_batch, unbatch), ordering (shuffle, repeat,
-take, skip). Prefetching and parallel calls are in dataset_parallel.py, caching in
-dataset_cache.py."""
+flat_map, interleave), grouping (batch, padded_batch, unbatch), ordering (repeat, take, skip).
+Shuffling is in dataset_shuffle.py, prefetching and parallel calls in dataset_parallel.py,
+caching in dataset_cache.py."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from flowgraph.kernels.cpu.dataset_base import (
     check_dataset,
     scalar,
 )
+from flowgraph.kernels.cpu.dataset_runs import Run, concat, stack
 
 
 def _out(ctx):
@@ -194,62 +195,6 @@ def interleave_dataset(ctx, input_dataset, *args):
 
 
 # -- batching -----------------------------------------------------------------------------------
-def stack(elements, padded_shapes=None, padding_values=None) -> tuple:
-    """One batch: each component's values stacked along a new first axis (padded if asked)."""
-    out = []
-    for i, values in enumerate(zip(*elements)):
-        first = np.shape(values[0])
-        if padded_shapes is None:
-            for j, v in enumerate(values):
-                if np.shape(v) != first:
-                    raise errors.InvalidArgumentError(
-                        None,
-                        None,
-                        f"Cannot batch tensors with different shapes in component {i}. First "
-                        f"element had shape {list(first)} and element {j} had shape "
-                        f"{list(np.shape(v))}.",
-                    )
-            batch = np.stack(values)
-            if batch.dtype.kind in "SU":  # strings stay object arrays of bytes
-                batch = np.array(list(values), dtype=object)
-            out.append(batch)
-        else:
-            out.append(_pad(i, values, padded_shapes[i], padding_values[i]))
-    return tuple(out)
-
-
-def _pad(i, values, padded_shape, padding_value):
-    shapes = [np.shape(v) for v in values]
-    rank = len(padded_shape)
-    if any(len(s) != rank for s in shapes):
-        raise errors.InvalidArgumentError(
-            None,
-            None,
-            f"Component {i}: padded shape has rank {rank}, elements have ranks "
-            f"{sorted({len(s) for s in shapes})}",
-        )
-    target = []
-    for d, want in enumerate(padded_shape):
-        longest = max(s[d] for s in shapes)
-        if want < 0:
-            target.append(longest)
-        elif longest > want:
-            raise errors.InvalidArgumentError(
-                None,
-                None,
-                f"Attempted to pad to a smaller size than the input element: component {i}, "
-                f"dimension {d}: padded size {want} < {longest}",
-            )
-        else:
-            target.append(want)
-    fill = np.asarray(padding_value)
-    dtype = np.asarray(values[0]).dtype
-    out = np.full([len(values)] + target, fill, dtype=object if dtype.kind in "OSU" else dtype)
-    for j, v in enumerate(values):
-        out[(j,) + tuple(slice(0, n) for n in np.shape(v))] = v
-    return out
-
-
 class BatchDataset(Unary):
     def __init__(
         self,
@@ -272,6 +217,9 @@ class BatchDataset(Unary):
     def make_iterator(self, env):
         return _BatchIterator(self.input.make_iterator(env), self)
 
+    def padding(self) -> tuple:
+        return self.padded_shapes, self.padding_values
+
 
 class _BatchIterator(UnaryIterator):
     def __init__(self, input_iterator, ds):
@@ -280,16 +228,32 @@ class _BatchIterator(UnaryIterator):
 
     async def get_next(self):
         ds = self.ds
+        if ds.padded_shapes is not None:
+            elements = await self._elements()
+            return None if elements is None else stack(elements, *ds.padding())
+        runs = []
+        need = ds.batch_size
+        while need:
+            run = await self.input.get_many(need)
+            if run is None:
+                break
+            runs.append(run)
+            need -= run.n
+        if not runs or (ds.drop_remainder and need):
+            return None
+        return concat(runs)
+
+    async def _elements(self):
+        """Up to batch_size elements one by one (a padded batch pads each), None if none."""
         elements = []
-        get = self.input.get_next
-        for _ in range(ds.batch_size):
-            element = await get()
+        for _ in range(self.ds.batch_size):
+            element = await self.input.get_next()
             if element is None:
                 break
             elements.append(element)
-        if not elements or (ds.drop_remainder and len(elements) < ds.batch_size):
+        if not elements or (self.ds.drop_remainder and len(elements) < self.ds.batch_size):
             return None
-        return stack(elements, ds.padded_shapes, ds.padding_values)
+        return elements
 
 
 @register_kernel("BatchDataset")
@@ -339,10 +303,25 @@ class _UnbatchIterator(UnaryIterator):
         self.i = self.n = 0
 
     async def get_next(self):
+        if not await self._loaded():
+            return None
+        i = self.i
+        self.i = i + 1
+        return tuple(c[i] for c in self.current)
+
+    async def get_many(self, n):
+        if not await self._loaded():
+            return None
+        i, j = self.i, min(self.n, self.i + n)
+        self.i = j
+        return Run.of_columns([np.array(c[i:j]) for c in self.current])
+
+    async def _loaded(self) -> bool:
+        """Makes the next input element current once this one is used up; False at the end."""
         while self.i >= self.n:
             element = await self.input.get_next()
             if element is None:
-                return None
+                return False
             sizes = {np.shape(c)[0] if np.ndim(c) else None for c in element}
             if None in sizes or len(sizes) != 1:
                 raise errors.InvalidArgumentError(
@@ -351,9 +330,7 @@ class _UnbatchIterator(UnaryIterator):
                     "Input element must have the same non-scalar batch size in each component.",
                 )
             self.current, self.i, self.n = element, 0, sizes.pop()
-        i = self.i
-        self.i = i + 1
-        return tuple(c[i] for c in self.current)
+        return True
 
 
 @register_kernel("UnbatchDataset")
@@ -390,11 +367,28 @@ class _RepeatIterator(Iterator):
             if element is not None:
                 self.produced = True
                 return element
-            self.current = None
-            self.passes += 1
-            if not self.produced:
+            if not self._pass_ended():
                 return None
         return None
+
+    async def get_many(self, n):
+        while self.count < 0 or self.passes < self.count:
+            if self.current is None:
+                self.current = self.dataset.make_iterator(self.env)
+                self.produced = False
+            run = await self.current.get_many(n)
+            if run is not None:
+                self.produced = True
+                return run
+            if not self._pass_ended():
+                return None
+        return None
+
+    def _pass_ended(self) -> bool:
+        """Ends the current pass; False if it yielded nothing (then the sequence ends)."""
+        self.current = None
+        self.passes += 1
+        return self.produced
 
     def close(self):
         if self.current is not None:
@@ -404,6 +398,9 @@ class _RepeatIterator(Iterator):
 @register_kernel("RepeatDataset")
 def repeat_dataset(ctx, input_dataset, count):
     return RepeatDataset(input_dataset, scalar(count, "count"), *_out(ctx))
+
+
+_SKIP_ALL_RUN = 1024  # elements read per call by skip(-1), which reads the whole input
 
 
 class TakeDataset(Unary):
@@ -429,6 +426,14 @@ class _TakeIterator(UnaryIterator):
             self.left -= 1
         return element
 
+    async def get_many(self, n):
+        if self.left == 0:
+            return None
+        run = await self.input.get_many(n if self.left < 0 else min(n, self.left))
+        if run is not None and self.left > 0:
+            self.left -= run.n
+        return run
+
 
 class _SkipIterator(UnaryIterator):
     def __init__(self, input_iterator, count):
@@ -436,13 +441,25 @@ class _SkipIterator(UnaryIterator):
         self.skip = count  # < 0: all
 
     async def get_next(self):
-        while self.skip != 0:
-            if await self.input.get_next() is None:
-                self.skip = 0
-                return None
-            if self.skip > 0:
-                self.skip -= 1
+        if not await self._skipped():
+            return None
         return await self.input.get_next()
+
+    async def get_many(self, n):
+        if not await self._skipped():
+            return None
+        return await self.input.get_many(n)
+
+    async def _skipped(self) -> bool:
+        """Skips what is left to skip; False if the input ended meanwhile."""
+        while self.skip != 0:
+            run = await self.input.get_many(self.skip if self.skip > 0 else _SKIP_ALL_RUN)
+            if run is None:
+                self.skip = 0
+                return False
+            if self.skip > 0:
+                self.skip -= run.n
+        return True
 
 
 @register_kernel("TakeDataset")
@@ -453,80 +470,3 @@ def take_dataset(ctx, input_dataset, count):
 @register_kernel("SkipDataset")
 def skip_dataset(ctx, input_dataset, count):
     return TakeDataset(input_dataset, scalar(count, "count"), True, *_out(ctx))
-
-
-class ShuffleDataset(Unary):
-    """TF's shuffle: a buffer of `buffer_size` elements; each output is a uniformly random
-    element of it, replaced by the next input. Seeds (0, 0) mean a random seed. With
-    `reshuffle_each_iteration`, each new iterator (each epoch under repeat) draws a fresh
-    seed from a generator seeded once, so the orders differ by epoch yet repeat run to run."""
-
-    def __init__(self, input_dataset, buffer_size, seed, seed2, reshuffle, types, shapes):
-        super().__init__(input_dataset, types, shapes)
-        if buffer_size <= 0:
-            raise errors.InvalidArgumentError(None, None, "buffer_size must be greater than zero.")
-        self.buffer_size = buffer_size
-        if seed == 0 and seed2 == 0:
-            seeds = np.random.SeedSequence().generate_state(2)
-        else:
-            seeds = [seed & 0xFFFFFFFF, seed2 & 0xFFFFFFFF]
-        self.seeds = [int(s) for s in seeds]
-        self.reshuffle = reshuffle
-        self.epoch = 0  # iterators made so far
-
-    def make_iterator(self, env):
-        epoch = self.epoch
-        if self.reshuffle:
-            self.epoch += 1
-        rng = np.random.default_rng(np.random.SeedSequence(self.seeds, spawn_key=(epoch,)))
-        return _ShuffleIterator(self.input.make_iterator(env), self.buffer_size, rng)
-
-
-class _ShuffleIterator(UnaryIterator):
-    def __init__(self, input_iterator, buffer_size, rng):
-        super().__init__(input_iterator)
-        self.buffer = []
-        self.size = buffer_size
-        self.rng = rng
-        self.input_done = False
-
-    async def get_next(self):
-        buf = self.buffer
-        while not self.input_done and len(buf) < self.size:
-            element = await self.input.get_next()
-            if element is None:
-                self.input_done = True
-            else:
-                buf.append(element)
-        if not buf:
-            return None
-        i = int(self.rng.integers(len(buf)))
-        element = buf[i]
-        buf[i] = buf[-1]
-        buf.pop()
-        return element
-
-
-@register_kernel("ShuffleDataset")
-def shuffle_dataset(ctx, input_dataset, buffer_size, seed, seed2):
-    return ShuffleDataset(
-        input_dataset,
-        scalar(buffer_size, "buffer_size"),
-        scalar(seed, "seed"),
-        scalar(seed2, "seed2"),
-        ctx.attrs["reshuffle_each_iteration"],
-        *_out(ctx),
-    )
-
-
-@register_kernel("ShuffleAndRepeatDataset")
-def shuffle_and_repeat_dataset(ctx, input_dataset, buffer_size, seed, seed2, count):
-    shuffled = ShuffleDataset(
-        input_dataset,
-        scalar(buffer_size, "buffer_size"),
-        scalar(seed, "seed"),
-        scalar(seed2, "seed2"),
-        True,
-        *_out(ctx),
-    )
-    return RepeatDataset(shuffled, scalar(count, "count"), *_out(ctx))

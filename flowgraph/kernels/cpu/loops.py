@@ -27,6 +27,8 @@ blocks of their work in parallel (kernels/sharding.py).
 * `fisher_yates`: RandomShuffle's sequential swaps (each depends on the ones before).
 * `shuffle_draw`: a RandomShuffleQueue's dequeue_many, whose every draw moves the last element
   into the slot it empties (64 draws in Python: 56 us; compiled, a few).
+* `shuffle_replay`: a tf.data shuffle buffer's moves for a run of draws (dataset_shuffle.py),
+  each of which depends on the ones before (64 draws in Python: ~20 us; compiled, ~1).
 * `window_add` adds one kernel tap's GEMM product into its window of the input gradient
   (Conv2DBackpropInput): NumPy's strided add restarts its inner loop every C channels (LeNet's
   conv2, 25 taps into a 64x14x14x32 gradient: the kernel 18.1 -> 16.0 ms on one core).
@@ -344,6 +346,33 @@ def _shuffle_draw(uniforms, n, perm, ids, dst, src):
     return m
 
 
+def _shuffle_replay(length, size, fed, draws, picked, kept):
+    """A tf.data shuffle buffer's get_next, draw after draw, on element numbers: 0..length-1
+    are the buffer's elements, length..length+fed-1 the input's next ones. Before each draw
+    the buffer is refilled up to `size` from the input; draw t takes slot draws[t] into
+    picked[t] and moves the last slot's element into it. Input elements left over are
+    appended. kept[:m] is then the buffer in order; returns m."""
+    m = length
+    for i in range(length):
+        kept[i] = i
+    nxt = length
+    end = length + fed
+    for t in range(draws.shape[0]):
+        while m < size and nxt < end:
+            kept[m] = nxt
+            m += 1
+            nxt += 1
+        j = draws[t]
+        picked[t] = kept[j]
+        kept[j] = kept[m - 1]
+        m -= 1
+    while nxt < end:
+        kept[m] = nxt
+        m += 1
+        nxt += 1
+    return m
+
+
 def _gamma(alphas, normals, uniforms, out):
     """TF's RandomGamma per output o (Marsaglia-Tsang; an exponential for alpha 1): draws come
     from o's own blocks in order, each block read as two normals or as two uniforms (taken
@@ -408,6 +437,7 @@ _FUNCTIONS = {
     "gamma": _gamma,
     "fisher_yates": _fisher_yates,
     "shuffle_draw": _shuffle_draw,
+    "shuffle_replay": _shuffle_replay,
     "philox4x32": _philox4x32,
     "philox4x32_at": _philox4x32_at,
     "bias_add": _bias_add,

@@ -1,0 +1,158 @@
+"""Runs: several consecutive elements of a dataset, the unit of `Iterator.get_many` (§4.5).
+
+Why: a pipeline that batches (TFRecordDataset -> shuffle -> batch -> map(parse_example)) used
+to move one element at a time through its chain of coroutines and stack 64 elements into each
+batch: ~10 us of Python per element in the thread that prefetches, holding the GIL that the
+training step waits for (issue 11, bench I2d). A run carries a batch's worth of elements per
+call: a source cuts its records in one read, a shuffle draws all its random indices at once, a
+batch takes a whole run as its batch.
+
+A run holds its elements in either of two forms, and makes the other on first use:
+`columns`, one array per component whose first axis counts the elements (what a batch is, and
+what a source or a slice makes cheaply), or `elements`, a list of element tuples (what
+per-element iterators produce, and what a shuffle buffer holds). Elements of different shapes
+stay a list until a batch stacks them, which then fails as batching them always did. Columns
+are owned by the run (never views of a dataset's constants), so a batch may hand them on."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from flowgraph.core import errors
+
+
+class Run:
+    """`n` >= 1 consecutive elements; see the module docstring for its two forms."""
+
+    __slots__ = ("_columns", "_elements", "n")
+
+    def __init__(self, n: int, columns=None, elements=None):
+        self.n = n
+        self._columns = columns
+        self._elements = elements
+
+    @classmethod
+    def of_columns(cls, columns) -> Run:
+        return cls(len(columns[0]), tuple(columns), None)
+
+    @classmethod
+    def of_elements(cls, elements: list) -> Run:
+        return cls(len(elements), None, elements)
+
+    @property
+    def has_columns(self) -> bool:
+        return self._columns is not None
+
+    @property
+    def columns(self) -> tuple:
+        if self._columns is None:
+            self._columns = stack(self._elements)
+        return self._columns
+
+    @property
+    def elements(self) -> list:
+        if self._elements is None:
+            self._elements = split(self._columns, self.n)
+        return self._elements
+
+
+def split(columns, n: int) -> list:
+    """The element tuples of `n` rows of `columns`. A string (object) component's element is a
+    0-d object array, as a source makes it, not the bare bytes."""
+    per_component = [
+        [c[i, ...] for i in range(n)] if c.dtype == object and c.ndim == 1 else list(c)
+        for c in columns
+    ]
+    return list(zip(*per_component)) if per_component else [()] * n
+
+
+def concat(runs: list) -> tuple:
+    """One batch from consecutive runs: their columns joined along the first axis."""
+    if len(runs) == 1:
+        return runs[0].columns
+    if not all(r.has_columns for r in runs):
+        return stack([e for r in runs for e in r.elements])
+    first = runs[0].columns
+    start = runs[0].n
+    for r in runs[1:]:
+        for i, (a, b) in enumerate(zip(first, r.columns)):
+            if a.shape[1:] != b.shape[1:]:
+                _different_shapes(i, a.shape[1:], start, b.shape[1:])
+        start += r.n
+    return tuple(np.concatenate(cols) for cols in zip(*(r.columns for r in runs)))
+
+
+def _different_shapes(i, first, j, other):
+    raise errors.InvalidArgumentError(
+        None,
+        None,
+        f"Cannot batch tensors with different shapes in component {i}. First element had "
+        f"shape {list(first)} and element {j} had shape {list(other)}.",
+    )
+
+
+def stack(elements, padded_shapes=None, padding_values=None) -> tuple:
+    """One batch: each component's values stacked along a new first axis (padded if asked)."""
+    if not elements:
+        return ()
+    out = []
+    for i, values in enumerate(zip(*elements)):
+        if padded_shapes is None:
+            out.append(_stack_component(i, values))
+        else:
+            out.append(_pad(i, values, padded_shapes[i], padding_values[i]))
+    return tuple(out)
+
+
+def _stack_component(i, values) -> np.ndarray:
+    try:
+        shapes = [v.shape for v in values]
+    except AttributeError:
+        shapes = [np.shape(v) for v in values]
+    first = shapes[0]
+    if shapes.count(first) != len(shapes):
+        j = next(j for j, s in enumerate(shapes) if s != first)
+        _different_shapes(i, first, j, shapes[j])
+    if first == () and all(type(v) is np.ndarray and v.dtype == object for v in values):
+        return np.fromiter([v[()] for v in values], object, len(values))  # strings, quickly
+    batch = np.stack(values)
+    if batch.dtype.kind in "SU":  # strings stay object arrays of bytes
+        batch = np.array(list(values), dtype=object)
+    return batch
+
+
+def _pad(i, values, padded_shape, padding_value):
+    shapes = [np.shape(v) for v in values]
+    rank = len(padded_shape)
+    if any(len(s) != rank for s in shapes):
+        raise errors.InvalidArgumentError(
+            None,
+            None,
+            f"Component {i}: padded shape has rank {rank}, elements have ranks "
+            f"{sorted({len(s) for s in shapes})}",
+        )
+    target = []
+    for d, want in enumerate(padded_shape):
+        longest = max(s[d] for s in shapes)
+        if want < 0:
+            target.append(longest)
+        elif longest > want:
+            raise errors.InvalidArgumentError(
+                None,
+                None,
+                f"Attempted to pad to a smaller size than the input element: component {i}, "
+                f"dimension {d}: padded size {want} < {longest}",
+            )
+        else:
+            target.append(want)
+    fill = np.asarray(padding_value)
+    dtype = np.asarray(values[0]).dtype
+    out = np.full([len(values)] + target, fill, dtype=object if dtype.kind in "OSU" else dtype)
+    for j, v in enumerate(values):
+        out[(j,) + tuple(slice(0, n) for n in np.shape(v))] = v
+    return out
+
+
+def string_column(values: list) -> np.ndarray:
+    """A 1-D object array of `values` (bytes), never a 2-D array of their characters."""
+    return np.fromiter(values, object, len(values))

@@ -1,0 +1,211 @@
+"""Shuffling (§4.5; TF's ShuffleDataset): a buffer of `buffer_size` elements; each output is a
+uniformly random element of it, replaced by the next input element.
+
+The order is fixed by the seeds and by this algorithm, element by element (`get_next`): fill
+the buffer up to buffer_size, draw i uniform in [0, length), output buffer[i], move the last
+element into its place. `get_many` (under a batch) yields exactly the same elements: it reads
+the input elements those calls would read, in runs; draws all the indices in one call (a
+Generator's draws for an array of bounds equal its draws bound by bound); and replays the
+moves on element numbers. While the input gives runs of columns of one layout (a TFRecord
+source's records), the buffer is kept as columns too, so a batch costs two gathers instead of
+64 element tuples made and stacked again.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from flowgraph.core import errors
+from flowgraph.kernels.base import register_kernel
+from flowgraph.kernels.cpu import loops
+from flowgraph.kernels.cpu.dataset_base import scalar
+from flowgraph.kernels.cpu.dataset_runs import Run, split
+from flowgraph.kernels.cpu.dataset_transforms import RepeatDataset, Unary, UnaryIterator
+
+
+def _out(ctx):
+    return ctx.attrs["output_types"], ctx.attrs["output_shapes"]
+
+
+class ShuffleDataset(Unary):
+    """TF's shuffle. Seeds (0, 0) mean a random seed. With `reshuffle_each_iteration`, each new
+    iterator (each epoch under repeat) draws a fresh seed from a generator seeded once, so the
+    orders differ by epoch yet repeat run to run."""
+
+    def __init__(self, input_dataset, buffer_size, seed, seed2, reshuffle, types, shapes):
+        super().__init__(input_dataset, types, shapes)
+        if buffer_size <= 0:
+            raise errors.InvalidArgumentError(None, None, "buffer_size must be greater than zero.")
+        self.buffer_size = buffer_size
+        if seed == 0 and seed2 == 0:
+            seeds = np.random.SeedSequence().generate_state(2)
+        else:
+            seeds = [seed & 0xFFFFFFFF, seed2 & 0xFFFFFFFF]
+        self.seeds = [int(s) for s in seeds]
+        self.reshuffle = reshuffle
+        self.epoch = 0  # iterators made so far
+
+    def make_iterator(self, env):
+        epoch = self.epoch
+        if self.reshuffle:
+            self.epoch += 1
+        rng = np.random.default_rng(np.random.SeedSequence(self.seeds, spawn_key=(epoch,)))
+        return _ShuffleIterator(self.input.make_iterator(env), self.buffer_size, rng)
+
+
+class _ShuffleIterator(UnaryIterator):
+    """The buffer is `buffer`, a list of element tuples, or, while `columns` is not None, those
+    columns (one array per component, the list's order along the first axis)."""
+
+    def __init__(self, input_iterator, buffer_size, rng):
+        super().__init__(input_iterator)
+        self.buffer = []
+        self.columns = None
+        self.size = buffer_size
+        self.rng = rng
+        self.input_done = False
+
+    async def get_next(self):
+        self.raise_deferred()
+        buf = self._as_list()
+        while not self.input_done and len(buf) < self.size:
+            element = await self.input.get_next()
+            if element is None:
+                self.input_done = True
+            else:
+                buf.append(element)
+        if not buf:
+            return None
+        i = int(self.rng.integers(len(buf)))
+        element = buf[i]
+        buf[i] = buf[-1]
+        buf.pop()
+        return element
+
+    async def get_many(self, n):
+        """What `n` calls of get_next would return (see the module docstring). An input error
+        stops the draws where get_next would have raised it; the elements drawn before it
+        are returned and the next call raises it."""
+        self.raise_deferred()
+        length = len(self.columns[0]) if self.columns is not None else len(self.buffer)
+        runs, error = await self._read(self.size - length + n - 1)
+        fed = sum(r.n for r in runs)
+        bounds = _bounds(length, self.size, n, fed, error)
+        picked, kept = _replay(length, self.size, fed, self._draw(bounds))
+        pool = self._pool_columns(runs)
+        if pool is not None:
+            self.columns = [c[kept] for c in pool]
+            run = Run.of_columns([c[picked] for c in pool]) if len(picked) else None
+        else:
+            elements = self._as_list() + [e for r in runs for e in r.elements]
+            self.buffer = [elements[i] for i in kept.tolist()]
+            run = Run.of_elements([elements[i] for i in picked.tolist()]) if len(picked) else None
+        if run is None and error is not None:
+            raise error
+        self._deferred = error
+        return run
+
+    def _draw(self, bounds: list) -> np.ndarray:
+        """The slots drawn for `bounds`, as get_next draws them one by one."""
+        if not bounds:
+            return np.empty(0, np.int64)
+        if bounds.count(bounds[0]) == len(bounds):  # the steady state: one bound
+            return self.rng.integers(bounds[0], size=len(bounds))
+        return self.rng.integers(0, np.array(bounds))
+
+    async def _read(self, want: int) -> tuple[list, Exception | None]:
+        """Runs of up to `want` input elements in all, and the error that stopped the reading,
+        if any; the end of the input sets input_done."""
+        runs, got = [], 0
+        while not self.input_done and got < want:
+            try:
+                run = await self.input.get_many(want - got)
+            except Exception as e:  # noqa: BLE001 (raised once the draws before it are made)
+                return runs, e
+            if run is None:
+                self.input_done = True
+            else:
+                runs.append(run)
+                got += run.n
+        return runs, None
+
+    def _pool_columns(self, runs) -> list | None:
+        """The buffer's columns followed by the runs', when all are columns of one layout;
+        None otherwise (the buffer then stays, or becomes, a list)."""
+        parts = [] if self.columns is None else [self.columns]
+        if self.columns is None and self.buffer:
+            return None
+        for r in runs:
+            if not r.has_columns:
+                return None
+            parts.append(r.columns)
+        if not parts or not parts[0]:
+            return None
+        layout = [(c.dtype, c.shape[1:]) for c in parts[0]]
+        if any([(c.dtype, c.shape[1:]) for c in p] != layout for p in parts[1:]):
+            return None
+        if len(parts) == 1:
+            return list(parts[0])
+        return [np.concatenate(cs) for cs in zip(*parts)]
+
+    def _as_list(self) -> list:
+        """The buffer as a list of element tuples (columns are split back into elements)."""
+        if self.columns is not None:
+            self.buffer = split(self.columns, len(self.columns[0]))
+            self.columns = None
+        return self.buffer
+
+
+def _bounds(length: int, size: int, n: int, fed: int, error) -> list:
+    """The buffer's length at each of up to `n` draws, starting from `length`, when `fed`
+    input elements are appended as get_next appends them: none once the buffer is empty, and
+    none from the draw whose refill meets `error`."""
+    if length + fed >= size + n - 1:  # full at every draw (the steady state)
+        return [size] * n
+    bounds = []
+    for _ in range(n):
+        add = min(size - length, fed)
+        length += add
+        fed -= add
+        if length < size and not fed and error is not None:
+            break  # get_next would have raised while refilling
+        if not length:
+            break
+        bounds.append(length)
+        length -= 1
+    return bounds
+
+
+def _replay(length: int, size: int, fed: int, draws: np.ndarray) -> tuple:
+    """get_next's moves for `draws` on element numbers (0 to length - 1 the buffer's, then the
+    `fed` input elements'): the numbers drawn, and the buffer's numbers afterwards in order
+    (input elements an error left unfed at the end, as get_next would have appended them)."""
+    picked = np.empty(len(draws), np.intp)
+    kept = np.empty(length + fed, np.intp)
+    m = loops.compiled("shuffle_replay")(length, size, fed, draws, picked, kept)
+    return picked, kept[:m]
+
+
+@register_kernel("ShuffleDataset")
+def shuffle_dataset(ctx, input_dataset, buffer_size, seed, seed2):
+    return ShuffleDataset(
+        input_dataset,
+        scalar(buffer_size, "buffer_size"),
+        scalar(seed, "seed"),
+        scalar(seed2, "seed2"),
+        ctx.attrs["reshuffle_each_iteration"],
+        *_out(ctx),
+    )
+
+
+@register_kernel("ShuffleAndRepeatDataset")
+def shuffle_and_repeat_dataset(ctx, input_dataset, buffer_size, seed, seed2, count):
+    shuffled = ShuffleDataset(
+        input_dataset,
+        scalar(buffer_size, "buffer_size"),
+        scalar(seed, "seed"),
+        scalar(seed2, "seed2"),
+        True,
+        *_out(ctx),
+    )
+    return RepeatDataset(shuffled, scalar(count, "count"), *_out(ctx))
