@@ -1,10 +1,12 @@
-"""linalg.blas_blocks: MatMul and the fused weight updates split large products into blocks
-that depend only on the work, so that a product gives the same bits whatever the pool's size
-(OpenBLAS's Haswell sgemm rounds the last rows of each call differently; runtime/blas.py),
-and the blocks together equal NumPy's product on every dtype MatMul claims."""
+"""linalg.blas_blocks and linalg.product_tiles: MatMul and the fused weight updates split large
+products into blocks that depend only on the work, so that a product gives the same bits
+whatever the pool's size (OpenBLAS's Haswell sgemm rounds the last rows of each call
+differently; runtime/blas.py), and the blocks together (a long product's tail tiles included)
+equal NumPy's product on every dtype MatMul claims."""
 
 from __future__ import annotations
 
+import threading
 import types
 
 import numpy as np
@@ -12,15 +14,19 @@ import pytest
 
 import flowgraph as tf
 from flowgraph.kernels.cpu import linalg
+from flowgraph.runtime.threadpool import DevicePool
 
 # MatMul's types; bfloat16 has its own kernel (kernels/cpu/bfloat16.py)
 DTYPES = [np.float16, np.float32, np.float64, np.int32, np.int64, np.complex64, np.complex128]
 
 
-@pytest.fixture
-def small_blocks(monkeypatch):
-    """Blocks from a few multiply-adds, so that small test products are split."""
+@pytest.fixture(params=[False, True], ids=["blocks", "tail"])
+def small_blocks(request, monkeypatch):
+    """Blocks from a few multiply-adds, so that small test products are split; with "tail",
+    every product counts as long, so that it also ends in tail tiles."""
     monkeypatch.setattr(linalg, "MIN_BLAS_SHARD_MACS", 2)
+    if request.param:
+        monkeypatch.setattr(linalg, "_LONG_SHARE_MACS", 1)
 
 
 def _operand(rng, shape, dtype):
@@ -100,3 +106,54 @@ def test_block_counts_follow_the_work_and_the_cores(monkeypatch):
     assert _blocks(3, 10**9) == [(0, 1), (1, 3)]  # long shares: one per core
     monkeypatch.setattr(linalg, "_CORES", 8)
     assert len(_blocks(1024, 256 * 784)) == 8
+
+
+def _covers_once(tiles, m, n):
+    seen = np.zeros((m, n), int)
+    for r0, r1, c0, c1 in tiles:
+        seen[r0:r1, c0:c1] += 1
+    return bool((seen == 1).all())
+
+
+def test_long_products_end_in_tail_tiles(monkeypatch):
+    monkeypatch.setattr(linalg, "_CORES", 2)
+    w7 = linalg.product_tiles(2048, 2048, 2048**3)
+    assert w7[:2] == [(0, 960, 0, 2048), (960, 1920, 0, 2048)]  # one row block per core
+    assert w7[2:] == [(1920, 2048, c, c + 512) for c in range(0, 2048, 512)]  # 4 tail tiles
+    wide = linalg.product_tiles(300, 4000, 300 * 4000 * 2000)  # blocks of columns
+    assert wide[:2] == [(0, 300, 0, 1875), (0, 300, 1875, 3750)]
+    assert wide[2:] == [(r0, r1, 3750, 4000) for r0, r1 in linalg._cuts(0, 300, 4)]
+    w4 = linalg.product_tiles(256, 1024, 256 * 784 * 1024)  # not long: 4 blocks, no tail
+    assert w4 == [(0, 256, c, c + 256) for c in range(0, 1024, 256)]
+    for m, n, macs in [
+        (2048, 2048, 2048**3),
+        (300, 4000, 2.4e9),
+        (4000, 7, 1e10),
+        (256, 1024, 2e8),
+    ]:
+        assert _covers_once(linalg.product_tiles(m, n, macs), m, n)
+    monkeypatch.setattr(linalg, "_CORES", 1)
+    assert linalg.product_tiles(2048, 2048, 2048**3) == [(0, 2048, 0, 2048)]
+
+
+def test_a_free_thread_takes_the_tiles_a_slow_one_leaves():
+    """Tiles are claimed one at a time: while the caller is held in its first block, the pool's
+    helper runs every other tile (a thread slowed by the OS slows the product in proportion)."""
+    pool = DevicePool(2, 2)
+    ctx = types.SimpleNamespace(device=types.SimpleNamespace(pool=pool))
+    tiles = [(i,) for i in range(10)]
+    ran, others_done = {}, threading.Event()
+
+    def fn(i):
+        ran[i] = threading.current_thread()
+        if i == 0:
+            assert others_done.wait(timeout=60), "the helper did not take the other tiles"
+        elif len(ran) == len(tiles):
+            others_done.set()
+
+    try:
+        linalg._run_tiles(ctx, tiles, 1e12, fn)
+    finally:
+        pool.close()
+    assert sorted(ran) == list(range(10))
+    assert len({ran[i] for i in range(1, 10)}) == 1 and ran[1] is not ran[0]

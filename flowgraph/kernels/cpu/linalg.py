@@ -7,6 +7,7 @@ no half precision, so float16 is computed in float32 and rounded back, as TF's E
 
 from __future__ import annotations
 
+import itertools
 import os
 
 import numpy as np
@@ -61,34 +62,86 @@ _INTEGER_MAC_COST = 10
 # row blocks: 157.3, 157.1, 159.2 ms; 256x1024x1024 in column blocks: 4.86, 4.93, 5.01 ms.
 _CORES = os.cpu_count() or 1
 _LONG_SHARE_MACS = 500_000_000  # ~10 ms of one core
+# ... but with one block per core a product takes as long as its slowest thread, and threads
+# differ: W7 (2048^3 in two row blocks on 2 cores, load 7-12) had blocks of the same work take
+# 74 to 89 ms of CPU in one step, and a helper start 0.1 to 7 ms after the caller. So a long
+# product keeps 1/TAIL_SHARE of its work for a tail of TAIL_TILES_PER_CORE tiles per core,
+# claimed by whichever thread is free first. A tile cuts the band of rows (columns) left over
+# across the other dimension, so the tiles together re-pack the shared operand once more and
+# each re-packs only its band's part of the other. W7 on 2 cores, 8 fresh processes each,
+# interleaved (load 12-14), the gap between the two threads' ends, median (p90) of steps 3-13:
+# 2 blocks 6.7 (18.9) ms; a tail of 4 tiles of 128 x 512: 1.6 (4.2) ms, for the same CPU per
+# step (163.0 and 162.8 ms); the median of each process' median step 90.1 -> 86.7 ms. A tail of
+# 8 tiles of 256 x 256 balanced as well (1.6, p90 2.6 ms) for 1.8 ms more CPU: each tile
+# re-packs its band's rows of the other operand, so fewer, wider tiles cost less.
+TAIL_SHARE = 16
+TAIL_TILES_PER_CORE = 2
+
+
+def _block_count(n: int, macs: float) -> tuple[int, bool]:
+    """(blocks of range(n), whether each core's share is long) for a product of `macs`
+    multiply-adds cut along n: 1 below MIN_BLAS_SHARD_MACS."""
+    long = macs >= _LONG_SHARE_MACS * _CORES
+    return min(n, (1 if long else 2) * _CORES, int(2 * macs // MIN_BLAS_SHARD_MACS)), long
+
+
+def _cuts(lo: int, hi: int, count: int) -> list[tuple[int, int]]:
+    bounds = [lo + (hi - lo) * i // count for i in range(count + 1)]
+    return list(itertools.pairwise(bounds))
+
+
+def _run_tiles(ctx, tiles: list, macs: float, fn) -> None:
+    """fn(*tile) for every tile, each once, claimed one at a time in order by the threads of
+    the device's pool that take part (the caller included; all inline without a device).
+    Whichever thread is free takes the next tile, whatever share of range(len(tiles)) the pool
+    handed it, so the pool's grouping of shards never binds a tile to a thread."""
+    if len(tiles) == 1:
+        fn(*tiles[0])
+        return
+    claim = itertools.count().__next__  # atomic under the GIL
+
+    def take(lo: int, hi: int) -> None:
+        while (i := claim()) < len(tiles):
+            fn(*tiles[i])
+
+    parallel_for(ctx, len(tiles), macs / len(tiles), take)
 
 
 def blas_blocks(ctx, n: int, macs_per_unit: float, fn) -> None:
-    """fn(lo, hi) over blocks of range(n) (rows or columns of a product) on the device's pool,
-    each block one library call; one call of fn(0, n) below MIN_BLAS_SHARD_MACS.
+    """fn(lo, hi) over blocks of range(n) (rows of a product) on the device's pool, each block
+    one library call; one call of fn(0, n) below MIN_BLAS_SHARD_MACS.
 
     The blocks depend only on the work and the machine's core count, never on the pool's size
     or on which of its workers are idle: a product's rounding depends on where its operands are
     cut (OpenBLAS's Haswell sgemm computes the last rows of each call with other micro-kernels;
     runtime/blas.py chooses it), and the same program must give the same bits on every run and
-    in constant folding. The pool balances whole blocks over the threads it has free."""
+    in constant folding. The threads the pool has free take whole blocks (_run_tiles)."""
     macs = n * macs_per_unit
-    per_core = 1 if macs >= _LONG_SHARE_MACS * _CORES else 2
-    blocks = min(n, per_core * _CORES, int(2 * macs // MIN_BLAS_SHARD_MACS))
+    blocks, _ = _block_count(n, macs)
     if blocks <= 1:
         fn(0, n)
         return
-    bounds = [n * i // blocks for i in range(blocks + 1)]
+    _run_tiles(ctx, _cuts(0, n, blocks), macs, fn)
 
-    def run(lo: int, hi: int) -> None:
-        for i in range(lo, hi):
-            fn(bounds[i], bounds[i + 1])
 
-    parallel_for(ctx, blocks, macs / blocks, run)
+def product_tiles(m: int, n: int, macs: float) -> list[tuple[int, int, int, int]]:
+    """(row lo, row hi, column lo, column hi) of each block of an m x n product (`macs`
+    multiply-adds), in the order threads claim them: blocks of rows when m >= n, else of
+    columns (see sharded_matmul), and for a long product the tail tiles (TAIL_SHARE) last.
+    Fixed by the shape and the core count alone (see blas_blocks)."""
+    rows = m >= n
+    units, other = (m, n) if rows else (n, m)
+    blocks, long = _block_count(units, macs)
+    pieces = min(TAIL_TILES_PER_CORE * _CORES, other)
+    band = units // TAIL_SHARE if long and blocks > 1 and pieces > 1 else 0
+    cuts = [(lo, hi, 0, other) for lo, hi in _cuts(0, units - band, max(1, blocks))]
+    if band:
+        cuts += [(units - band, units, lo, hi) for lo, hi in _cuts(0, other, pieces)]
+    return cuts if rows else [(r0, r1, c0, c1) for c0, c1, r0, r1 in cuts]
 
 
 def sharded_matmul(ctx, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """a @ b in blocks on the device's pool (`blas_blocks`), one BLAS call per block writing
+    """a @ b in blocks on the device's pool (`product_tiles`), one BLAS call per block writing
     its part of the result in place. BLAS packs the operand a block shares again for every
     block, so the split runs along the larger operand: blocks of rows of `a` when it has more
     rows than `b` has columns (each block re-packs `b`), else blocks of columns of `b` (each
@@ -97,22 +150,15 @@ def sharded_matmul(ctx, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     m, k = a.shape
     n = b.shape[1]
     dtype = np.result_type(a, b)
-    cost = 1 if dtype.kind in "fc" else _INTEGER_MAC_COST
-    if m * k * n * cost < MIN_BLAS_SHARD_MACS:  # skip the blocks' bookkeeping
+    macs = m * k * n * (1 if dtype.kind in "fc" else _INTEGER_MAC_COST)
+    if macs < MIN_BLAS_SHARD_MACS:  # skip the blocks' bookkeeping
         return np.matmul(a, b)
     out = np.empty((m, n), dtype)
-    if m >= n:
 
-        def rows(lo: int, hi: int) -> None:
-            np.matmul(a[lo:hi], b, out=out[lo:hi])
+    def tile(r0: int, r1: int, c0: int, c1: int) -> None:
+        np.matmul(a[r0:r1], b[:, c0:c1], out=out[r0:r1, c0:c1])
 
-        blas_blocks(ctx, m, k * n * cost, rows)
-    else:
-
-        def columns(lo: int, hi: int) -> None:
-            np.matmul(a, b[:, lo:hi], out=out[:, lo:hi])
-
-        blas_blocks(ctx, n, m * k * cost, columns)
+    _run_tiles(ctx, product_tiles(m, n, macs), macs, tile)
     return out
 
 
