@@ -234,6 +234,23 @@ _DEPTHWISE_ATTRS = [
 _CONV_ATTRS = [*_DEPTHWISE_ATTRS[:2], "use_cudnn_on_gpu: bool = true", *_DEPTHWISE_ATTRS[2:]]
 register_conv("Conv2D", _CONV_ATTRS, conv_shape, 4)
 register_conv("DepthwiseConv2dNative", _DEPTHWISE_ATTRS, _depthwise_shape, 4)
+# Conv2D and the element-wise ops after it, as TensorFlow's remapper fuses them (made by
+# runtime/passes/remapper.py, users never do): `args` are the fused ops' other inputs (BiasAdd's
+# bias), `fused_ops` their types in order.
+register_op(
+    OpDef(
+        "_FusedConv2D",
+        inputs=["input: T", "filter: T", "args: num_args * T"],
+        outputs=["output: T"],
+        attrs=[
+            *_CONV_ATTRS,
+            "num_args: int >= 0",
+            "fused_ops: list(string) = []",
+            "epsilon: float = 0.0001",
+        ],
+        shape_fn=conv_shape,
+    )
+)
 
 _POOL_ATTRS = ["ksize: list(int) >= 4", "strides: list(int) >= 4", _PADDING, _FORMAT]
 register_op(

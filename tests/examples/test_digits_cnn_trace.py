@@ -21,12 +21,14 @@ def test_digits_cnn_writes_one_traced_step(tmp_path):
     md = tf.RunMetadata.FromString(tagged[0].tagged_run_metadata.run_metadata)
     graph_nodes = {n.name for n in tf.get_default_graph().as_graph_def().node}
     stats = {n.node_name: n for d in md.step_stats.dev_stats for n in d.node_stats}
-    assert "conv1/Conv2D" in stats and "conv1/Conv2D" in graph_nodes  # TensorBoard joins on names
-    conv = stats["conv1/Conv2D"]
+    # Conv2D, BiasAdd and Relu run as one _FusedConv2D under the last one's name, as in TF
+    assert "conv1/Relu" in stats and "conv1/Relu" in graph_nodes  # TensorBoard joins on names
+    assert "conv1/Conv2D" not in stats
+    conv = stats["conv1/Relu"]
     assert conv.all_end_rel_micros > 0
     (out,) = conv.output
     assert [d.size for d in out.tensor_description.shape.dim] == [64, 8, 8, 32]  # batch 64
     assert conv.memory[0].total_bytes == 64 * 8 * 8 * 32 * 4
     assert all(o.tensor_description.HasField("shape") for n in stats.values() for o in n.output)
     trace = json.loads((logdir / "timeline-3.json").read_text())
-    assert any(e.get("args", {}).get("name") == "conv1/Conv2D" for e in trace["traceEvents"])
+    assert any(e.get("args", {}).get("name") == "conv1/Relu" for e in trace["traceEvents"])

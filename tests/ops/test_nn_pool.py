@@ -153,6 +153,45 @@ def test_max_pool_grad_goes_to_first_maximum(k, s, padding, dtype):
     np.testing.assert_allclose(np.sum(got * g), np.sum(dy * gg), rtol=rtol * 100)
 
 
+def _first_max_grad(x, dy):
+    """MaxPoolGrad of 2x2/2 windows that tile x by TF's CPU rule: the first cell claims the
+    window and a later one takes it only when strictly greater (a later NaN never does)."""
+    dx = np.zeros_like(x)
+    for b, y, z, ch in np.ndindex(*dy.shape):
+        cells = [(2 * y + i, 2 * z + j) for i in range(2) for j in range(2)]
+        best = cells[0]
+        for r, col in cells[1:]:
+            if x[b, r, col, ch] > x[b, best[0], best[1], ch]:
+                best = (r, col)
+        dx[b, best[0], best[1], ch] += dy[b, y, z, ch]
+    return dx
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("padding", ["VALID", "SAME"])
+@pytest.mark.parametrize("data_format", ["NHWC", "NCHW"])
+def test_max_pool_2x2_windows_that_tile(dtype, padding, data_format):
+    """The usual 2x2/2 pooling of an even-sized input (loops.py's pair-of-rows loops): ties and
+    NaNs, in the first cell of a window and later, as the general loops treat them."""
+    rng = np.random.RandomState(5)
+    x = rng.randint(0, 3, (3, 6, 4, 19)).astype(dtype)
+    for b, r, col, ch in [(0, 0, 0, 0), (0, 1, 1, 1), (1, 2, 3, 5), (2, 5, 2, 18), (2, 4, 0, 18)]:
+        x[b, r, col, ch] = np.nan
+    dy = rng.uniform(-1, 1, (3, 3, 2, 19)).astype(dtype)
+    want_y, want_dx = ref_pool(x, (2, 2), (2, 2), "VALID", "max"), _first_max_grad(x, dy)
+    assert np.isnan(want_y[0, 0, 0, 0]) and not np.isnan(want_dx[0, 0, 1, 0])
+    if data_format == "NCHW":
+        x, dy, want_y, want_dx = _nchw(x), _nchw(dy), _nchw(want_y), _nchw(want_dx)
+        window = [1, 1, 2, 2]
+    else:
+        window = [1, 2, 2, 1]
+    attrs = {"ksize": window, "strides": window, "padding": padding, "data_format": data_format}
+    y = run(lambda a: apply_op("MaxPool", [a], **attrs).outputs[0], [x])
+    np.testing.assert_array_equal(y, want_y)
+    dx = run(lambda a, b, c: apply_op("MaxPoolGrad", [a, b, c], **attrs).outputs[0], [x, y, dy])
+    np.testing.assert_array_equal(dx, want_dx)
+
+
 @pytest.mark.parametrize("k,s,padding", POOLS)
 def test_avg_pool_grad_is_adjoint(k, s, padding):
     x = np.random.RandomState(2).uniform(-1, 1, (2, 6, 5, 2))

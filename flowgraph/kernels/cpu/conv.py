@@ -40,6 +40,30 @@ def _check_depth(x_c: int, f_c: int):
 
 @register_kernel("Conv2D", dtypes_=_FLOATS, intra_op=True)
 def conv2d(ctx, x, f):
+    return _conv2d(ctx, x, f)
+
+
+@register_kernel("_FusedConv2D", dtypes_=_FLOATS, intra_op=True)
+def fused_conv2d(ctx, x, f, *args):
+    """Conv2D, then BiasAdd and optionally Relu (runtime/passes/remapper.py), applied to each
+    block of output rows as soon as its product is written: in float32 and float64 one compiled
+    pass (loops.py `bias_relu`) over the block while it is in cache; in half after the cast,
+    as the unfused BiasAdd and Relu compute it."""
+    ops = list(ctx.attrs["fused_ops"])
+    if ops not in (["BiasAdd"], ["BiasAdd", "Relu"]) or len(args) != 1:
+        raise errors.UnimplementedError(
+            None, None, f"_FusedConv2D supports fused_ops [BiasAdd] or [BiasAdd, Relu], got {ops}"
+        )
+    bias = args[0]
+    if bias.ndim != 1 or f.ndim != 4 or bias.shape[0] != f.shape[3]:
+        raise errors.InvalidArgumentError(
+            None, None, f"bias has shape {bias.shape}, expected [{f.shape[-1]}] (the output depth)"
+        )
+    return _conv2d(ctx, x, f, (bias, len(ops) == 2))
+
+
+def _conv2d(ctx, x, f, epilogue=None):
+    """Conv2D's output; `epilogue` (bias, relu) adds bias along the channels, then clamps."""
     fmt = ctx.attrs["data_format"]
     if x.ndim != 4 or f.ndim != 4:
         raise errors.InvalidArgumentError(
@@ -53,6 +77,7 @@ def conv2d(ctx, x, f):
     f2 = f.astype(dt, copy=False).reshape(-1, oc)
     n, pixels = xn.shape[0], win.oh * win.ow
     out = np.empty((n * pixels, oc), dt)
+    finish = _finisher(epilogue, out, pixels, dt == x.dtype)
     rows = R.forward_rows(win) if R.applies(win, dt, fc) else None
     if WG.applies(win, dt, fc, oc):
         u = WG.filter_transform(f, dt)
@@ -62,26 +87,48 @@ def conv2d(ctx, x, f):
 
         def tiles(lo: int, hi: int) -> None:
             WG.conv(xd[lo:hi], u, kh, pads, out4[lo:hi])
+            finish(lo, hi)
 
         W.for_images(ctx, n, pixels * f2.size * WG.work(kh), tiles)
-        return W.from_nhwc(out4, fmt).astype(x.dtype, copy=False)
+        return _finished(out4, x.dtype, fmt, epilogue)
 
     def images(lo: int, hi: int) -> None:
         base = lo * pixels
         if rows is not None:
             block = out[base : hi * pixels].reshape(hi - lo, win.oh, win.ow, oc)
             R.conv(xn[lo:hi], f2.reshape(f.shape), rows, block, dt)
-            return
-        if fc < W.TAP_MAJOR_CHANNELS:
+        elif fc < W.TAP_MAJOR_CHANNELS:
             cols = W.im2col_taps(xn[lo:hi], win, dt)
             np.matmul(cols.T, f2, out=out[base : hi * pixels])
-            return
-        for first, last, cols in W.im2col_blocks(W.pad(xn[lo:hi], win), win, dt):
-            np.matmul(cols, f2, out=out[base + first : base + last])
+        else:
+            for first, last, cols in W.im2col_blocks(W.pad(xn[lo:hi], win), win, dt):
+                np.matmul(cols, f2, out=out[base + first : base + last])
+        finish(lo, hi)
 
     W.for_images(ctx, n, pixels * f2.size, images)
-    out = out.reshape(n, win.oh, win.ow, oc)
-    return W.from_nhwc(out, fmt).astype(x.dtype, copy=False)
+    return _finished(out.reshape(n, win.oh, win.ow, oc), x.dtype, fmt, epilogue)
+
+
+def _finisher(epilogue, out, pixels: int, in_place: bool):
+    """fn(lo, hi) applying `epilogue` to the output rows of images lo..hi where it runs on the
+    compute type (float32, float64: the output's own type), else nothing."""
+    if epilogue is None or not in_place or out.dtype not in COMPILED_TYPES:
+        return lambda lo, hi: None
+    loop, (bias, relu) = compiled("bias_relu"), epilogue
+    bias = bias.astype(out.dtype, copy=False)
+    return lambda lo, hi: loop(out[lo * pixels : hi * pixels], bias, relu)
+
+
+def _finished(out4, dtype, fmt: str, epilogue):
+    """The NHWC output in `dtype` and `fmt`; an epilogue the blocks could not apply (half: the
+    unfused ops' arithmetic, after the cast) applied here."""
+    out4 = out4.astype(dtype, copy=False)
+    if epilogue is not None and (out4.dtype not in COMPILED_TYPES):
+        bias, relu = epilogue
+        np.add(out4, bias, out=out4)
+        if relu:
+            np.copyto(out4, out4.dtype.type(0), where=out4 < 0)  # keeps NaN and -0.0, as Relu
+    return W.from_nhwc(out4, fmt)
 
 
 @register_kernel("Conv2DBackpropInput", dtypes_=_FLOATS, intra_op=True)

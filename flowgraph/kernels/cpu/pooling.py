@@ -1,13 +1,14 @@
 """CPU kernels for max and average pooling and their gradients.
 
-Max pooling of float32 and float64 is one compiled pass, window by window (kernels/cpu/loops.py);
+Max pooling of float32 and float64 is one compiled pass, window by window (kernels/cpu/loops.py;
+2x2 windows of stride 2 that tile the input, the usual case, a vectorized pair-of-rows loop);
 other types loop over the kh*kw window taps, each step one NumPy operation over a block of
 images, all output pixels and all channels, on the cells each tap reads inside the input
 (`Window.valid_tap`: padding is an index computation, never a padded copy). The gradients need
 each window's first maximum in row-major order (TensorFlow's CPU choice); they find and use it in
-one compiled pass, which writes the cells of windows that do not overlap instead of adding. All three split the batch into blocks of images
-on the device's pool (kernels/sharding.py). Average pooling with SAME padding divides by the
-number of real (unpadded) cells in each window.
+one compiled pass, which writes the cells of windows that do not overlap instead of adding. All
+three split the batch into blocks of images on the device's pool (kernels/sharding.py). Average
+pooling with SAME padding divides by the number of real (unpadded) cells in each window.
 """
 
 from __future__ import annotations
@@ -64,6 +65,12 @@ def max_pool(ctx, x):
     n, h, w, c = xn.shape
     win = _geometry(ctx, xn.shape)
     out = np.empty((n, win.oh, win.ow, c), x.dtype)
+    if x.dtype in COMPILED_TYPES and _halves(win, xn):
+        pairs = compiled("max_pool_2x2")
+        W.for_images(
+            ctx, n, _pool_cost(win, c, _TAP_COST), lambda lo, hi: pairs(xn[lo:hi], out[lo:hi])
+        )
+        return W.from_nhwc(out, fmt)
     if x.dtype in COMPILED_TYPES:
         loop = compiled("max_pool")
         (pt, _), (pl, _) = win.pads
@@ -95,15 +102,33 @@ def max_pool(ctx, x):
 _ADD, _WRITE, _GATHER = 0, 1, 2
 
 
+def _halves(win: W.Window, x) -> bool:
+    """Whether 2x2 windows of stride 2 tile the C-contiguous NHWC `x` exactly (loops.py's
+    vectorized pair-of-rows loops)."""
+    (pt, pb), (pl, pr) = win.pads
+    return (
+        (win.kh, win.kw, win.sh, win.sw) == (2, 2, 2, 2)
+        and pt == pb == pl == pr == 0
+        and x.shape[1:3] == (2 * win.oh, 2 * win.ow)
+        and x.flags.c_contiguous
+    )
+
+
 def _backward(ctx, x, g, out, win: W.Window, mode: int) -> None:
     """Runs loops.py's first-maximum pass over blocks of images (half in float32: numba has
     no half arithmetic; exact, as the values are only compared and moved)."""
-    loop = compiled("max_pool_backward")
-    (pt, _), (pl, _) = win.pads
-    args = (win.kh, win.kw, win.sh, win.sw, pt, pl, mode)
+    if mode == _WRITE and _halves(win, x):
+        pairs = compiled("max_pool_backward_2x2")
 
-    def images(lo: int, hi: int) -> None:
-        loop(x[lo:hi], g[lo:hi], out[lo:hi], *args)
+        def images(lo: int, hi: int) -> None:
+            pairs(x[lo:hi], g[lo:hi], out[lo:hi])
+    else:
+        loop = compiled("max_pool_backward")
+        (pt, _), (pl, _) = win.pads
+        args = (win.kh, win.kw, win.sh, win.sw, pt, pl, mode)
+
+        def images(lo: int, hi: int) -> None:
+            loop(x[lo:hi], g[lo:hi], out[lo:hi], *args)
 
     W.for_images(ctx, x.shape[0], _pool_cost(win, x.shape[3], _TAP_COST_BACKWARD), images)
 

@@ -10,7 +10,8 @@ Constant folding belongs to both, so turning it off takes both switches, as in T
 `dependency_optimization` (dependency.py: gradients only a gate reads, relaying NoOps and
 Identities) is on unless OFF, like the other rewrites.
 The memory optimizer (`memory_optimization`, memory.py) is Grappler's too, and runs after the
-rewrites that remove nodes, as in TensorFlow's meta optimizer.
+rewrites that remove nodes, as in TensorFlow's meta optimizer; then the remapper (`remapping`,
+remapper.py: a convolution's bias and ReLU fused into it), on unless OFF.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from flowgraph.runtime.passes.cse import eliminate_common_subexpressions
 from flowgraph.runtime.passes.dependency import optimize_dependencies
 from flowgraph.runtime.passes.fusion import fuse, global_jit
 from flowgraph.runtime.passes.memory import optimize_memory
+from flowgraph.runtime.passes.remapper import fuse_conv_epilogues
 
 _L0 = -1
 _MIN_GRAPH_NODES = 4  # TensorFlow's kDefaultMinGraphNodes
@@ -54,6 +56,11 @@ def constant_folding_enabled(config: ConfigProto, nodes: list[Node]) -> bool:
 def arithmetic_enabled(config: ConfigProto, nodes: list[Node]) -> bool:
     rw = config.graph_options.rewrite_options
     return rw.arithmetic_optimization != RewriterConfig.OFF and _meta_optimizer_runs(config, nodes)
+
+
+def remapping_enabled(config: ConfigProto, nodes: list[Node]) -> bool:
+    rw = config.graph_options.rewrite_options
+    return rw.remapping != RewriterConfig.OFF and _meta_optimizer_runs(config, nodes)
 
 
 def dependency_enabled(config: ConfigProto, nodes: list[Node]) -> bool:
@@ -93,6 +100,8 @@ def optimize(
         nodes = optimize_dependencies(nodes, keep)
     if _meta_optimizer_runs(config, nodes):
         nodes = optimize_memory(nodes, config, keep, feed_shapes, separate_memory(config))
+    if remapping_enabled(config, nodes):
+        nodes = fuse_conv_epilogues(nodes, keep)
     # last: compiled fusion (§10) sees the graph the other passes left
     nodes = fuse(nodes, global_jit(config), keep)
     # not an optimization but a fact for RestoreV2's kernel: its outputs are only copied
