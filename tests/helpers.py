@@ -36,6 +36,8 @@ REAL_DTYPES = [
     np.uint64,
 ]
 FIXED_SIZE_DTYPES = [*REAL_DTYPES, np.bool_, np.complex64, np.complex128]
+# Every dtype an array op (Identity, Fill, Gather, ...) takes: object means TF strings.
+ALL_DTYPES = [*FIXED_SIZE_DTYPES, object]
 
 
 def dtype_id(dtype) -> str:

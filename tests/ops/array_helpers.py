@@ -1,24 +1,9 @@
-"""Helpers shared by the array-op tests: deterministic values of every dtype, and runners."""
+"""Helpers shared by the array-op tests: deterministic values of every dtype (the dtypes are
+tests.helpers.ALL_DTYPES), and runners."""
 
 import numpy as np
 
 import flowgraph as tf
-
-ALL = [
-    np.float16,
-    np.float32,
-    np.float64,
-    np.int8,
-    np.int16,
-    np.int32,
-    np.int64,
-    np.uint8,
-    np.uint16,
-    np.complex64,
-    np.complex128,
-    np.bool_,
-    object,
-]
 
 
 def sample(dtype, shape, seed=0):
