@@ -1,11 +1,10 @@
 """Element-wise math ops (Table 1 "Element-wise mathematical operations"): arithmetic,
 transcendental functions, comparisons, logic, selection and casts, with TF1's signatures.
 
-Reductions and scans are in `reduction.py`, matrix products in `linalg.py`. The Tensor operator
-overloads (`+`, `/`, `<`, `&`, ...) are installed at the end of this module. Single-op wrappers are
-generated from a table (one row per op); wrappers that compose several
-ops, or that follow TF1's special rules (truediv's casts, div's Python-2 semantics), are written
-out below.
+Reductions and scans are in `reduction.py`, matrix products in `linalg.py`, and the Tensor
+operators (`+`, `/`, `<`, `&`, ...) that call these wrappers in `tensor_operators.py`. Single-op
+wrappers are generated from a table (one row per op); wrappers that compose several ops, or that
+follow TF1's special rules (truediv's casts, div's Python-2 semantics), are written out below.
 """
 
 from __future__ import annotations
@@ -528,66 +527,3 @@ __all__ = [
     "where",
     "where_v2",
 ]
-
-
-# -- Tensor operator overloads (TF1's math_ops._OverrideBinaryOperatorHelper) ------------------
-def _matmul(a, b, name=None):
-    from flowgraph.ops.linalg import matmul  # linalg imports this module
-
-    return matmul(a, b, name=name)
-
-
-def _binary_overloads(fn, op_name: str):
-    """`x <op> y` and `y <op> x` for a Tensor x: the other operand is converted with x's dtype
-    (as a hint going forward, strictly in reverse, like TF1), inside a scope named `op_name`,
-    so `x + 1` builds add/y (Const) and add (AddV2)."""
-
-    def forward(x, y):
-        with name_scope(None, op_name, [x, y]) as scope:
-            if not isinstance(y, Tensor):
-                try:
-                    y = convert_to_tensor(y, preferred_dtype=x.dtype.base_dtype, name="y")
-                except TypeError:
-                    if hasattr(type(y), f"__r{op_name}__"):
-                        return NotImplemented
-                    raise
-            return fn(x, y, name=scope)
-
-    def reverse(y, x):
-        with name_scope(None, op_name, [x, y]) as scope:
-            x = convert_to_tensor(x, dtype=y.dtype.base_dtype, name="x")
-            return fn(x, y, name=scope)
-
-    forward.__name__, reverse.__name__ = f"__{op_name}__", f"__r{op_name}__"
-    return forward, reverse
-
-
-_BINARY_OPERATORS = {  # dunder stem -> (wrapper, TF1's scope name)
-    "add": (add, "add"),
-    "sub": (subtract, "sub"),
-    "mul": (multiply, "mul"),
-    "truediv": (truediv, "truediv"),
-    "div": (div, "div"),
-    "floordiv": (floordiv, "floordiv"),
-    "mod": (floormod, "mod"),
-    "pow": (pow, "pow"),
-    "matmul": (_matmul, "matmul"),
-    "and": (logical_and, "and"),
-    "or": (logical_or, "or"),
-    "xor": (logical_xor, "xor"),
-}
-for _stem, (_fn, _scope_name) in _BINARY_OPERATORS.items():
-    _forward, _reverse = _binary_overloads(_fn, _scope_name)
-    setattr(Tensor, f"__{_stem}__", _forward)
-    setattr(Tensor, f"__r{_stem}__", _reverse)
-
-# Comparisons and unary operators call the op directly, so the op keeps its default name
-# ("Less", "Neg"); `==` stays identity, as in TF1, so tensors can be dict keys.
-Tensor.__lt__ = lambda self, other: less(self, other)
-Tensor.__le__ = lambda self, other: less_equal(self, other)
-Tensor.__gt__ = lambda self, other: greater(self, other)
-Tensor.__ge__ = lambda self, other: greater_equal(self, other)
-Tensor.__neg__ = lambda self: negative(self)
-Tensor.__abs__ = lambda self: abs(self)
-Tensor.__invert__ = lambda self: logical_not(self)
-Tensor.__array_priority__ = 100  # NumPy defers `ndarray + tensor` to Tensor.__radd__
