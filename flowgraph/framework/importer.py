@@ -11,8 +11,8 @@ Graph export is `Graph.as_graph_def()`; this module is its inverse. Import follo
 * attrs are decoded into Python values, missing attrs take their OpDef defaults, and each op's
   shape function runs, so an imported graph is indistinguishable from a built one;
 * malformed NodeDefs are refused as TF refuses them (InvalidArgumentError, a ValueError, naming
-  the node): an attr value of the wrong kind (an int where a type is expected), a Const whose
-  `dtype` disagrees with its value, a control input before a data input;
+  the node; nodedef_checks.py): an attr value of the wrong kind (an int where a type is expected),
+  a Const whose `dtype` disagrees with its value, a control input before a data input;
 * devices are kept (merged under the current `tf.device` scope) and `_class` colocation attrs
   are re-prefixed; a colocated op takes the device of the op it is colocated with;
 * the GraphDef's function library (FunctionDefs: dataset functions, Defuns) joins the graph's
@@ -31,7 +31,7 @@ import logging
 from flowgraph.core import attr_value, dtypes, errors, shapes
 from flowgraph.core.op_def import get_op_def
 from flowgraph.core.protos import GraphDef
-from flowgraph.framework import apply_op, convert, default_graph
+from flowgraph.framework import apply_op, convert, default_graph, nodedef_checks
 from flowgraph.framework.operation import Operation, Tensor
 
 __all__ = ["import_graph_def"]
@@ -110,7 +110,7 @@ def import_graph_def(
         ):
             raise TypeError("return_elements must be a list of strings.")
         return_elements = [x.decode() if isinstance(x, bytes) else x for x in return_elements]
-    _check_versions(graph_def)
+    nodedef_checks.check_versions(graph_def)
     graph = default_graph.get()
     graph._check_not_finalized()
     for fdef in graph_def.library.function:  # functions keep their names (as in TF)
@@ -165,18 +165,6 @@ def _to_element(key, value):
     return convert.convert_to_tensor(value)
 
 
-def _check_versions(graph_def):
-    from flowgraph.framework.graph import GRAPH_DEF_VERSION
-
-    v = graph_def.versions
-    if v.min_consumer > GRAPH_DEF_VERSION or GRAPH_DEF_VERSION in v.bad_consumers:
-        raise ValueError(
-            f"GraphDef min consumer version {v.min_consumer} (bad consumers "
-            f"{list(v.bad_consumers)}) "
-            f"does not admit this consumer, GraphDef version {GRAPH_DEF_VERSION}."
-        )
-
-
 def _parse_input(text: str) -> tuple[str, int]:
     """'x' -> ('x', 0); 'x:2' -> ('x', 2); '^x' -> ('x', -1) (a control input)."""
     if text.startswith("^"):
@@ -202,7 +190,7 @@ class _Importer:
             if nd.name in self.index:
                 raise ValueError(f"Node '{nd.name}' is not unique in the GraphDef.")
             self.index[nd.name] = i
-            _check_input_order(nd)
+            nodedef_checks.check_input_order(nd)
         self.ops: dict[str, Operation] = {}  # GraphDef name -> new Operation
         self.new_names: dict[str, str] = {}  # GraphDef name -> name in the graph
         self.back_edges: list[tuple[Operation, int, str]] = []  # (Merge, input index, input)
@@ -304,7 +292,7 @@ class _Importer:
         attrs = {}
         for key, av in nd.attr.items():
             if key in op_def.attrs:
-                _check_attr_kind(nd, key, av, op_def.attrs[key].type)
+                nodedef_checks.check_attr_kind(nd, key, av, op_def.attrs[key].type)
             value = attr_value.from_attr_value(av)
             if key not in op_def.attrs and not key.startswith("_"):
                 if self._known_default(nd.op, key, value):
@@ -321,7 +309,7 @@ class _Importer:
                     f"NodeDef '{nd.name}' ({nd.op}) is missing attr '{key}', which has no default."
                 )
         if nd.op == "Const" and "value" in nd.attr and "dtype" in nd.attr:
-            _check_const_dtype(nd)
+            nodedef_checks.check_const_dtype(nd)
         return attrs
 
     def _known_default(self, op_type, key, value) -> bool:
@@ -428,71 +416,6 @@ class _Importer:
                 if target is not None and target is not op and target._device:
                     op._set_device(target._device)
                     break
-
-
-_ATTR_KINDS = {
-    "s": "string",
-    "i": "int",
-    "f": "float",
-    "b": "bool",
-    "type": "type",
-    "shape": "shape",
-    "tensor": "tensor",
-    "func": "func",
-}
-
-
-def _attr_kind(av) -> str | None:
-    """The kind of value an AttrValue holds, in OpDef terms ('int', 'list(type)', ...); 'list'
-    for an empty list (which fits every list kind), None when there is nothing to check."""
-    which = av.WhichOneof("value")
-    if which != "list":
-        return _ATTR_KINDS.get(which)
-    kinds = [k for f, k in _ATTR_KINDS.items() if f != "func" and len(getattr(av.list, f))]
-    if len(av.list.func):
-        kinds.append("func")
-    if len(kinds) > 1:
-        return "list(" + "|".join(kinds) + ")"
-    return f"list({kinds[0]})" if kinds else "list"
-
-
-def _check_attr_kind(nd, key: str, av, want: str):
-    """TF's AttrValueHasType: an attr's value must be of the kind its OpDef declares."""
-    got = _attr_kind(av)
-    if got is None or got == want or (got == "list" and want.startswith("list(")):
-        return
-    raise errors.InvalidArgumentError(
-        None,
-        None,
-        f"AttrValue had value with type '{got}' when '{want}' expected\n\t for attr '{key}'\n\t"
-        f"; NodeDef: {{{{node {nd.name}}}}} (op {nd.op})",
-    )
-
-
-def _check_const_dtype(nd):
-    """A Const's value must have the type its `dtype` attr declares (TF's Const kernel)."""
-    value, dtype = nd.attr["value"].tensor.dtype, nd.attr["dtype"].type
-    if value != dtype:
-        names = [dtypes.as_dtype(d).name if d else "invalid" for d in (value, dtype)]
-        raise errors.InvalidArgumentError(
-            None,
-            None,
-            f"Type mismatch between value ({names[0]}) and dtype ({names[1]}) of Const node "
-            f"'{nd.name}'",
-        )
-
-
-def _check_input_order(nd):
-    seen_control = False
-    for text in nd.input:
-        if text.startswith("^"):
-            seen_control = True
-        elif seen_control:
-            raise errors.InvalidArgumentError(
-                None,
-                None,
-                f"Node '{nd.name}': Control dependencies must come after regular dependencies",
-            )
 
 
 def _topological(nodes, pending, consumers) -> list[int]:
