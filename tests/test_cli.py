@@ -53,15 +53,18 @@ def test_script_exit_status_and_errors_propagate(tmp_path):
     assert proc.returncode == 1 and "graph mode only" in proc.stderr
 
 
-def test_cli_usage_errors():
-    proc = run_flowgraph("run", "/no/such/script.py")
+def test_cli_usage_errors(capsys):
+    proc = run_flowgraph("run", "/no/such/script.py")  # through `python -m flowgraph` once
     assert proc.returncode == 2 and "no such script: /no/such/script.py" in proc.stderr
-    proc = run_flowgraph("frobnicate")
-    assert proc.returncode == 2 and "invalid choice: 'frobnicate'" in proc.stderr
-    proc = run_flowgraph()
-    assert proc.returncode == 2 and "run" in proc.stderr
-    proc = run_flowgraph("--help")
-    assert proc.returncode == 0 and "run a TF1 script" in proc.stdout
+    from flowgraph import cli  # the other usage errors in process: no interpreter start each
+
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["frobnicate"])
+    assert exit_info.value.code == 2 and "invalid choice: 'frobnicate'" in capsys.readouterr().err
+    assert cli.main([]) == 2 and "run" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["--help"])
+    assert exit_info.value.code == 0 and "run a TF1 script" in capsys.readouterr().out
 
 
 def test_main_in_process_restores_argv_and_path(script, capsys):
