@@ -19,13 +19,14 @@ import threading
 
 import numpy as np
 
-from flowgraph.core import dtypes, errors, ieee
+from flowgraph.core import errors
 from flowgraph.core.protos import CallableOptions, ConfigProto, GraphDef
 from flowgraph.distributed import local, messages
-from flowgraph.framework import default_graph, nest, sparse_tensor
+from flowgraph.framework import default_graph, sparse_tensor
 from flowgraph.framework.indexed_slices import IndexedSlices, IndexedSlicesValue
 from flowgraph.framework.operation import Operation, Tensor
 from flowgraph.session import callables, default_session, remote
+from flowgraph.session.feeds import expand_sparse_feeds, feed_array, feed_tensor, flatten_feeds
 
 
 class _FetchMapper:
@@ -289,14 +290,14 @@ class BaseSession:
                 if type(key) is not Tensor or key.graph is not graph or not graph.is_feedable(key):
                     break
                 names.append(key.name)
-                values.append(_feed_array(key, value))
+                values.append(feed_array(key, value))
             else:
                 return names, values
         feeds = {}
-        for key, value in _expand_sparse_feeds(_flatten_feeds(feed_dict)):
-            t = _feed_tensor(graph, key)
+        for key, value in expand_sparse_feeds(flatten_feeds(feed_dict)):
+            t = feed_tensor(graph, key)
             feeds.pop(t.name, None)  # the last value wins, and its place in the order
-            feeds[t.name] = _feed_array(t, value)
+            feeds[t.name] = feed_array(t, value)
         return tuple(feeds), tuple(feeds.values())
 
     def partial_run_setup(self, fetches, feeds=None):
@@ -315,7 +316,7 @@ class BaseSession:
         ]
         req = messages.PartialRunSetupRequest(
             self._handle,
-            [_feed_tensor(self._graph, f).name for f in feeds],
+            [feed_tensor(self._graph, f).name for f in feeds],
             [t.name for t in mapper.tensors],
             [op.name for op in mapper.targets],
         )
@@ -353,7 +354,7 @@ class BaseSession:
         parts = [
             sparse_tensor.fetch_parts(k)
             if isinstance(k, sparse_tensor.SparseTensor)
-            else (_feed_tensor(self._graph, k),)
+            else (feed_tensor(self._graph, k),)
             for k in keys
         ]
         feeds = [t for p in parts for t in p]
@@ -371,9 +372,9 @@ class BaseSession:
             vals = []
             for key, (t, *_), arg in zip(keys, parts, args):
                 if isinstance(key, sparse_tensor.SparseTensor):  # (indices, values, shape)
-                    vals.extend(_feed_array(p, v) for p, v in sparse_tensor.expand_feed(key, arg))
+                    vals.extend(feed_array(p, v) for p, v in sparse_tensor.expand_feed(key, arg))
                 else:
-                    vals.append(_feed_array(t, arg))
+                    vals.append(feed_array(t, arg))
             if options is not None:
                 out = self._do_run(
                     names, vals, mapper.tensors, mapper.targets, options, run_metadata
@@ -392,131 +393,17 @@ class BaseSession:
         if self._closed:
             raise RuntimeError("Attempted to use a closed Session.")
         self._extend()
-        feeds = [_feed_tensor(self._graph, name) for name in callable_options.feed]
+        feeds = [feed_tensor(self._graph, name) for name in callable_options.feed]
         master_callable = callables.MasterCallable(self, callable_options)
 
         def call(*args, run_metadata=None):
             if len(args) != len(feeds):
                 raise TypeError(f"Expected {len(feeds)} feed values, got {len(args)}")
-            vals = [_feed_array(t, a) for t, a in zip(feeds, args)]
+            vals = [feed_array(t, a) for t, a in zip(feeds, args)]
             return [_fetch_value(v) for v in master_callable.run(vals, run_metadata)]
 
         call.master_callable = master_callable
         return call
-
-
-def _flatten_feeds(feed_dict):
-    """(key, value) pairs with structured keys flattened against their values (TF's
-    nest.flatten_dict_items): a tuple or namedtuple key pairs its leaves with the value's."""
-    if not isinstance(feed_dict, collections.abc.Mapping):
-        raise TypeError(f"feed_dict must be a dictionary, got {type(feed_dict).__name__}")
-    for key, value in feed_dict.items():
-        if not nest.is_sequence(key):
-            yield key, value
-            continue
-        keys, values = nest.flatten(key), nest.flatten(value)
-        if len(keys) != len(values):
-            raise ValueError(
-                f"Could not flatten dictionary. Key had {len(keys)} elements, but value had "
-                f"{len(values)} elements. Key: {keys}, value: {values}."
-            )
-        yield from zip(keys, values)
-
-
-def _expand_sparse_feeds(items):
-    """(key, value) pairs with each SparseTensor key replaced by its three component feeds."""
-    for key, value in items:
-        if isinstance(key, sparse_tensor.SparseTensor):
-            yield from sparse_tensor.expand_feed(key, value)
-        else:
-            yield key, value
-
-
-def _feed_tensor(graph, key) -> Tensor:
-    if hasattr(key, "_as_graph_element") and not isinstance(key, (Tensor, Operation)):
-        key = key._as_graph_element()
-    try:
-        t = graph.as_graph_element(key, allow_tensor=True, allow_operation=False)
-    except (KeyError, ValueError, TypeError) as e:
-        raise TypeError(f"Cannot interpret feed_dict key as Tensor: {e}") from None
-    if not graph.is_feedable(t):
-        raise ValueError(f"Tensor {t.name} may not be fed.")
-    return t
-
-
-def _feed_array(t: Tensor, value):
-    """`value` as an array of `t`'s dtype, with TF's errors: TypeError for a value NumPy cannot
-    convert (an object, a dict) or a Python int the dtype cannot hold, InvalidArgumentError (a
-    ValueError) for a malformed one. Casts are silent (NaN into an int), as TF's are."""
-    if isinstance(value, (Tensor, Operation)):
-        raise TypeError(
-            "The value of a feed cannot be a tf.Tensor object. Acceptable feed values include "
-            f"Python scalars, strings, lists, numpy ndarrays, or TensorHandles. (feed for {t.name})"
-        )
-    dtype = t.dtype.base_dtype
-    token = ieee.ignore()
-    try:
-        arr = _as_feed_dtype(value, dtype)
-    except (TypeError, OverflowError) as e:
-        hint = (
-            " Try a larger type for the feed tensor (e.g. int64)."
-            if isinstance(e, OverflowError)
-            else ""
-        )
-        raise TypeError(
-            f"Cannot feed value {_short(value)} of type {type(value).__name__} for Tensor "
-            f"'{t.name}' of dtype {dtype.name}: {e}.{hint}"
-        ) from None
-    except ValueError as e:
-        raise errors.InvalidArgumentError(
-            None,
-            None,
-            f"Cannot feed value {_short(value)} for Tensor '{t.name}' of dtype {dtype.name}: {e}",
-        ) from None
-    finally:
-        ieee.restore(token)
-    python_int = isinstance(value, int) and not isinstance(value, bool)
-    if python_int and arr.dtype.kind in "iuf" and arr.item() != value:
-        raise TypeError(
-            f"Type of feed value {value} with type {type(value)} is not compatible with "
-            f"Tensor type {dtype.name} (feed for Tensor '{t.name}'). Try explicitly setting "
-            f"the type of the feed tensor to a larger type (e.g. int64)."
-        )
-    dims = t.shape.as_tuple()
-    if dims is not None and (
-        len(dims) != arr.ndim or any(d is not None and d != n for d, n in zip(dims, arr.shape))
-    ):
-        raise errors.InvalidArgumentError(
-            None,
-            None,
-            f"Cannot feed value of shape {arr.shape!r} for Tensor '{t.name}', which has shape "
-            f"'{t.shape}'",
-        )
-    return arr
-
-
-def _as_feed_dtype(value, dtype):
-    if dtype == dtypes.string:
-        arr = np.asarray(value, dtype=object)
-        if arr.ndim == 0:
-            return np.asarray(value.encode() if isinstance(value, str) else value, dtype=object)
-        return np.vectorize(lambda v: v.encode() if isinstance(v, str) else v, otypes=[object])(arr)
-    if isinstance(value, int) and not isinstance(value, bool) and dtype.is_integer:
-        # NumPy raises OverflowError for a Python int out of range: TF's TypeError follows.
-        return np.asarray(value if _fits(value, dtype) else 0, dtype=dtype.as_numpy_dtype)
-    if isinstance(value, np.ndarray):  # a copy: the caller may change its array later
-        return np.array(value, dtype=dtype.as_numpy_dtype)
-    return np.asarray(value, dtype=dtype.as_numpy_dtype)
-
-
-def _fits(value: int, dtype) -> bool:
-    info = np.iinfo(dtype.as_numpy_dtype)
-    return info.min <= value <= info.max
-
-
-def _short(value) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
 
 
 class _DeviceAttributes(collections.namedtuple("_DeviceAttributes", ["name", "device_type"])):
