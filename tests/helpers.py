@@ -15,10 +15,15 @@ from pathlib import Path
 
 import ml_dtypes
 import numpy as np
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]  # this checkout
 TF_FIXTURES = ROOT.parent / "shared" / "fixtures" / "tensorflow"
 CHECKPOINTS = TF_FIXTURES / "checkpoints"
+# Real TensorFlow's interpreter (its own virtual environment, never imported here): the interop
+# tests run it as a subprocess. The variable is bench/run.py's, so both find the same one.
+TF_PYTHON = Path(os.environ.get("FLOWGRAPH_BENCH_TF_PYTHON", "/opt/tfbench/bin/python"))
+needs_tf = pytest.mark.skipif(not TF_PYTHON.exists(), reason=f"no real TensorFlow at {TF_PYTHON}")
 
 # TensorFlow's fixed-size numeric and bool dtypes (all but string, resource and variant).
 REAL_DTYPES = [

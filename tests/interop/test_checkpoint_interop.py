@@ -8,18 +8,15 @@ import json
 import os
 import subprocess
 import textwrap
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import flowgraph as tf
-from tests.helpers import CHECKPOINTS, checkpoint_values
+from tests.helpers import CHECKPOINTS, TF_PYTHON, checkpoint_values, needs_tf
 
 CKPT = CHECKPOINTS
-TF_PYTHON = Path("/opt/tfbench/bin/python")
 needs_fixture = pytest.mark.skipif(not (CKPT / "values.json").is_file(), reason="no fixtures")
-needs_tf = pytest.mark.skipif(not TF_PYTHON.exists(), reason="real TensorFlow not installed")
 
 
 def _check_equal(got, want, name):

@@ -6,15 +6,14 @@ to our values."""
 import inspect
 import os
 import subprocess
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import flowgraph as tf
+from tests.helpers import TF_PYTHON, needs_tf
 
-TF_PYTHON = Path("/opt/tfbench/bin/python")
-pytestmark = pytest.mark.skipif(not TF_PYTHON.exists(), reason="/opt/tfbench not installed")
+pytestmark = needs_tf
 
 
 def build(tf, np):

@@ -12,12 +12,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
+from tests.helpers import TF_PYTHON, needs_tf
 
 _HERE = Path(__file__).resolve().parent / "tf_monitored"
 _PROGRAM = _HERE / "program.py"
 _EXPECTED = json.loads((_HERE / "expected.json").read_text())
-_TF_PYTHON = Path("/opt/tfbench/bin/python")
 
 
 def _run(python, which, directory):
@@ -37,6 +36,6 @@ def test_flowgraph_training_session_matches_tensorflow(tmp_path):
     assert _run(sys.executable, "flowgraph", tmp_path) == _EXPECTED
 
 
-@pytest.mark.skipif(not _TF_PYTHON.exists(), reason="real TensorFlow is not installed")
+@needs_tf
 def test_expected_file_is_what_tensorflow_prints(tmp_path):
-    assert _run(_TF_PYTHON, "tf", tmp_path) == _EXPECTED
+    assert _run(TF_PYTHON, "tf", tmp_path) == _EXPECTED

@@ -6,15 +6,13 @@ from __future__ import annotations
 
 import json
 import subprocess
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import flowgraph as tf
 from flowgraph.core.protos import GraphDef
-
-TF_PYTHON = Path("/opt/tfbench/bin/python")
+from tests.helpers import TF_PYTHON
 
 MAKE = r"""
 import sys, numpy as np
@@ -82,7 +80,7 @@ json.dump({"names": names, "init": inits}, open(out + "/meta.json", "w"))
 @pytest.fixture(scope="module")
 def tf_made(tmp_path_factory):
     if not TF_PYTHON.exists():
-        pytest.skip("TensorFlow (/opt/tfbench) is not installed")
+        pytest.skip(f"no real TensorFlow at {TF_PYTHON}")
     out = tmp_path_factory.mktemp("tf_made")
     script = out / "make.py"
     script.write_text(MAKE)

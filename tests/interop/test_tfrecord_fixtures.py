@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 import flowgraph as tf
+from tests.helpers import TF_PYTHON, needs_tf
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared"
 FIXTURES = SHARED / "fixtures" / "tensorflow" / "tfrecord"
-TF_PYTHON = Path("/opt/tfbench/bin/python")
 
 FEATURES = {
     "label": tf.FixedLenFeature([], tf.int64),
@@ -90,7 +90,7 @@ def test_parse_example_sparse_parts_equal_tensorflow():
     np.testing.assert_array_equal(shape, want["tags_dense_shape"])
 
 
-@pytest.mark.skipif(not TF_PYTHON.exists(), reason="real TensorFlow (/opt/tfbench) not installed")
+@needs_tf
 @pytest.mark.parametrize("compression", ["", "GZIP", "ZLIB"])
 def test_tensorflow_reads_our_files(tmp_path, compression):
     path = tmp_path / "ours.tfrecord"
@@ -159,7 +159,7 @@ np.savez(out_dir + "/out.npz", ser=np.array(ex, dtype=object),
 """
 
 
-@pytest.mark.skipif(not TF_PYTHON.exists(), reason="real TensorFlow (/opt/tfbench) not installed")
+@needs_tf
 def test_tensorflow_graph_with_queue_and_parsing_ops_runs_here(tmp_path):
     """A GraphDef built by real TF (FIFOQueueV2, QueueEnqueueManyV2, QueueDequeueManyV2,
     ParseExampleV2, DecodeRaw, DecodeCSV) imports and gives TF's values."""

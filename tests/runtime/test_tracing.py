@@ -7,16 +7,14 @@ from __future__ import annotations
 
 import base64
 import subprocess
-from pathlib import Path
 
 import numpy as np
-import pytest
 
 import flowgraph as tf
 from flowgraph.runtime.tracing import peak_memory
+from tests.helpers import TF_PYTHON, needs_tf
 
 CPU = "/job:localhost/replica:0/task:0/device:CPU:0"
-TF_PYTHON = Path("/opt/tfbench/bin/python")
 FULL_TRACE = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
 
 # The graph of the comparison, as source run by both flowgraph and TensorFlow.
@@ -203,7 +201,7 @@ def _kinds(md) -> dict:
     return out
 
 
-@pytest.mark.skipif(not TF_PYTHON.exists(), reason="real TensorFlow (/opt/tfbench) not installed")
+@needs_tf
 def test_run_metadata_fields_match_tensorflows_in_kind():
     """The same graph traced by TensorFlow: every field TF sets on these nodes, we set too
     (except the scheduling time, which this executor does not measure)."""
