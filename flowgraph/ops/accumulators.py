@@ -42,6 +42,19 @@ def _int32_input(value):
     return _int32(value, "num_required")
 
 
+def _new_accumulator(op_type, dtype, shape, shared_name, name, reduction_type):
+    """The handle (dense: a resource; sparse: a ref) output of a new accumulator op."""
+    return apply_op(
+        op_type,
+        [],
+        name=name,
+        dtype=dtypes_lib.as_dtype(dtype),
+        shape=as_shape(shape) if shape is not None else unknown_shape(),
+        shared_name=shared_name or "",
+        reduction_type=reduction_type,
+    ).outputs[0]
+
+
 class ConditionalAccumulatorBase:
     """An accumulator's dtype, shape and handle, and its counters."""
 
@@ -95,15 +108,9 @@ class ConditionalAccumulator(ConditionalAccumulatorBase):
         name="conditional_accumulator",
         reduction_type="MEAN",
     ):
-        ref = apply_op(
-            "ResourceConditionalAccumulator",
-            [],
-            name=name,
-            dtype=dtypes_lib.as_dtype(dtype),
-            shape=as_shape(shape) if shape is not None else unknown_shape(),
-            shared_name=shared_name or "",
-            reduction_type=reduction_type,
-        ).outputs[0]
+        ref = _new_accumulator(
+            "ResourceConditionalAccumulator", dtype, shape, shared_name, name, reduction_type
+        )
         super().__init__(dtype, shape, ref)
 
     def apply_grad(self, grad, local_step=0, name=None):
@@ -140,15 +147,9 @@ class SparseConditionalAccumulator(ConditionalAccumulatorBase):
         name="sparse_conditional_accumulator",
         reduction_type="MEAN",
     ):
-        ref = apply_op(
-            "SparseConditionalAccumulator",
-            [],
-            name=name,
-            dtype=dtypes_lib.as_dtype(dtype),
-            shape=as_shape(shape) if shape is not None else unknown_shape(),
-            shared_name=shared_name or "",
-            reduction_type=reduction_type,
-        ).outputs[0]
+        ref = _new_accumulator(
+            "SparseConditionalAccumulator", dtype, shape, shared_name, name, reduction_type
+        )
         super().__init__(dtype, shape, ref)
 
     def apply_indexed_slices_grad(self, grad, local_step=0, name=None):
