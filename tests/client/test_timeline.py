@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import collections
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,9 +13,8 @@ import pytest
 import flowgraph as tf
 from flowgraph.client import timeline
 from flowgraph.core.protos import RunMetadata, StepStats
-from tests.helpers import run_flowgraph
+from tests.helpers import TF_FIXTURES, run_flowgraph
 
-FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "tensorflow"
 FULL_TRACE = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
 
 
@@ -24,10 +22,10 @@ def _events(trace_json: str) -> list[dict]:
     return json.loads(trace_json)["traceEvents"]
 
 
-@pytest.mark.skipif(not (FIXTURES / "timeline.json").is_file(), reason="TF fixtures absent")
+@pytest.mark.skipif(not (TF_FIXTURES / "timeline.json").is_file(), reason="TF fixtures absent")
 def test_tensorflows_run_metadata_gives_tensorflows_trace():
-    md = RunMetadata.FromString((FIXTURES / "timeline_run_metadata.pb").read_bytes())
-    want = _events((FIXTURES / "timeline.json").read_text())
+    md = RunMetadata.FromString((TF_FIXTURES / "timeline_run_metadata.pb").read_bytes())
+    want = _events((TF_FIXTURES / "timeline.json").read_text())
     got = _events(timeline.Timeline(md.step_stats).generate_chrome_trace_format())
 
     def key(e):

@@ -10,14 +10,14 @@ import pytest
 from google.protobuf import descriptor, descriptor_pool, message, text_format, unknown_fields
 
 from flowgraph.core import protos
+from tests.helpers import TF_FIXTURES
 
 ROOT = Path(__file__).resolve().parents[2]
-FIXTURES = ROOT.parent / "shared" / "fixtures" / "tensorflow"
-GRAPHS = sorted((FIXTURES / "graphs").glob("*.pb"))
+GRAPHS = sorted((TF_FIXTURES / "graphs").glob("*.pb"))
 
 
 def fixture(relative: str) -> Path:
-    path = FIXTURES / relative
+    path = TF_FIXTURES / relative
     if not path.exists():
         pytest.skip(f"TensorFlow fixture {path} is absent")
     return path

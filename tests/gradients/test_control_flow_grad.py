@@ -1,16 +1,13 @@
 """Gradients through cond and while_loop (whitepaper §4.4), checked against closed forms,
 numeric differences and TensorFlow's own values for the gradients_while fixture."""
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 import flowgraph as tf
+from tests.helpers import TF_FIXTURES
 
-FIXTURES = (
-    Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "tensorflow" / "graphs"
-)
+FIXTURES = TF_FIXTURES / "graphs"
 
 
 def numeric(fn, x, eps=1e-6):

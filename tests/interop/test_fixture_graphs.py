@@ -7,7 +7,6 @@ A case whose op types are not all registered yet is skipped, naming the missing 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,9 +14,9 @@ import pytest
 import flowgraph as tf
 from flowgraph.core.op_def import registered_ops
 from flowgraph.kernels.base import registered_kernels
+from tests.helpers import TF_FIXTURES
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared"
-GRAPHS = SHARED / "fixtures" / "tensorflow" / "graphs"
+GRAPHS = TF_FIXTURES / "graphs"
 
 if not (GRAPHS / "cases.json").is_file():
     pytest.skip(f"TensorFlow fixtures not found under {GRAPHS}", allow_module_level=True)

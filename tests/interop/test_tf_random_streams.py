@@ -13,11 +13,12 @@ import numpy as np
 import pytest
 
 import flowgraph as tf
+from tests.helpers import TF_FIXTURES
 from tests.interop.tf_random.cases import CASES, case, run
 
 _HERE = Path(__file__).resolve().parent
 _STREAMS = np.load(_HERE / "tf_random" / "streams.npz")
-_SHARED = _HERE.parents[1].parent / "shared" / "fixtures" / "tensorflow" / "random"
+_SHARED = TF_FIXTURES / "random"
 # Ops whose kernels follow TF's streams so far (dropout and the initializers build on them);
 # poisson still draws from NumPy.
 _EXACT = {

@@ -6,16 +6,14 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import flowgraph as tf
-from tests.helpers import TF_PYTHON, needs_tf
+from tests.helpers import TF_FIXTURES, TF_PYTHON, needs_tf
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared"
-FIXTURES = SHARED / "fixtures" / "tensorflow" / "tfrecord"
+FIXTURES = TF_FIXTURES / "tfrecord"
 
 FEATURES = {
     "label": tf.FixedLenFeature([], tf.int64),

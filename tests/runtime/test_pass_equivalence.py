@@ -10,7 +10,6 @@ few float ulps."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,10 +17,9 @@ import pytest
 import flowgraph as tf
 from flowgraph.core.protos import RewriterConfig
 from flowgraph.examples import training_graphs
+from tests.helpers import TF_FIXTURES
 
-GRAPHS = (
-    Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "tensorflow" / "graphs"
-)
+GRAPHS = TF_FIXTURES / "graphs"
 CASES = json.loads((GRAPHS / "cases.json").read_text()) if (GRAPHS / "cases.json").is_file() else {}
 
 

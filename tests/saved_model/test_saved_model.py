@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 import flowgraph as tf
+from tests.helpers import TF_FIXTURES
 from tests.interop.test_checkpoint_interop import _decode, _run_tf, needs_tf
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared"
-FIXTURE = SHARED / "fixtures" / "tensorflow" / "saved_model_v1"
-IO = SHARED / "fixtures" / "tensorflow" / "saved_model_v1_io.npz"
+FIXTURE = TF_FIXTURES / "saved_model_v1"
+IO = TF_FIXTURES / "saved_model_v1_io.npz"
 
 
 def _model(seed=0):

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,10 +14,9 @@ import flowgraph as tf
 from flowgraph.core import errors
 from flowgraph.core.protos import Summary
 from flowgraph.kernels.cpu.summary import histogram_bucket_limits, histogram_proto
+from tests.helpers import TF_FIXTURES
 
-EVENTS = (
-    Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "tensorflow" / "events"
-)
+EVENTS = TF_FIXTURES / "events"
 needs_fixture = pytest.mark.skipif(
     not (EVENTS / "expected.json").is_file(), reason="no TF event fixture"
 )

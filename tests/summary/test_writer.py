@@ -7,7 +7,6 @@ import io
 import json
 import os
 import struct
-from pathlib import Path
 
 import google_crc32c
 import numpy as np
@@ -17,10 +16,9 @@ import flowgraph as tf
 from flowgraph.core import errors
 from flowgraph.core.protos import GraphDef, MetaGraphDef, RunMetadata, SessionLog, Summary
 from flowgraph.summary.records import encode_record, masked_crc32c, read_records, unmask_crc32c
+from tests.helpers import TF_FIXTURES
 
-EVENTS = (
-    Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "tensorflow" / "events"
-)
+EVENTS = TF_FIXTURES / "events"
 FIXTURE = EVENTS / "events.out.tfevents.1700000000.fixture"
 
 

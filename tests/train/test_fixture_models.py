@@ -7,17 +7,15 @@ batches and expected values come from the fixture's .npz (see the fixtures READM
 """
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import flowgraph as tf
 from flowgraph.core.tensor_util import make_ndarray
+from tests.helpers import TF_FIXTURES
 
-GRAPHS = (
-    Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "tensorflow" / "graphs"
-)
+GRAPHS = TF_FIXTURES / "graphs"
 if not (GRAPHS / "cases.json").is_file():
     pytest.skip(f"TensorFlow fixtures not found under {GRAPHS}", allow_module_level=True)
 
