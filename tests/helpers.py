@@ -113,6 +113,25 @@ def until(cond, what: str = "condition not reached") -> None:
         tick.wait(0.001)
 
 
+def run_tf(*args, timeout: float = 300) -> subprocess.CompletedProcess:
+    """Real TensorFlow's interpreter with ARGS (`"-c", SCRIPT, ...` or a script's path), stdout
+    and stderr captured as text; fails the test with the end of stderr unless it exits 0. Our
+    PYTHONPATH is dropped (TensorFlow stays in its own environment), and so are its log lines
+    and GPUs."""
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
+    env.pop("PYTHONPATH", None)
+    proc = subprocess.run(
+        [str(TF_PYTHON), *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
+
+
 def run_flowgraph(*args, cwd=None, timeout: float = 300) -> subprocess.CompletedProcess:
     """`python -m flowgraph ARGS` in a fresh interpreter, as a user runs the CLI, with this
     checkout first on PYTHONPATH; stdout and stderr captured as text, the exit status left to

@@ -5,15 +5,13 @@ installed (/opt/tfbench) it reads the checkpoints and MetaGraphs written here.""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import textwrap
 
 import numpy as np
 import pytest
 
 import flowgraph as tf
-from tests.helpers import CHECKPOINTS, TF_PYTHON, checkpoint_values, needs_tf
+from tests.helpers import CHECKPOINTS, checkpoint_values, needs_tf, run_tf
 
 CKPT = CHECKPOINTS
 needs_fixture = pytest.mark.skipif(not (CKPT / "values.json").is_file(), reason="no fixtures")
@@ -60,8 +58,6 @@ def test_import_tensorflow_meta_graph_then_restore():
 
 
 def _run_tf(script: str, *args) -> dict:
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
-    env.pop("PYTHONPATH", None)
     prelude = textwrap.dedent("""
         import json, sys
         import numpy as np
@@ -76,15 +72,7 @@ def _run_tf(script: str, *args) -> dict:
                         "shape": list(a.shape)}
             return {"dtype": a.dtype.name, "hex": a.tobytes().hex(), "shape": list(a.shape)}
     """)
-    proc = subprocess.run(
-        [str(TF_PYTHON), "-c", prelude + textwrap.dedent(script), *map(str, args)],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=240,
-        env=env,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    proc = run_tf("-c", prelude + textwrap.dedent(script), *args)
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 

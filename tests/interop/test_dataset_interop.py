@@ -4,14 +4,12 @@ GraphDef's library, imports and runs here to TensorFlow's values, and ours runs 
 to our values."""
 
 import inspect
-import os
-import subprocess
 
 import numpy as np
 import pytest
 
 import flowgraph as tf
-from tests.helpers import TF_PYTHON, needs_tf
+from tests.helpers import needs_tf, run_tf
 
 pytestmark = needs_tf
 
@@ -50,19 +48,6 @@ PIPELINE = inspect.getsource(build)
 RUN = inspect.getsource(run)
 
 
-def _tf(script, *args):
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    env["TF_CPP_MIN_LOG_LEVEL"] = "3"
-    return subprocess.run(
-        [str(TF_PYTHON), "-c", script, *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=env,
-        check=True,
-    )
-
-
 def test_tensorflow_pipeline_imports_and_runs_here(tmp_path):
     script = (
         "import sys, numpy as np\nimport tensorflow.compat.v1 as tf\ntf.disable_v2_behavior()\n"
@@ -77,7 +62,7 @@ def test_tensorflow_pipeline_imports_and_runs_here(tmp_path):
         "np.savez(sys.argv[1] + '/v.npz', *vals)\n"
         "open(sys.argv[1] + '/meta.txt', 'w').write(repr(meta))\n"
     )
-    _tf(script, tmp_path)
+    run_tf("-c", script, tmp_path)
     gd = tf.GraphDef.FromString((tmp_path / "g.pb").read_bytes())
     assert gd.library.function  # TF stored the map/filter/interleave functions there
     meta = eval((tmp_path / "meta.txt").read_text())
@@ -112,7 +97,7 @@ def test_our_pipeline_runs_in_tensorflow(tmp_path):
         "    vals = run(tf, out, s)\n"
         "np.savez(sys.argv[1] + '/v.npz', *vals)\n"
     )
-    _tf(script, tmp_path)
+    run_tf("-c", script, tmp_path)
     theirs = np.load(tmp_path / "v.npz")
     theirs = [theirs[f"arr_{i}"] for i in range(len(theirs.files))]
     assert len(theirs) == len(mine)
@@ -139,5 +124,5 @@ def test_tensorflow_reads_our_dataset_cache(tmp_path):
         "    except tf.errors.OutOfRangeError: pass\n"
         "print(out)\n"
     )
-    theirs = eval(_tf(script, prefix).stdout.strip().splitlines()[-1])
+    theirs = eval(run_tf("-c", script, prefix).stdout.strip().splitlines()[-1])
     assert theirs == [(float(a), float(b)) for a, b in mine]

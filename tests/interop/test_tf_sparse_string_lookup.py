@@ -5,14 +5,13 @@ TensorFlow's values for every fetch. TensorFlow runs as a subprocess; skipped wi
 from __future__ import annotations
 
 import json
-import subprocess
 
 import numpy as np
 import pytest
 
 import flowgraph as tf
 from flowgraph.core.protos import GraphDef
-from tests.helpers import TF_PYTHON
+from tests.helpers import TF_PYTHON, run_tf
 
 MAKE = r"""
 import sys, numpy as np
@@ -84,9 +83,7 @@ def tf_made(tmp_path_factory):
     out = tmp_path_factory.mktemp("tf_made")
     script = out / "make.py"
     script.write_text(MAKE)
-    subprocess.run(
-        [str(TF_PYTHON), str(script), str(out)], check=True, timeout=300, capture_output=True
-    )
+    run_tf(script, out)
     return out
 
 

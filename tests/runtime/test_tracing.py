@@ -6,13 +6,12 @@ graph (checked with /opt/tfbench; the interop test below compares with it when i
 from __future__ import annotations
 
 import base64
-import subprocess
 
 import numpy as np
 
 import flowgraph as tf
 from flowgraph.runtime.tracing import peak_memory
-from tests.helpers import TF_PYTHON, needs_tf
+from tests.helpers import needs_tf, run_tf
 
 CPU = "/job:localhost/replica:0/task:0/device:CPU:0"
 FULL_TRACE = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
@@ -205,13 +204,7 @@ def _kinds(md) -> dict:
 def test_run_metadata_fields_match_tensorflows_in_kind():
     """The same graph traced by TensorFlow: every field TF sets on these nodes, we set too
     (except the scheduling time, which this executor does not measure)."""
-    got = subprocess.run(
-        [str(TF_PYTHON), "-c", _TF_SCRIPT.format(graph=GRAPH)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=True,
-    )
+    got = run_tf("-c", _TF_SCRIPT.format(graph=GRAPH))
     md = tf.RunMetadata.FromString(base64.b64decode(got.stdout.strip().splitlines()[-1]))
     theirs, ours = _kinds(md), _kinds(_traced_step())
     for name in ("mm", "s", "r", "c", "w", "w/read"):

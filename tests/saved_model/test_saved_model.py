@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import flowgraph as tf
-from tests.helpers import TF_FIXTURES
-from tests.interop.test_checkpoint_interop import _decode, _run_tf, needs_tf
+from tests.helpers import TF_FIXTURES, needs_tf, run_flowgraph
+from tests.interop.test_checkpoint_interop import _decode, _run_tf
 
 FIXTURE = TF_FIXTURES / "saved_model_v1"
 IO = TF_FIXTURES / "saved_model_v1_io.npz"
@@ -180,9 +180,6 @@ def test_tensorflow_loads_our_saved_model_and_runs_our_frozen_graph(tmp_path):
 
 def test_tensorflow_module_paths_of_checkpoint_code_resolve(tmp_path):
     """TF1 programs import these modules by path; `flowgraph run` maps them to ours."""
-    import subprocess
-    import sys
-
     script = tmp_path / "prog.py"
     script.write_text(
         "from tensorflow.python.framework import graph_util\n"
@@ -191,15 +188,7 @@ def test_tensorflow_module_paths_of_checkpoint_code_resolve(tmp_path):
         "print(graph_util.convert_variables_to_constants.__module__, saver_lib.Saver.__name__,\n"
         "      builder.SavedModelBuilder.__name__, loader.load.__name__)\n"
     )
-    env = dict(os.environ, PYTHONPATH=str(Path(tf.__file__).resolve().parents[1]))
-    out = subprocess.run(
-        [sys.executable, "-m", "flowgraph", "run", str(script)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-        check=False,
-    )
+    out = run_flowgraph("run", script)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split() == [
         "flowgraph.framework.graph_util",
