@@ -31,9 +31,9 @@ import numpy as np
 from flowgraph.core import errors, records_walk
 
 _MASK_DELTA = 0xA282EAD8
-# read_many cuts at least this many records at once (below it, the compiled walk's fixed cost,
-# ~40 us with its arrays and CRC maps, is more than reading them one by one: a reader's read()
-# of one record went 86 -> 134 us/record in bench I1 when it took that path)
+# read_many cuts at least this many records at once (below it, the compiled walk's fixed cost
+# is more than reading them one by one: a reader's read() of one record went 86 -> 134
+# us/record in bench I1 when it took that path)
 _MIN_CUT = 8
 _HEADER = struct.Struct("<QI")  # a record's length and the masked CRC of its 8 bytes
 _FOOTER = struct.Struct("<I")  # the masked CRC of its data
@@ -44,11 +44,6 @@ def masked_crc32c(data: bytes) -> int:
     """TensorFlow's masked CRC-32C of `data`."""
     crc = google_crc32c.value(data)
     return (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & _M32
-
-
-def _masked(crcs: np.ndarray) -> np.ndarray:
-    """masked_crc32c's masking of an int64 array of CRC-32Cs."""
-    return (((crcs >> 15) | (crcs << 17)) + _MASK_DELTA) & _M32
 
 
 def unmask_crc32c(masked: int) -> int:
@@ -231,25 +226,17 @@ class RecordFile:
 
     def _cut(self, n: int, offsets: list, out: list) -> int:
         """Appends up to `n` records that lie whole in the buffer, as far as their CRCs hold
-        (read() reports the first that fails); their frames are found by one compiled walk
-        (records_walk.py) and their CRCs taken in two maps, not a Python step per field."""
+        (read() reports the first that fails); their frames are found and their CRCs checked
+        by one compiled walk (records_walk.py), not a Python step per field."""
         buf, pos = self._buf, self._pos
-        frames = np.empty((n, 4), np.int64)
+        frames = np.empty((n, 2), np.int64)
         k = records_walk.walk(np.frombuffer(buf, np.uint8), pos, n, frames)
         if not k:
             return 0
-        starts, lengths = frames[:k, 0].tolist(), frames[:k, 1].tolist()
-        data = [buf[s + 12 : s + 12 + length] for s, length in zip(starts, lengths)]
-        heads = np.fromiter(map(google_crc32c.value, [buf[s : s + 8] for s in starts]), np.int64, k)
-        sums = np.fromiter(map(google_crc32c.value, data), np.int64, k)
-        good = (_masked(heads) == frames[:k, 2]) & (_masked(sums) == frames[:k, 3])
-        if not good.all():
-            k = int(np.argmin(good))
-            if not k:
-                return 0
-        offsets.extend(self.offset + s - pos for s in starts[:k])
-        out.extend(data[:k])
-        end = starts[k - 1] + 16 + lengths[k - 1]
+        starts, lengths = frames[:k, 0], frames[:k, 1]
+        offsets.extend((starts + (self.offset - pos)).tolist())
+        out.extend([buf[s : s + m] for s, m in zip((starts + 12).tolist(), lengths.tolist())])
+        end = int(starts[-1] + lengths[-1]) + 16
         self.offset += end - pos
         self._pos = end
         return k

@@ -1,13 +1,15 @@
 """flowgraph.core.records: a corrupt record leaves the file at it, in every compression; read_many
-cuts records across read-ahead blocks with their offsets."""
+cuts records across read-ahead blocks with their offsets; the compiled walk's CRCs are
+google_crc32c's."""
 
 import gzip
 import zlib
 
+import numpy as np
 import pytest
 
 import flowgraph as tf
-from flowgraph.core import errors, records
+from flowgraph.core import errors, records, records_walk
 
 COMPRESS = {"": bytes, "GZIP": gzip.compress, "ZLIB": zlib.compress}
 
@@ -58,7 +60,7 @@ def test_read_many_cuts_records_across_blocks_with_their_offsets(tmp_path):
     assert f.read_many(5) == ([], [])
 
 
-@pytest.mark.parametrize("where", [8, 12], ids=["length CRC", "data"])
+@pytest.mark.parametrize("where", [0, 8, 12, 16], ids=["length", "length CRC", "data", "data CRC"])
 def test_read_many_returns_the_records_before_a_bad_one_then_fails_on_it(tmp_path, where):
     payloads = [b"r%03d" % i for i in range(40)]
     path = tmp_path / "bad.tfrecord"
@@ -73,3 +75,10 @@ def test_read_many_returns_the_records_before_a_bad_one_then_fails_on_it(tmp_pat
     assert f.offset == 400
     with pytest.raises(errors.DataLossError, match="at offset 400"):
         f.read_many(3)
+
+
+def test_the_compiled_walk_checks_crcs_as_google_crc32c_does():
+    rng = np.random.RandomState(0)
+    for size in [*range(40), 255, 256, 4097]:
+        data = rng.randint(0, 256, size).astype(np.uint8).tobytes()
+        assert records_walk.masked_crc(data) == records.masked_crc32c(data), size

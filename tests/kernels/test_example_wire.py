@@ -160,3 +160,14 @@ def test_parse_single_example_on_the_wire_equals_protobuf(monkeypatch, default):
     assert fast[0]["m"].shape == (2, 3) and fast[1]["y"] == -1
     if default:
         np.testing.assert_array_equal(fast[-1]["v"], [4, 5])
+
+
+def test_records_that_are_not_bytes_are_left_to_protobuf():
+    sp = _spec(["x"], [F32], [2])
+    good = _example(x=np.array([1.0, 2.0], F32))
+    for batch in ([good, good.decode("latin-1")], [good.decode("latin-1")], [good, 3]):
+        assert example_wire.dense_batch(batch, sp) is None
+    wide = memoryview(good + b"\0" * (-len(good) % 4)).cast("I")  # len() counts 4-byte items
+    assert example_wire.dense_batch([good, wide], sp) is None
+    (got,) = example_wire.dense_batch([good, bytearray(good)], sp)
+    np.testing.assert_array_equal(got, [[1.0, 2.0], [1.0, 2.0]])

@@ -56,6 +56,16 @@ def test_read_up_to_stops_at_the_end_of_a_work_item(tmp_path):
     assert [list(v) for v in got] == [[b"0", b"1", b"2"], [b"3", b"4"], [b"0", b"1"]]
 
 
+def test_read_up_to_keys_are_the_file_name_and_offset_even_with_percent_signs(tmp_path):
+    path = str(tmp_path / "50%d %s.tfrecord")
+    with tf.python_io.TFRecordWriter(path) as w:
+        for j in range(20):
+            w.write(b"%02d" % j)  # 18 bytes a record
+    (keys, values), _ = _run_reader(tf.TFRecordReader(), [path], lambda r, q: r.read_up_to(q, 16))
+    assert list(values) == [b"%02d" % j for j in range(16)]
+    assert list(keys) == [path.encode() + b":%d" % (18 * j) for j in range(16)]
+
+
 def test_text_line_reader_skips_headers_and_strips_endings(tmp_path):
     path = tmp_path / "a.csv"
     path.write_bytes(b"header\nl1\r\nl2\n\nl4")

@@ -202,13 +202,21 @@ def dense_batch(records: list, sp: Spec) -> list | None:
     the plain case (see the module docstring)."""
     n = len(records)
     if n == 1:
+        if not isinstance(records[0], bytes):
+            return None
         rows = dense_one(records[0], sp)
         return None if rows is None else [row.reshape(1, -1) for row in rows]
     scan, int64s, float_rows = _kernels()
+    try:  # the records' bytes, one after the other; not the plain case if any is not bytes
+        joined = b"".join(records)
+    except TypeError:
+        return None
     lengths = np.fromiter(map(len, records), np.int64, n)
+    if int(lengths.sum()) != len(joined):  # a bytes-like record that is not bytes
+        return None
     rec_end = np.cumsum(lengths)
     rec_start = rec_end - lengths
-    buf = np.frombuffer(b"".join(records), np.uint8)
+    buf = np.frombuffer(joined, np.uint8)
     spans = np.empty((n, len(sp.sizes), 2), np.int64)
     if not scan(buf, rec_start, rec_end, sp.key_buf, sp.key_start, sp.key_end, sp.tags, spans):
         return None

@@ -189,7 +189,7 @@ def _parse_examples(
 def _dense_fast(flat, sparse_keys, dense_keys, dense_types, dense_shapes) -> list | None:
     """Dense float32/int64 features of fixed shape read off the wire (example_wire.py), or
     None where that fast path does not apply."""
-    if sparse_keys or not dense_keys or not all(isinstance(r, bytes) for r in flat):
+    if sparse_keys or not dense_keys:
         return None
     layout = _fast_layout(
         tuple(dense_keys),

@@ -247,8 +247,7 @@ class TFRecordReader(ReaderBase):
 
     def _read(self, n):
         offsets, values = self._file.read_many(n)
-        prefix = self.work + b":"
-        return [b"%s%d" % (prefix, offset) for offset in offsets], values
+        return list(map((self.work.replace(b"%", b"%%") + b":%d").__mod__, offsets)), values
 
     def _finish(self):
         self._file.close()
