@@ -73,9 +73,13 @@ class DevicePool:
             if task is None:
                 return
             fn, args = task
+            del task
             try:
                 fn(*args)
             finally:
+                # not kept while waiting for the next task: a kernel's shard closure holds its
+                # arrays (a product's 16 MiB output), which would outlive the step
+                del fn, args
                 with self._count_lock:
                     self._running -= 1
 

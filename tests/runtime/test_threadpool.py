@@ -218,3 +218,26 @@ def test_sharded_bias_add_matches_numpy(dtype, channels):
     got = _run(tf.nn.bias_add, value, bias)
     assert got.dtype == dtype
     np.testing.assert_array_equal(got, value + bias)
+
+
+def test_a_worker_keeps_no_finished_task_alive():
+    """A worker drops a task once it has run, not when the next one arrives: a kernel's shard
+    closure holds its arrays (a product's output), which would otherwise outlive the step."""
+    freed = threading.Event()
+
+    class Held:
+        def __del__(self):
+            freed.set()
+
+    def submit_holding(pool: DevicePool, ran: threading.Event) -> None:
+        held = Held()
+        pool.submit(lambda: ran.set() if held else None)
+
+    pool = DevicePool(1, 1)
+    ran = threading.Event()
+    try:
+        submit_holding(pool, ran)
+        assert ran.wait(timeout=60)
+        assert freed.wait(timeout=60), "the idle worker still holds the finished task"
+    finally:
+        pool.close()
