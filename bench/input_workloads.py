@@ -32,8 +32,9 @@ I1_BATCH = 128
 I2_BATCH = 64
 I2_STEPS = 20  # training steps per measured step
 # I2, I2d and I2f are measured interleaved (INPUT_GROUPS): a round is one measured step of
-# each, and their ratios are taken round by round. A flowgraph process's I2f settles at one of
-# two speeds; 11 steps per workload, each measured alone, were too few to see past that.
+# each, and their ratios are taken round by round. Measured one after the other, 11 steps each,
+# the ratio moved with the machine's load and with each process's heap: before runtime/heap.py,
+# glibc's dynamic mmap threshold left some processes page-faulting ~450 times per CNN step.
 I2_ROUNDS = 31
 
 
@@ -220,7 +221,16 @@ def build_i2(tf) -> Case:
         coord.join(threads, ignore_live_threads=True)
         shutil.rmtree(tmp, ignore_errors=True)
 
-    return Case(_train_steps(sess, train), close)
+    train_steps = _train_steps(sess, train)
+
+    def step() -> float:
+        try:
+            return train_steps()
+        except tf.errors.OutOfRangeError:
+            coord.raise_requested_exception()  # a reader thread's error closed the queue
+            raise
+
+    return Case(step, close)
 
 
 def build_i2d(tf) -> Case:
