@@ -155,8 +155,12 @@ class FileWriter:
         self._file: _EventFile | None = None
         self.reopen()
         if graph is not None or graph_def is not None:
-            self.add_graph(graph, graph_def=graph_def)
-            self.add_meta_graph(MetaGraphDef(graph_def=self._graph_def_of(graph, graph_def)))
+            try:
+                self.add_graph(graph, graph_def=graph_def)
+                self.add_meta_graph(MetaGraphDef(graph_def=self._graph_def_of(graph, graph_def)))
+            except BaseException:  # a bad graph: no writer thread or open file is left behind
+                self.close()
+                raise
 
     # -- the file ---------------------------------------------------------------------------------
     def get_logdir(self) -> str:

@@ -7,6 +7,7 @@ import io
 import json
 import os
 import struct
+import threading
 
 import google_crc32c
 import numpy as np
@@ -148,11 +149,18 @@ def test_two_writers_same_second_do_not_clobber_and_reopen(tmp_path):
     assert len([f for f in os.listdir(tmp_path) if "tfevents" in f]) == 3
 
 
+def _writer_threads() -> set:
+    return {t for t in threading.enumerate() if t.name == "EventFileWriter"}
+
+
 def test_unsupported_arguments_raise(tmp_path):
+    before = _writer_threads()  # other tests' cached writers (FileWriterCache) stay open
     with pytest.raises(NotImplementedError, match="session"):
         tf.summary.FileWriter(tmp_path, session=object())
     with pytest.raises(TypeError):
         tf.summary.FileWriter(tmp_path, graph=42)
+    # The failed constructor closed the writer it had opened: its thread has ended.
+    assert _writer_threads() <= before
 
 
 def test_file_writer_cache(tmp_path):
