@@ -9,10 +9,10 @@ import pathlib
 ROOT = pathlib.Path(__file__).resolve().parents[1] / "flowgraph"
 
 
-def _module_aliases(tree: ast.AST) -> dict:
+def _module_aliases(nodes: list) -> dict:
     """alias -> module, for every `from flowgraph... import m [as alias]` naming a module."""
     aliases = {}
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("flowgraph"):
             for a in node.names:
                 try:
@@ -25,9 +25,9 @@ def _module_aliases(tree: ast.AST) -> dict:
 def test_attributes_read_off_our_modules_exist():
     missing = []
     for path in sorted(ROOT.rglob("*.py")):
-        tree = ast.parse(path.read_text())
-        aliases = _module_aliases(tree)
-        for node in ast.walk(tree):
+        nodes = list(ast.walk(ast.parse(path.read_text())))  # walked once, read twice
+        aliases = _module_aliases(nodes)
+        for node in nodes:
             if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
                 module = aliases.get(node.value.id)
                 if module is not None and not hasattr(module, node.attr):
