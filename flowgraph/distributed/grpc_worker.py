@@ -25,7 +25,7 @@ import grpc
 
 from flowgraph.core import errors
 from flowgraph.core.protos import ClusterDef, worker_pb2, worker_service_pb2
-from flowgraph.distributed import grpc_service, io_loop, raw_transport, tensor_stream
+from flowgraph.distributed import grpc_service, io_loop, raw_receiver, raw_transport, tensor_stream
 from flowgraph.distributed import messages as m
 from flowgraph.distributed.worker_cache import CallOptions
 
@@ -150,7 +150,7 @@ class RemoteWorker:
         self._client = self._connect()
         self._streams = grpc_service.StreamClient(address, task)
         host = address.rpartition(":")[0].strip("[]")
-        self._raw = raw_transport.RawReceiver(host, task, pool)  # pool: its transfers
+        self._raw = raw_receiver.RawReceiver(host, task, pool)  # pool: its transfers
         self._raw_port: int | None = None  # the peer's socket transport, once it named it
         self._sizes: dict[str, int] = {}  # edge -> bytes it carried last (dict ops are atomic)
 

@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 import grpc
 
 from flowgraph.core.protos import ClusterDef, ConfigProto, ServerDef
-from flowgraph.distributed import grpc_master, grpc_service, grpc_worker, health, raw_transport
+from flowgraph.distributed import grpc_master, grpc_service, grpc_worker, health, raw_sender
 from flowgraph.distributed.master import Master
 from flowgraph.distributed.worker import Worker
 from flowgraph.runtime import blas, heap
@@ -40,7 +40,7 @@ class TaskServices:
         self.master = Master(self.worker_cache, self.task, self.health)
         self.raw_sender = None
         if raw_host is not None:
-            self.raw_sender = raw_transport.RawSender(
+            self.raw_sender = raw_sender.RawSender(
                 raw_host, lambda request, done: grpc_worker.recv_async(self.worker, request, done)
             )
         # runs the blocking handlers (RunStep, RunGraph, ...); threads start when needed

@@ -18,7 +18,7 @@ import flowgraph as tf
 from flowgraph.core import errors
 from flowgraph.core.protos import ClusterDef
 from flowgraph.core.rendezvous_keys import make_key
-from flowgraph.distributed import grpc_worker, raw_transport
+from flowgraph.distributed import grpc_worker, raw_receiver, raw_transport
 from flowgraph.distributed import messages as m
 from flowgraph.distributed.worker_cache import CallOptions
 
@@ -34,10 +34,10 @@ import ctypes, os, signal, socket, sys
 ctypes.CDLL(None).prctl(1, 9)  # die with the test process
 import numpy as np
 from flowgraph.core.protos import ClusterDef
-from flowgraph.distributed import grpc_server, raw_transport, task_services
+from flowgraph.distributed import grpc_server, raw_sender, task_services
 
 key, port, elements = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-real_send = raw_transport._send_bytes
+real_send = raw_sender.send_bytes
 
 def send(conn, data):
     mode = int(np.frombuffer(data[:4], np.float32)[0]) // 10000
@@ -52,7 +52,7 @@ def send(conn, data):
         os.kill(os.getpid(), signal.SIGKILL)
     raise OSError("the test sender gave up")
 
-raw_transport._send_bytes = send
+raw_sender.send_bytes = send
 cluster = ClusterDef()
 cluster.job.add(name="sender").tasks[0] = f"127.0.0.1:{port}"
 cluster.job.add(name="receiver").tasks[0] = "127.0.0.1:1"
@@ -154,7 +154,7 @@ def test_size_mismatch_is_data_loss(sender):
 
 
 def test_stalled_sender_passes_the_deadline(sender, monkeypatch):
-    monkeypatch.setattr(raw_transport, "IDLE_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(raw_receiver, "IDLE_TIMEOUT_S", 0.5)
     with pytest.raises(errors.DeadlineExceededError, match=f"{SENDER} sent nothing for 0.5 s"):
         sender.recv(STALLS * 10)
 
@@ -163,7 +163,7 @@ def test_cancelling_a_receive_mid_transfer_aborts_it(sender, monkeypatch):
     """The sender stalls after half the bytes; cancelling the call (as the receiving step's
     rendezvous does when the step ends) ends the receive with the cancellation's error."""
     started = threading.Event()
-    real_read = raw_transport._read_into
+    real_read = raw_receiver.read_into
 
     def read_into(conn, view):  # reports the first bytes of the tensor itself
         if len(view) <= 8:
@@ -172,7 +172,7 @@ def test_cancelling_a_receive_mid_transfer_aborts_it(sender, monkeypatch):
         started.set()
         return got + real_read(conn, view[got:])
 
-    monkeypatch.setattr(raw_transport, "_read_into", read_into)
+    monkeypatch.setattr(raw_receiver, "read_into", read_into)
     call_opts = CallOptions()
     outcome = []
     thread = threading.Thread(
