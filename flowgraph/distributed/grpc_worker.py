@@ -25,7 +25,14 @@ import grpc
 
 from flowgraph.core import errors
 from flowgraph.core.protos import ClusterDef, worker_pb2, worker_service_pb2
-from flowgraph.distributed import grpc_service, io_loop, raw_receiver, raw_transport, tensor_stream
+from flowgraph.distributed import (
+    grpc_service,
+    health,
+    io_loop,
+    raw_receiver,
+    raw_transport,
+    tensor_stream,
+)
 from flowgraph.distributed import messages as m
 from flowgraph.distributed.worker_cache import CallOptions
 
@@ -218,23 +225,49 @@ class RemoteWorker:
 
     def run_graph(self, req: m.RunGraphRequest, call_opts: CallOptions | None = None):
         """Runs the step's graph on the peer: a blocking call in the caller's thread (a gRPC
-        future costs a thread start per call, ~0.3 ms of a 2 ms step). Cancelling `call_opts`
-        sends the peer CleanupGraph for the step, which cancels it there and so ends this
-        call with its CancelledError (a peer that is gone ends it with UnavailableError). A
-        call the peer never saw (it was restarting) is sent again once it is reachable."""
+        future costs a thread start per call, ~0.3 ms of a 2 ms step), which waits
+        `call_opts.timeout_ms` (none: STEP_TIMEOUT_S). Cancelling `call_opts` sends the peer
+        CleanupGraph for the step (`_cancel_step`), which cancels it there and so ends this
+        call, which then raises the cancellation's error. A call the peer never saw (it was
+        restarting) is sent again once it is reachable."""
         timeout_ms = call_opts.timeout_ms if call_opts is not None else 0
         timeout = timeout_ms / 1000 if timeout_ms else grpc_service.STEP_TIMEOUT_S
-        if call_opts is not None:
-            cleanup = m.CleanupGraphRequest(step_id=req.step_id)
-            call_opts.set_cancel_callback(lambda error: self.cleanup_graph(cleanup))
+        if call_opts is None:
+            return m.RunGraphResponse.from_proto(
+                self._client.call("RunGraph", req.to_proto(), timeout)
+            )
+        in_flight = [True]
+        call_opts.set_cancel_callback(lambda error: self._cancel_step(req.step_id, in_flight))
+        try:
             if call_opts.error is not None:
                 raise call_opts.error  # cancelled before it was sent (the peer was told)
-        try:
             response = self._client.call("RunGraph", req.to_proto(), timeout)
-            return m.RunGraphResponse.from_proto(response)
+        except errors.OpError:
+            if call_opts.error is not None:  # how the call ended is the cancellation's doing
+                raise call_opts.error from None
+            raise
         finally:
-            if call_opts is not None:
-                call_opts.clear_cancel_callback()
+            in_flight[0] = False
+            call_opts.clear_cancel_callback()
+        return m.RunGraphResponse.from_proto(response)
+
+    def _cancel_step(self, step_id: int, in_flight: list) -> None:
+        """Cancels step `step_id` on the peer (CleanupGraph), which ends its RunGraph. A peer
+        that does not answer within a health check's deadline is hung (stopped, cut off: its
+        sockets stay open): the calls waiting on it end (`reconnect`) if that RunGraph still
+        waits, so a cancelled step never waits for a hung task."""
+        request = m.CleanupGraphRequest(step_id=step_id).to_proto()
+        future = self._client.call_future("CleanupGraph", request, health.MIN_DEADLINE_S)
+
+        def answered(future: grpc.Future) -> None:
+            error = None if future.cancelled() else future.exception()
+            hung = getattr(error, "code", lambda: None)() == grpc.StatusCode.DEADLINE_EXCEEDED
+            if hung and in_flight[0]:
+                logger.info("%s did not answer CleanupGraph: ending its calls", self.task)
+                # (not in gRPC's callback thread: closing a channel there could deadlock)
+                threading.Thread(target=self.reconnect, name="reconnect", daemon=True).start()
+
+        future.add_done_callback(answered)
 
     def recv_tensor(
         self, req: m.RecvTensorRequest, call_opts: CallOptions | None = None, raw: bool = True

@@ -43,6 +43,12 @@ from flowgraph.runtime.passes.recv_scheduling import schedule_recvs
 from flowgraph.runtime.passes.static_shapes import placeholder_shapes
 from flowgraph.runtime.placement import PlacementOptions, movable, place
 
+# How much longer than a step's deadline its RunGraph calls wait: the worker ends the step at
+# the deadline and answers (RunGraphRequest.timeout_in_ms), so the master's answer comes after
+# the step has ended everywhere; only a worker that stopped answering makes the call expire.
+# Less than remote.STEP_MARGIN_S: the client still hears the master, not its own call expiring.
+RUN_GRAPH_MARGIN_MS = 2000
+
 
 class _WorkerCall:
     """One worker's share of a StepPlan: its graph handle, the rendezvous keys it is fed under
@@ -328,14 +334,16 @@ class MasterSession(TaskFailures):
             m.ExecutorOpts(record_timeline=traced, record_costs=learn) if traced or learn else None
         )
         calls = plan.calls
-        step = RunningStep(plan.tasks, [CallOptions(timeout) for _ in calls])
+        wait_ms = timeout + RUN_GRAPH_MARGIN_MS if timeout > 0 else 0
+        step = RunningStep(plan.tasks, [CallOptions(wait_ms) for _ in calls])
+        args = (step_id, feed_values, exec_opts, timeout)
         try:
             if not calls:  # nothing to run (a fetch of no tensors)
                 responses = []
             elif len(calls) == 1:
-                responses = [self._run_one(calls[0], step, step_id, feed_values, exec_opts)]
+                responses = [self._run_one(calls[0], step, *args)]
             else:
-                responses = self._run_many(calls, step, step_id, feed_values, exec_opts)
+                responses = self._run_many(calls, step, *args)
         except errors.OpError as e:
             error = self._step_error(plan, step, e)
             if error is e:
@@ -365,9 +373,12 @@ class MasterSession(TaskFailures):
                     metadata.partition_graphs.add().CopyFrom(rt_nodes.to_graph_def(nodes))
         return out, metadata
 
-    def _request(self, call: _WorkerCall, step_id, feed_values, exec_opts, *partial):
-        """RunGraph's request (positional: the per-run path); `partial` is (is_partial,
-        is_last_partial_run) for a partial run's call."""
+    def _request(
+        self, call: _WorkerCall, step_id, feed_values, exec_opts, timeout_ms, partial=(False, False)
+    ):
+        """RunGraph's request (positional: the per-run path): `timeout_ms` is the step's
+        deadline, which the worker enforces; `partial` is (is_partial, is_last_partial_run)
+        for a partial run's call."""
         send = [(key, feed_values[i]) for key, i in call.feeds] if call.feeds else []
         return m.RunGraphRequest(
             self.handle,
@@ -378,18 +389,18 @@ class MasterSession(TaskFailures):
             send,
             call.fetch_keys,
             *partial,
+            timeout_ms,
         )
 
-    def _run_one(self, call, step, step_id, feed_values, exec_opts) -> m.RunGraphResponse:
+    def _run_one(self, call, step, *args) -> m.RunGraphResponse:
+        """`args`: _request's after the call (step id, feed values, exec opts, timeout)."""
         self.running.add(step)  # set.add/discard are atomic: no lock on the per-run path
         try:
-            return call.worker.run_graph(
-                self._request(call, step_id, feed_values, exec_opts), step.opts[0]
-            )
+            return call.worker.run_graph(self._request(call, *args), step.opts[0])
         finally:
             self.running.discard(step)
 
-    def _run_many(self, calls, step, step_id, feed_values, exec_opts) -> list:
+    def _run_many(self, calls, step, *args) -> list:
         """One RunGraph per worker, concurrently; the first failure cancels the others (a
         worker blocked on a Recv from the failed one would wait forever), and it is the error
         raised, not the cancellations it caused. A call that reports a cancellation cancels
@@ -400,16 +411,14 @@ class MasterSession(TaskFailures):
         try:
             futures = []
             for call, call_opts in zip(calls[1:], opts[1:]):
-                req = self._request(call, step_id, feed_values, exec_opts)
+                req = self._request(call, *args)
                 future = self._submit(call.worker.run_graph, req, call_opts, opts)
                 future.add_done_callback(lambda f: _cancel_on_error(f, opts))
                 futures.append(future)
             results: list = [None] * len(calls)
             first_error = None
             try:
-                results[0] = calls[0].worker.run_graph(
-                    self._request(calls[0], step_id, feed_values, exec_opts), opts[0]
-                )
+                results[0] = calls[0].worker.run_graph(self._request(calls[0], *args), opts[0])
             except Exception as e:  # noqa: BLE001  (reported below)
                 first_error = e
                 _cancel_on(opts, e)
@@ -463,7 +472,7 @@ class MasterSession(TaskFailures):
         futures = []
         if others:
             for call in others:
-                req = self._request(call, state.step_id, [], None, True, last)
+                req = self._request(call, state.step_id, [], None, 0, (True, last))
                 futures.append(
                     self._submit(call.worker.run_graph, req, state.call_opts, [state.call_opts])
                 )

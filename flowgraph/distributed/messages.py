@@ -400,6 +400,7 @@ class DeregisterGraphResponse(Message):
     recv_key="v",
     is_partial="v",
     is_last_partial_run="v",
+    timeout_in_ms="v",
 )
 class RunGraphRequest(Message):
     session_handle: str = ""
@@ -411,6 +412,7 @@ class RunGraphRequest(Message):
     recv_key: list = dataclasses.field(default_factory=list)  # rendezvous keys to return
     is_partial: bool = False
     is_last_partial_run: bool = False
+    timeout_in_ms: int = 0  # the step's deadline, which the worker enforces (0: none)
 
 
 @_message("worker_pb2.RunGraphResponse", recv="nt", step_stats="m")

@@ -11,8 +11,12 @@ step's rendezvous goes when its RunGraph ends and the master sends it no Cleanup
 (StepPlan knows the same from the same nodes). A CleanupGraph that arrives while the step
 runs (the master cancelled it) cancels it, and one that arrives first makes that step's
 RunGraph fail: a master cancels a remote RunGraph that way. Values enter and leave a step by
-rendezvous key (RunGraphRequest.send and .recv_key): the master's feeds and fetches. Method
-names are TensorFlow's WorkerService RPCs in snake case.
+rendezvous key (RunGraphRequest.send and .recv_key): the master's feeds and fetches. A step
+ends at its deadline (RunGraphRequest.timeout_in_ms) here, not when the master's call gives
+up: the master hears DeadlineExceededError once nothing of the step runs here any more (a
+dequeue ended by the call's cancellation instead could take an element that the client's next
+step enqueued after hearing the error). Method names are TensorFlow's WorkerService RPCs in
+snake case.
 """
 
 from __future__ import annotations
@@ -244,7 +248,7 @@ class Worker:
         opts = req.exec_opts
         traced = opts is not None and (opts.record_timeline or opts.record_costs)
         stats = StepStatsCollector(self.devices) if traced else None
-        step = Step(step_id, rendezvous, stats, call_opts.timeout_ms if call_opts else 0)
+        step = Step(step_id, rendezvous, stats, req.timeout_in_ms)
         self._steps[step_id] = step
         self._step_requests[step_id] = req
         if step_id in self._ended:  # its CleanupGraph came between the check and here

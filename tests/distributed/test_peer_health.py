@@ -1,8 +1,11 @@
 """Workers check the health of their peers (health.py, PeerWatch), with a real process as the
 peer: a worker whose step waits on a Recv from a peer that hangs (SIGSTOP: its sockets stay
 open, so no transfer fails by itself) ends that step with UnavailableError naming the peer and
-itself, though the master checks nothing; once the peer runs again (SIGCONT) the client's step
-reports that error and the session runs the next step.
+itself, though the master checks nothing. The master then cancels the step's RunGraph on the
+hung peer, which does not answer that either, so the master ends its calls to the peer: the
+client's step reports the error while the peer is still stopped, and once it runs again
+(SIGCONT) the session runs the next step. A step with a deadline ends by it, whatever the
+peer does.
 
 worker:0 (the master, its health checks turned off) and worker:1 are servers in this process,
 so that the test sees worker:1's RunGraph end; worker:2 is a process."""
@@ -89,17 +92,48 @@ def test_a_worker_ends_the_step_of_a_peer_that_hangs(cluster, monkeypatch):
         c.stop("worker", 2)
         try:
             assert ended_event.wait(60)
+            thread.join(60)  # the client's step ends, worker:2 still hung
+            assert not thread.is_alive()
         finally:
-            c.cont("worker", 2)  # (the master still waits for worker:2's RunGraph)
+            c.cont("worker", 2)
         (error,) = ended
         assert isinstance(error, errors.UnavailableError), error
         assert "Peer task /job:worker/replica:0/task:2 is unreachable" in error.message
         assert "health check of /job:worker/replica:0/task:1" in error.message
         assert not worker._steps
-        thread.join(60)
-        assert not thread.is_alive()
         assert "Peer task /job:worker/replica:0/task:2" in str(outcome[0]), outcome
         other.run(feed)
         assert sess.run(out) == 3.0  # the same session, worker:2 running again
         sess.close()
         other.close()
+
+
+def test_a_step_with_a_deadline_ends_while_its_task_hangs(cluster):
+    """Nothing checks worker:2 (the master's checks are off, and no peer receives from it):
+    the step's deadline alone ends the step that waits on it, while it is stopped."""
+    c, target, _ = cluster
+    with tf.Graph().as_default():
+        with tf.device(W2):
+            q = tf.FIFOQueue(10, tf.float32, shapes=[[]])
+            enqueue, dequeue, size = q.enqueue(1.0), q.dequeue(), q.size()
+        with tf.Session(target) as sess:
+            sess.run(enqueue)
+            assert sess.run(dequeue) == 1.0  # registered, connected
+            outcome: list = []
+
+            def run():
+                try:
+                    sess.run(dequeue, options=tf.RunOptions(timeout_in_ms=200))
+                except errors.OpError as e:
+                    outcome.append(e)
+
+            c.stop("worker", 2)
+            thread = threading.Thread(target=run, daemon=True)
+            try:
+                thread.start()
+                thread.join(60)
+                assert not thread.is_alive()
+            finally:
+                c.cont("worker", 2)
+            assert isinstance(outcome[0], errors.DeadlineExceededError), outcome
+            assert sess.run(size) >= 0  # worker:2 serves the session again

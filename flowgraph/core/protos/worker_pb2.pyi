@@ -117,7 +117,7 @@ class ExecutorOpts(_message.Message):
     def __init__(self, record_costs: _Optional[bool] = ..., record_timeline: _Optional[bool] = ..., record_partition_graphs: _Optional[bool] = ..., report_tensor_allocations_upon_oom: _Optional[bool] = ...) -> None: ...
 
 class RunGraphRequest(_message.Message):
-    __slots__ = ("graph_handle", "step_id", "send", "recv_key", "exec_opts", "is_partial", "is_last_partial_run", "session_handle", "store_errors_in_response_body", "create_worker_session_called", "request_id")
+    __slots__ = ("graph_handle", "step_id", "send", "recv_key", "exec_opts", "is_partial", "is_last_partial_run", "session_handle", "store_errors_in_response_body", "create_worker_session_called", "request_id", "timeout_in_ms")
     GRAPH_HANDLE_FIELD_NUMBER: _ClassVar[int]
     STEP_ID_FIELD_NUMBER: _ClassVar[int]
     SEND_FIELD_NUMBER: _ClassVar[int]
@@ -129,6 +129,7 @@ class RunGraphRequest(_message.Message):
     STORE_ERRORS_IN_RESPONSE_BODY_FIELD_NUMBER: _ClassVar[int]
     CREATE_WORKER_SESSION_CALLED_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    TIMEOUT_IN_MS_FIELD_NUMBER: _ClassVar[int]
     graph_handle: str
     step_id: int
     send: _containers.RepeatedCompositeFieldContainer[_named_tensor_pb2.NamedTensorProto]
@@ -140,7 +141,8 @@ class RunGraphRequest(_message.Message):
     store_errors_in_response_body: bool
     create_worker_session_called: bool
     request_id: int
-    def __init__(self, graph_handle: _Optional[str] = ..., step_id: _Optional[int] = ..., send: _Optional[_Iterable[_Union[_named_tensor_pb2.NamedTensorProto, _Mapping]]] = ..., recv_key: _Optional[_Iterable[str]] = ..., exec_opts: _Optional[_Union[ExecutorOpts, _Mapping]] = ..., is_partial: _Optional[bool] = ..., is_last_partial_run: _Optional[bool] = ..., session_handle: _Optional[str] = ..., store_errors_in_response_body: _Optional[bool] = ..., create_worker_session_called: _Optional[bool] = ..., request_id: _Optional[int] = ...) -> None: ...
+    timeout_in_ms: int
+    def __init__(self, graph_handle: _Optional[str] = ..., step_id: _Optional[int] = ..., send: _Optional[_Iterable[_Union[_named_tensor_pb2.NamedTensorProto, _Mapping]]] = ..., recv_key: _Optional[_Iterable[str]] = ..., exec_opts: _Optional[_Union[ExecutorOpts, _Mapping]] = ..., is_partial: _Optional[bool] = ..., is_last_partial_run: _Optional[bool] = ..., session_handle: _Optional[str] = ..., store_errors_in_response_body: _Optional[bool] = ..., create_worker_session_called: _Optional[bool] = ..., request_id: _Optional[int] = ..., timeout_in_ms: _Optional[int] = ...) -> None: ...
 
 class RunGraphResponse(_message.Message):
     __slots__ = ("recv", "step_stats", "cost_graph", "partition_graph", "status_code", "status_error_message")
