@@ -4,7 +4,11 @@ error crosses the wire as (code, message) and the client raises the same class a
 The message keeps what the server said (the node, its device, the task); the node's name also
 travels in trailing metadata so that the client Session can point at the line that created it,
 as a local run does. Errors made on the client side (the peer cannot be reached, the deadline
-passed) name the task and the RPC, so a failed step says which task died.
+passed) name the task and the RPC, so a failed step says which task died. A call whose
+connection broke under it is UnavailableError however gRPC words it: gRPC reports a peer that
+dies mid-call as UNAVAILABLE ("Socket closed") or, depending on when the connection's end
+reaches the call, as UNKNOWN "Stream removed", which TensorFlow's FromGrpcStatus maps to
+UNAVAILABLE too.
 """
 
 from __future__ import annotations
@@ -42,6 +46,12 @@ def from_rpc_error(error: grpc.RpcError, method: str, peer: str) -> errors.OpErr
     code = error.code().value[0] if error.code() is not None else errors.UNKNOWN
     metadata = dict(error.trailing_metadata() or ())
     details = error.details() or ""
+    if (
+        code == errors.UNKNOWN
+        and details.startswith("Stream removed")
+        and ORIGIN_KEY not in metadata
+    ):
+        code = errors.UNAVAILABLE  # the connection broke: the peer died or went away
     if metadata.get(ORIGIN_KEY) == "server":
         message = details
     elif code == errors.DEADLINE_EXCEEDED:

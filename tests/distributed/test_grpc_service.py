@@ -211,3 +211,35 @@ def test_blocking_handlers_see_the_end_of_their_call(served):
 def test_status_codes_are_tensorflow_codes():
     for code in range(1, 17):
         assert rpc_errors.status_code(code).value[0] == code
+
+
+class _RpcError(grpc.RpcError):
+    def __init__(self, code, details, metadata=()):
+        self._code, self._details, self._metadata = code, details, metadata
+
+    def code(self):
+        return self._code
+
+    def details(self):
+        return self._details
+
+    def trailing_metadata(self):
+        return self._metadata
+
+
+def test_a_connection_that_broke_mid_call_is_unavailable():
+    """gRPC words a peer that died mid-call either way; both are UnavailableError (as in
+    TF's FromGrpcStatus), and a server's own UNKNOWN status stays UnknownError."""
+    task = "/job:worker/replica:0/task:0"
+    for details in ("Stream removed", "Socket closed"):
+        code = (
+            grpc.StatusCode.UNKNOWN if details == "Stream removed" else grpc.StatusCode.UNAVAILABLE
+        )
+        error = rpc_errors.from_rpc_error(_RpcError(code, details), "RunStep", task)
+        assert isinstance(error, errors.UnavailableError), error
+        assert task in error.message and details in error.message
+    server = ((rpc_errors.ORIGIN_KEY, "server"),)
+    error = rpc_errors.from_rpc_error(
+        _RpcError(grpc.StatusCode.UNKNOWN, "Stream removed", server), "RunStep", task
+    )
+    assert type(error) is errors.UnknownError
