@@ -463,8 +463,13 @@ def _task_order(task: str):
 
 def wait_until_serving(address: str, timeout: float) -> m.GetStatusResponse:
     """Waits (no polling: the call waits for the server) until the task at `address` answers
-    GetStatus; raises DeadlineExceededError after `timeout` seconds."""
-    with grpc.insecure_channel(address, options=grpc_service.CHANNEL_OPTIONS) as channel:
+    GetStatus; raises DeadlineExceededError after `timeout` seconds. The call goes over a
+    connection of its own: gRPC shares connections between channels of the same address and
+    options, and one to a process just killed (a task being restarted) can still look alive to
+    this process for a moment under load, failing the call ("Stream removed") instead of
+    waiting for the new process."""
+    options = (*grpc_service.CHANNEL_OPTIONS, ("grpc.use_local_subchannel_pool", 1))
+    with grpc.insecure_channel(address, options=options) as channel:
         client = grpc_service.Client(channel, SERVICE_NAME, METHODS, address)
         response = client.call(
             "GetStatus", worker_pb2.GetStatusRequest(), timeout, wait_for_ready=True
