@@ -52,13 +52,18 @@ RECV_THREADS = 32  # socket transfers a task reads at once
 def handlers(worker, pool, raw_sender=None) -> list[grpc.GenericRpcHandler]:
     """The grpcio handlers serving `worker` (a Worker) as WorkerService and WorkerStream, the
     blocking methods on `pool`'s threads; large tensors go by `raw_sender` (a RawSender) to
-    receivers that offer it. RecvTensor waits on the I/O loop, holding no thread."""
+    receivers that offer it. RecvTensor waits on the I/O loop, holding no thread. So does
+    GetStatus, which never blocks: a health check's answer waits for no pool thread (a thread
+    hand-off less on a loaded machine, where live tasks missed the check's deadline)."""
     unary = {}
     for name in METHODS:
         method = getattr(worker, grpc_service.snake_case(name), None)
-        if method is not None and name != "RecvTensor":
+        if method is not None and name not in ("RecvTensor", "GetStatus"):
             unary[name] = _forward(method, getattr(m, f"{name}Request"))
     unary["RunGraph"] = _run_graph(worker)
+
+    async def get_status(request, context):
+        return worker.get_status(m.GetStatusRequest()).to_proto()
 
     async def recv_unary(request, context):
         response = await recv(worker, request)
@@ -86,7 +91,11 @@ def handlers(worker, pool, raw_sender=None) -> list[grpc.GenericRpcHandler]:
     return [
         *(
             grpc_service.handler(
-                name, METHODS, unary, pool=pool, async_unary={"RecvTensor": recv_unary}
+                name,
+                METHODS,
+                unary,
+                pool=pool,
+                async_unary={"RecvTensor": recv_unary, "GetStatus": get_status},
             )
             for name in SERVICE_NAMES
         ),
