@@ -6,7 +6,7 @@ shuffles must give the order of the buffer algorithm run in Python with the op's
 
 import numpy as np
 import pytest
-from dataset_helpers import drain
+from dataset_helpers import drain, drain_element
 
 import flowgraph as tf
 
@@ -222,3 +222,20 @@ def test_an_input_error_loses_no_element():
     slow = collect(lambda ds: ds.map(lambda v: v).batch(4))
     assert fast == slow
     assert fast[1] == 1
+
+
+def test_long_steady_state_then_the_end_of_the_input():
+    """Thousands of draws of a full buffer (made ahead in blocks, the unused ones given back
+    when the buffer drains), batched and element by element: the algorithm's order."""
+    g = tf.Graph()
+    with g.as_default():
+        ds = Dataset.range(2500).shuffle(16, seed=11, reshuffle_each_iteration=False)
+        seeds = _op_seeds(g)
+        batches = ds.batch(64).make_one_shot_iterator().get_next()
+        elements = ds.take(100).make_one_shot_iterator().get_next()
+    with tf.Session(graph=g) as sess:
+        got = np.concatenate(drain_element(sess, batches)).tolist()
+        singles = [int(v) for v in drain_element(sess, elements)]
+    want = _shuffled(list(range(2500)), 16, *seeds, epoch=0)
+    assert got == want
+    assert singles == want[:100]

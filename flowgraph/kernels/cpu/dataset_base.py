@@ -220,15 +220,16 @@ def scalar(value, name: str) -> int:
 
 class ElementCheck:
     """Checks a function's results against the declared component types and shapes; the
-    common case (exact dtype, fully defined or equal shape) costs a comparison per component."""
+    common cases (exact dtype; a fully defined shape, or one whose only unknown dimension is
+    the first, as a batch's) cost a comparison or two per component."""
 
-    __slots__ = ("exact", "numpy", "shapes", "types", "what")
+    __slots__ = ("known", "numpy", "shapes", "types", "what")
 
     def __init__(self, types, shapes, what: str):
         self.types = list(types)
         self.shapes = list(shapes)
         self.numpy = [t.as_numpy_dtype if t != dtypes.variant else None for t in self.types]
-        self.exact = [tuple(s.as_list()) if s.is_fully_defined() else None for s in self.shapes]
+        self.known = [_known_part(s) for s in self.shapes]
         self.what = what
 
     def __call__(self, element) -> tuple:
@@ -238,19 +239,32 @@ class ElementCheck:
                 None,
                 f"{self.what}: {len(element)} components returned, {len(self.types)} expected",
             )
-        for v, want, exact in zip(element, self.numpy, self.exact):
+        for v, want, known in zip(element, self.numpy, self.known):
             if (
                 want is None
-                or exact is None
+                or known is None
                 or not isinstance(v, (np.ndarray, np.generic))
                 or v.dtype != want
-                or v.shape != exact
+                or len(v.shape) != known[0]
+                or v.shape[known[1] :] != known[2]
             ):
                 return self._slow(element)
         return tuple(element)
 
     def _slow(self, element) -> tuple:
         return check_element(element, self.types, self.shapes, self.what)
+
+
+def _known_part(shape):
+    """(rank, start, shape[start:]) where the dimensions from `start` (0 or 1) are all known;
+    None if the rank or a later dimension is unknown."""
+    dims = shape.as_list() if shape.rank is not None else None
+    if dims is None:
+        return None
+    start = 1 if dims and dims[0] is None else 0
+    if None in dims[start:]:
+        return None
+    return len(dims), start, tuple(dims[start:])
 
 
 def check_element(element, types, shapes, what: str) -> tuple:

@@ -22,6 +22,8 @@ from flowgraph.kernels.cpu.dataset_base import scalar
 from flowgraph.kernels.cpu.dataset_runs import Run, split
 from flowgraph.kernels.cpu.dataset_transforms import RepeatDataset, Unary, UnaryIterator
 
+_RESERVE = 1024  # draws made at a time for a full buffer (see _ShuffleIterator._reserved)
+
 
 def _out(ctx):
     return ctx.attrs["output_types"], ctx.attrs["output_shapes"]
@@ -55,7 +57,9 @@ class ShuffleDataset(Unary):
 
 class _ShuffleIterator(UnaryIterator):
     """The buffer is `buffer`, a list of element tuples, or, while `columns` is not None, those
-    columns (one array per component, the list's order along the first axis)."""
+    columns (one array per component, the list's order along the first axis). Draws of a
+    full buffer's bound are made ahead in `reserve`; the generator is put back where the
+    draws used leave it (`_settle`) before any other draw."""
 
     def __init__(self, input_iterator, buffer_size, rng):
         super().__init__(input_iterator)
@@ -64,6 +68,9 @@ class _ShuffleIterator(UnaryIterator):
         self.size = buffer_size
         self.rng = rng
         self.input_done = False
+        self.reserve = None  # draws of bound buffer_size made ahead; see _reserved
+        self.snapshot = None  # the generator's state before `reserve` was drawn
+        self.used = 0  # draws of `reserve` taken
 
     async def get_next(self):
         self.raise_deferred()
@@ -76,6 +83,7 @@ class _ShuffleIterator(UnaryIterator):
                 buf.append(element)
         if not buf:
             return None
+        self._settle()
         i = int(self.rng.integers(len(buf)))
         element = buf[i]
         buf[i] = buf[-1]
@@ -107,11 +115,34 @@ class _ShuffleIterator(UnaryIterator):
 
     def _draw(self, bounds: list) -> np.ndarray:
         """The slots drawn for `bounds`, as get_next draws them one by one."""
-        if not bounds:
+        n = len(bounds)
+        if n and bounds[0] == self.size and bounds.count(self.size) == n:
+            return self._reserved(n)
+        self._settle()
+        if not n:
             return np.empty(0, np.int64)
-        if bounds.count(bounds[0]) == len(bounds):  # the steady state: one bound
-            return self.rng.integers(bounds[0], size=len(bounds))
         return self.rng.integers(0, np.array(bounds))
+
+    def _reserved(self, n: int) -> np.ndarray:
+        """The next `n` draws of the full buffer's bound from `reserve`, drawn _RESERVE at a
+        time: a Generator call costs ~10 us however few it draws."""
+        if self.reserve is None or self.used + n > len(self.reserve):
+            self._settle()
+            self.snapshot = self.rng.bit_generator.state
+            self.reserve = self.rng.integers(self.size, size=max(n, _RESERVE))
+            self.used = 0
+        used = self.used
+        self.used = used + n
+        return self.reserve[used : used + n]
+
+    def _settle(self) -> None:
+        """Puts the generator where the draws taken so far leave it (the reserve's unused
+        draws are given back: the state before it, advanced by as many draws as were used)."""
+        if self.reserve is not None:
+            self.rng.bit_generator.state = self.snapshot
+            if self.used:
+                self.rng.integers(self.size, size=self.used)
+            self.reserve = None
 
     async def _read(self, want: int) -> tuple[list, Exception | None]:
         """Runs of up to `want` input elements in all, and the error that stopped the reading,
