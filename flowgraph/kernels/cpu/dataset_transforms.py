@@ -217,9 +217,6 @@ class BatchDataset(Unary):
     def make_iterator(self, env):
         return _BatchIterator(self.input.make_iterator(env), self)
 
-    def padding(self) -> tuple:
-        return self.padded_shapes, self.padding_values
-
 
 class _BatchIterator(UnaryIterator):
     def __init__(self, input_iterator, ds):
@@ -228,9 +225,6 @@ class _BatchIterator(UnaryIterator):
 
     async def get_next(self):
         ds = self.ds
-        if ds.padded_shapes is not None:
-            elements = await self._elements()
-            return None if elements is None else stack(elements, *ds.padding())
         runs = []
         need = ds.batch_size
         while need:
@@ -241,19 +235,10 @@ class _BatchIterator(UnaryIterator):
             need -= run.n
         if not runs or (ds.drop_remainder and need):
             return None
+        if ds.padded_shapes is not None:  # each element is padded: stacked one by one
+            elements = [e for r in runs for e in r.elements]
+            return stack(elements, ds.padded_shapes, ds.padding_values)
         return concat(runs)
-
-    async def _elements(self):
-        """Up to batch_size elements one by one (a padded batch pads each), None if none."""
-        elements = []
-        for _ in range(self.ds.batch_size):
-            element = await self.input.get_next()
-            if element is None:
-                break
-            elements.append(element)
-        if not elements or (self.ds.drop_remainder and len(elements) < self.ds.batch_size):
-            return None
-        return elements
 
 
 @register_kernel("BatchDataset")
