@@ -1,13 +1,9 @@
 """runtime/blas.py: once a Session exists, BLAS is single-threaded (intra-op parallelism is the
 device pool's) and OpenBLAS runs the kernel set chosen for this CPU."""
 
-import json
-import os
-import subprocess
-import sys
-
 import flowgraph as tf
 from flowgraph.runtime import blas
+from tests.helpers import fresh_json
 
 
 def test_session_limits_blas_to_one_thread():
@@ -29,15 +25,7 @@ print(json.dumps([before, blas.core_names(), err]))
 
 
 def _choice(**env: str):
-    out = subprocess.run(
-        [sys.executable, "-c", _CHOICE],
-        env={**os.environ, **env},
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-    ).stdout
-    return json.loads(out)
+    return fresh_json(_CHOICE, **env)
 
 
 def test_kernel_choice_follows_the_table_and_products_stay_right():

@@ -2,10 +2,7 @@
 next allocation of its size instead of being faulted in afresh (in a new interpreter each: the
 setting is per process)."""
 
-import json
-import os
-import subprocess
-import sys
+from tests.helpers import fresh_json
 
 # Page faults of writing two fresh 1 MiB arrays after two of that size were freed (a step's
 # pattern: glibc's dynamic threshold alone then maps the one and trims the other each time).
@@ -29,15 +26,7 @@ print(json.dumps([heap._configured, min(faults[1:])]))
 
 
 def _refaults(mode: str, **env: str):
-    out = subprocess.run(
-        [sys.executable, "-c", _REFAULTS, mode],
-        env={**os.environ, **env},
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-    ).stdout
-    return json.loads(out.strip().splitlines()[-1])
+    return fresh_json(_REFAULTS, mode, **env)
 
 
 def test_a_session_makes_large_buffers_reused():
