@@ -108,14 +108,15 @@ def restore_v2(ctx, prefix, tensor_names, shape_and_slices):
                 else:
                     out[i] = r.lookup(names[i])
 
-        if bundle and len(names) > 1:
-            mean = sum(r.nbytes(name) for name in names) / len(names)
-            parallel_for(ctx, len(names), mean * _BYTE_COST, read)
-        else:
-            read(0, len(names))
-    result = tuple(out)
-    out.clear()  # a pool worker keeps its last task (`read`) until its next one
-    return result
+        try:
+            if bundle and len(names) > 1:
+                mean = sum(r.nbytes(name) for name in names) / len(names)
+                parallel_for(ctx, len(names), mean * _BYTE_COST, read)
+            else:
+                read(0, len(names))
+            return tuple(out)
+        finally:
+            out.clear()  # a pool worker keeps its last task (`read`) until its next one
 
 
 def _checked(r, prefix: str, name: str, spec: str, dt):
