@@ -9,8 +9,8 @@ at the wire only: the gRPC adapters call them, the in-process master and workers
 
 Each class lists its fields with their kind (`_KINDS`): "v" a scalar or a list of scalars,
 "m" a proto message (or None), "ms" a list of proto messages, "t" one tensor, "ts" a list of
-tensors, "nt" a list of (name, tensor) pairs, a `NamedTensorProto{name, tensor}` each; a Message class
-(as kind) a nested message of that class, a list of them for a repeated field.
+tensors, "nt" a list of (name, tensor) pairs, a `NamedTensorProto{name, tensor}` each; a Message
+class (as kind) a nested message of that class, a list of them for a repeated field.
 A field that is None or empty is left unset on the wire.
 """
 

@@ -28,7 +28,7 @@ __all__ = [
     "hessians",
     "no_gradient",
 ]
-from flowgraph.gradients import (  # noqa: F401  (registers the NN row's gradients)  # noqa: F401  (registers §4.4's gradients)
+from flowgraph.gradients import (  # noqa: F401  (registers §4.4's gradients)
     control_flow,
     image,
     nn,

@@ -246,7 +246,7 @@ def _check_out(dy_shape, n, win: W.Window, channels):
         )
 
 
-# -- depthwise: out[..., c*M + m] = sum_taps x[..., c] * f[i, j, c, m] ---------------------------------
+# -- depthwise: out[..., c*M + m] = sum_taps x[..., c] * f[i, j, c, m] ----------------------------
 @register_kernel("DepthwiseConv2dNative", dtypes_=_FLOATS, expensive=True)
 def depthwise_conv2d(ctx, x, f):
     fmt = ctx.attrs["data_format"]

@@ -344,27 +344,21 @@ class _RepeatIterator(Iterator):
         self.produced = False  # in the current pass
 
     async def get_next(self):
-        while self.count < 0 or self.passes < self.count:
-            if self.current is None:
-                self.current = self.dataset.make_iterator(self.env)
-                self.produced = False
-            element = await self.current.get_next()
-            if element is not None:
-                self.produced = True
-                return element
-            if not self._pass_ended():
-                return None
-        return None
+        return await self._next(lambda it: it.get_next())
 
     async def get_many(self, n):
+        return await self._next(lambda it: it.get_many(n))
+
+    async def _next(self, fetch):
+        """What `fetch(pass_iterator)` yields (an element or a run), across pass boundaries."""
         while self.count < 0 or self.passes < self.count:
             if self.current is None:
                 self.current = self.dataset.make_iterator(self.env)
                 self.produced = False
-            run = await self.current.get_many(n)
-            if run is not None:
+            got = await fetch(self.current)
+            if got is not None:
                 self.produced = True
-                return run
+                return got
             if not self._pass_ended():
                 return None
         return None

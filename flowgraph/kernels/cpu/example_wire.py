@@ -160,9 +160,9 @@ _compiled: dict = {}
 
 
 def _kernels():
-    """(_scan, _int64s, _float_rows) compiled on first use (cached on disk by numba). numba resolves the
-    helpers they call by their global names when it compiles them, so the helpers' globals
-    are rebound to their compiled versions first."""
+    """(_scan, _int64s, _float_rows) compiled on first use (cached on disk by numba). numba
+    resolves the helpers they call by their global names when it compiles them, so the helpers'
+    globals are rebound to their compiled versions first."""
     if not _compiled:
         with _lock:
             if not _compiled:

@@ -1,7 +1,7 @@
 """Kernels that decode records (whitepaper §4.5): tf.Example / SequenceExample parsing (dense
 float and int64 features straight off the wire for the whole batch, example_wire.py; otherwise
-protobuf's C parser, then one NumPy conversion per feature), DecodeCSV (Python's csv module, one call per
-record: the record is the unit of work), DecodeRaw (one frombuffer for the whole batch) and
+protobuf's C parser, then one NumPy conversion per feature), DecodeCSV (Python's csv module, one
+call per record: the record is the unit of work), DecodeRaw (one frombuffer for the whole batch) and
 DecodeCompressed (zlib)."""
 
 from __future__ import annotations

@@ -3,8 +3,8 @@
 FIFO queues keep the batches as they were enqueued (a deque of chunks with a read offset), so
 enqueue_many stores a reference and dequeue_many slices. The RandomShuffleQueue keeps its
 elements in one growable array per component and draws a whole dequeue_many's slots in one
-compiled loop before gathering them with one take per component. The PriorityQueue keeps a heap of one-element
-pieces, since every element has its own place in the order.
+compiled loop before gathering them with one take per component. The PriorityQueue keeps a heap
+of one-element pieces, since every element has its own place in the order.
 """
 
 from __future__ import annotations

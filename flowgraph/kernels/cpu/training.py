@@ -354,7 +354,8 @@ def _make_kernel(op_type: str, rule, refs: list[str], sparse: bool, resource: bo
             if not sparse:
                 if grad.shape != var.shape:
                     raise _invalid(
-                        f"var and grad do not have the same shape{list(var.shape)} {list(grad.shape)}"
+                        "var and grad do not have the same shape"
+                        f"{list(var.shape)} {list(grad.shape)}"
                     )
                 slots = buffers if in_place else {n: v.copy() for n, v in values.items()}
                 # A gradient that reads a slot the rule overwrites is a view (buffers are never

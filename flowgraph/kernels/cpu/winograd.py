@@ -11,7 +11,8 @@ The transforms (kernels/cpu/winograd_loops.py) are a few adds per value. LeNet's
 17.9 -> 11.4 ms against the GEMM path (conv_rows.py).
 
 Both use the interpolation points 0, +-1, +-2 and infinity, so they share one B^T (written out
-in winograd_loops._winograd_bt); G and A^T are the Toom-Cook matrices of those points (`_toom_cook`).
+in winograd_loops._winograd_bt); G and A^T are the Toom-Cook matrices of those points
+(`_toom_cook`).
 Small points keep the transforms' entries small: float32 results differ from the direct sum by
 a few 1e-6 of the output's magnitude for 5x5 filters and some 1e-5 for 3x3 (the direct GEMM:
 about 1e-7); float64 by 1e-15. TensorFlow's CPU kernels compute directly, cuDNN chooses
