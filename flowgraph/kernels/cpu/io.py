@@ -116,7 +116,9 @@ def restore_v2(ctx, prefix, tensor_names, shape_and_slices):
                 read(0, len(names))
             return tuple(out)
         finally:
-            out.clear()  # a pool worker keeps its last task (`read`) until its next one
+            # An error's traceback holds this frame: without this, a raised DataLossError would
+            # keep the tensors read so far (views of the mapped data file) alive.
+            out.clear()
 
 
 def _checked(r, prefix: str, name: str, spec: str, dt):
