@@ -13,14 +13,17 @@ chain resumes on the thread that completes the Pending. No thread is parked (§5
 chain that never waits runs as plain nested calls: `drive` returns its result at once.
 
 Background work (prefetching, parallel calls) runs on one pool shared by the dataset kernels:
-kept apart from the devices' inter-op pools, whose tasks may wait for each other.
+kept apart from the devices' inter-op pools, whose tasks may wait for each other. Its tasks never
+wait for each other either, so it is a plain queue of callables: a prefetch restarts its
+producer once per element a training step takes, and a ThreadPoolExecutor's Future and work
+item cost that step ~10 us of its own thread (issue 11, bench I2d).
 """
 
 from __future__ import annotations
 
 import os
+import queue
 import threading
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -33,15 +36,52 @@ _pool = None
 _pool_lock = threading.Lock()
 
 
-def background_pool() -> ThreadPoolExecutor:
+def background_pool() -> BackgroundPool:
     global _pool
     if _pool is None:
         with _pool_lock:
             if _pool is None:
-                _pool = ThreadPoolExecutor(
-                    max(4, os.cpu_count() or 1), thread_name_prefix="tf_data"
-                )
+                _pool = BackgroundPool(max(4, os.cpu_count() or 1), "tf_data")
     return _pool
+
+
+class BackgroundPool:
+    """Up to `size` daemon workers taking callables from one queue, started as needed. As in
+    a ThreadPoolExecutor, a submit claims an idle worker or starts one; a worker is counted
+    idle from the end of a task on (a heuristic: it may run an unclaimed task meanwhile).
+    Counts guarded by `_lock`."""
+
+    def __init__(self, size: int, prefix: str):
+        self._queue = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._size, self._prefix = size, prefix
+        self._workers = 0
+        self._idle = 0
+
+    def submit(self, fn) -> None:
+        """Runs `fn()` on a worker. An exception it raises ends that worker (reported by
+        threading.excepthook); tasks handle their errors themselves."""
+        self._queue.put(fn)
+        with self._lock:
+            if self._idle:
+                self._idle -= 1
+                return
+            if self._workers >= self._size:
+                return
+            self._workers += 1
+            n = self._workers
+        threading.Thread(target=self._work, name=f"{self._prefix}_{n - 1}", daemon=True).start()
+
+    def _work(self) -> None:
+        take, lock = self._queue.get, self._lock
+        try:
+            while True:
+                take()()
+                with lock:
+                    self._idle += 1
+        finally:
+            with lock:
+                self._workers -= 1
 
 
 class Pending:
@@ -187,6 +227,12 @@ class Iterator:
                 raise
             self._deferred = e
         return Run.of_elements(elements) if elements else None
+
+    def poll(self) -> tuple | None:
+        """(element, error) of the next get_next when it is ready without running the chain
+        (a prefetch's buffer), else None: a consumer then calls get_next. Lets IteratorGetNext
+        take a ready element without a coroutine or a cancellation hook."""
+        return None
 
     def raise_deferred(self) -> None:
         error = self._deferred

@@ -99,6 +99,8 @@ class IteratorResource:
                         "iterator before getting the next element.",
                     ),
                 )
+            elif (ready := it.poll()) is not None:
+                done(*ready)
             else:
                 request = _Request(self, step, done)
                 result = drive(it.get_next(), request.later)

@@ -83,6 +83,14 @@ class _PrefetchIterator(UnaryIterator):
             raise error
         return element
 
+    def poll(self):
+        with self.lock:
+            if self.buffer:
+                outcome = self.buffer.popleft()
+                self._start_locked()
+                return outcome
+            return (None, None) if self.finished else None
+
     def _start_locked(self):
         if not (self.producing or self.finished or self.closed) and len(self.buffer) < self.size:
             self.producing = True
