@@ -287,7 +287,7 @@ def test_random_crop():
 
 def test_philox4x32_known_answers():
     """Random123's known-answer vectors for Philox4x32-10 (counter words, key, outputs), the
-    compiled loop of kernels/cpu/loops.py against them, and a batch of counters at once."""
+    compiled loop of kernels/cpu/philox_loops.py against them, and a batch of counters at once."""
     from flowgraph.kernels.cpu.philox import philox4x32
 
     kat = [
@@ -306,3 +306,47 @@ def test_philox4x32_known_answers():
     got = philox4x32(counters, (0, 0))
     np.testing.assert_array_equal(got[0::2], np.array([kat[0][2]] * 3, np.uint32))
     assert got.shape == (6, 4) and got.dtype == np.uint32
+
+
+@pytest.mark.parametrize("dtype", [np.float16, tf.bfloat16.as_numpy_dtype, np.float32, np.float64])
+@pytest.mark.parametrize("counter", [5 << 64, (1 << 64) - 7, (1 << 128) - 3])
+def test_philox_uniform_equals_the_word_conversion(dtype, counter):
+    """The compiled uniform loop (philox_loops.py) equals TF's bit surgery on the raw words
+    (random_distributions.uniform) bit for bit, across 64- and 128-bit counter carries, for
+    partial last blocks and for a run that starts at a later block (a shard)."""
+    from flowgraph.kernels.cpu import random_distributions as dist
+    from flowgraph.kernels.cpu.philox import PhiloxStream
+    from flowgraph.kernels.cpu.random import _UNIFORM_BITS
+
+    stream = PhiloxStream((0x12345678, 0x9ABCDEF0), counter)
+    bits, loop_dtype = _UNIFORM_BITS[np.dtype(dtype)]
+    per = 2 if dtype == np.float64 else 4
+    for n in (0, 1, 3, 5, 1027):
+        words = stream.blocks(np.arange(-(-n // per))).reshape(-1)
+        want = dist.uniform(words, dtype)[:n]
+        got = np.empty(n, loop_dtype)
+        stream.uniform(got, bits)
+        assert got.astype(dtype).tobytes() == want.tobytes(), n
+        tail = np.empty(n - 3 * per if n > 3 * per else 0, loop_dtype)
+        stream.uniform(tail, bits, first_block=3)
+        assert tail.astype(dtype).tobytes() == want[3 * per :].tobytes(), n
+
+
+def test_random_uniform_sharded_on_the_pool_is_the_same_stream():
+    """A tensor large enough to be cut into runs of blocks on two threads draws the values of
+    the unsharded stream: the reference converts the generator's raw words."""
+    from flowgraph.kernels.cpu import random_distributions as dist
+    from flowgraph.kernels.cpu.philox import GuardedPhilox
+    from flowgraph.kernels.cpu.random import RESERVED_BLOCKS_PER_OUTPUT
+
+    n = 300_001
+    x = tf.random_uniform([n], seed=3)
+    config = tf.ConfigProto(intra_op_parallelism_threads=2, inter_op_parallelism_threads=2)
+    with tf.Session(config=config) as sess:
+        first, second = sess.run(x), sess.run(x)
+    (op,) = [op for op in x.graph.get_operations() if op.type == "RandomUniform"]
+    generator = GuardedPhilox(op.get_attr("seed"), op.get_attr("seed2"))
+    for got in (first, second):
+        stream = generator.reserve_outputs(n, RESERVED_BLOCKS_PER_OUTPUT)
+        words = stream.blocks(np.arange(-(-n // 4))).reshape(-1)
+        np.testing.assert_array_equal(got, dist.uniform(words, np.float32)[:n])

@@ -26,9 +26,6 @@ blocks of their work in parallel (kernels/sharding.py).
 * `bias_relu`: BiasAdd and Relu in place on the rows a convolution's GEMM has just written
   (_FusedConv2D), one pass while they are in cache instead of two kernels' passes over the
   whole output.
-* `philox4x32`: TensorFlow's counter-based generator, ten rounds per 128-bit block, one
-  vectorized loop per round over blocks of 256; NumPy needs about 80 whole-array passes (the
-  8192 dropout draws of the digits CNN's step: 0.3 ms -> 11 us).
 * `gamma`: RandomGamma's rejection sampling, whose every draw depends on the previous ones.
 * `fisher_yates`: RandomShuffle's sequential swaps (each depends on the ones before).
 * `shuffle_draw`: a RandomShuffleQueue's dequeue_many, whose every draw moves the last element
@@ -49,7 +46,8 @@ blocks of their work in parallel (kernels/sharding.py).
 * `adam`: the Adam update in one pass instead of ten NumPy passes with a temporary (the digits
   CNN's 256x128 layer: 55-75 -> 11 us).
 
-The tile transforms of kernels/cpu/winograd.py are in winograd_loops.py, compiled here too.
+The tile transforms of kernels/cpu/winograd.py are in winograd_loops.py, TensorFlow's Philox
+generator in philox_loops.py; both are compiled here too.
 """
 
 from __future__ import annotations
@@ -59,7 +57,7 @@ import threading
 
 import numpy as np
 
-from flowgraph.kernels.cpu import winograd_loops
+from flowgraph.kernels.cpu import philox_loops, winograd_loops
 
 # The float types the loops are compiled for (numba has no half arithmetic).
 COMPILED_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
@@ -332,67 +330,6 @@ def _bias_relu(rows, bias, relu):
                 row[ch] = row[ch] + bias[ch]
 
 
-def _philox_rounds(c0, c1, c2, c3, rows, k0, k1):
-    """Philox4x32-10 in place on the first `rows` of four uint32 word arrays under the key
-    (k0, k1): each round one loop over the rows, which LLVM vectorizes (32x32->64-bit
-    multiplies in SIMD lanes), not a loop that runs the ten rounds of a row in registers
-    (the digits CNN's 2048 dropout blocks: 28 -> 11 us)."""
-    m0, m1 = np.uint64(0xD2511F53), np.uint64(0xCD9E8D57)
-    w0, w1 = np.uint32(0x9E3779B9), np.uint32(0xBB67AE85)
-    shift = np.uint64(32)
-    key0, key1 = np.uint32(k0), np.uint32(k1)
-    for _ in range(10):
-        for i in range(rows):
-            p0 = np.uint64(c0[i]) * m0
-            p1 = np.uint64(c2[i]) * m1
-            x0 = np.uint32(p1 >> shift) ^ c1[i] ^ key0
-            x2 = np.uint32(p0 >> shift) ^ c3[i] ^ key1
-            c1[i], c3[i] = np.uint32(p1), np.uint32(p0)
-            c0[i], c2[i] = x0, x2
-        key0 = np.uint32(key0 + w0)
-        key1 = np.uint32(key1 + w1)
-
-
-def _philox4x32(counters, k0, k1, out):
-    """Philox4x32-10 of each row of `counters` (uint32 [n, 4]) under the key (k0, k1), as
-    kernels/cpu/philox.py writes it in whole-array NumPy operations, 256 rows at a time."""
-    size = 256
-    c0, c1 = np.empty(size, np.uint32), np.empty(size, np.uint32)
-    c2, c3 = np.empty(size, np.uint32), np.empty(size, np.uint32)
-    for lo in range(0, counters.shape[0], size):
-        rows = min(size, counters.shape[0] - lo)
-        for i in range(rows):
-            c0[i], c1[i] = counters[lo + i, 0], counters[lo + i, 1]
-            c2[i], c3[i] = counters[lo + i, 2], counters[lo + i, 3]
-        _philox_rounds(c0, c1, c2, c3, rows, k0, k1)
-        for i in range(rows):
-            out[lo + i, 0], out[lo + i, 1] = c0[i], c1[i]
-            out[lo + i, 2], out[lo + i, 3] = c2[i], c3[i]
-
-
-def _philox4x32_at(base, offsets, k0, k1, out):
-    """`_philox4x32` of the 128-bit counters base + offsets[i] (base: uint32 [4], word 0 least
-    significant; offsets: int64 >= 0), added mod 2**128 in the loop instead of as ~10 NumPy
-    passes over uint64 arrays (philox.counter_words: 20 us for 2048 counters)."""
-    low, shift = np.uint64(0xFFFFFFFF), np.uint64(32)
-    base_lo = np.uint64(base[0]) | (np.uint64(base[1]) << shift)
-    base_hi = np.uint64(base[2]) | (np.uint64(base[3]) << shift)
-    size = 256
-    c0, c1 = np.empty(size, np.uint32), np.empty(size, np.uint32)
-    c2, c3 = np.empty(size, np.uint32), np.empty(size, np.uint32)
-    for lo in range(0, offsets.shape[0], size):
-        rows = min(size, offsets.shape[0] - lo)
-        for i in range(rows):
-            word_lo = base_lo + np.uint64(offsets[lo + i])  # wraps mod 2**64
-            word_hi = base_hi + np.uint64(word_lo < base_lo)  # and carries
-            c0[i], c1[i] = np.uint32(word_lo & low), np.uint32(word_lo >> shift)
-            c2[i], c3[i] = np.uint32(word_hi & low), np.uint32(word_hi >> shift)
-        _philox_rounds(c0, c1, c2, c3, rows, k0, k1)
-        for i in range(rows):
-            out[lo + i, 0], out[lo + i, 1] = c0[i], c1[i]
-            out[lo + i, 2], out[lo + i, 3] = c2[i], c3[i]
-
-
 def _fisher_yates(words, perm):
     """TF's RandomShuffle: for i = 0 .. n-2, swap perm[i] with perm[i + words[i] % (n - i)]
     (one uint32 per swap, in stream order). Each swap depends on the previous ones, so the loop
@@ -522,8 +459,6 @@ _FUNCTIONS = {
     "fisher_yates": _fisher_yates,
     "shuffle_draw": _shuffle_draw,
     "shuffle_replay": _shuffle_replay,
-    "philox4x32": _philox4x32,
-    "philox4x32_at": _philox4x32_at,
     "bias_add": _bias_add,
     "bias_relu": _bias_relu,
     "max_pool": _max_pool,
@@ -537,11 +472,13 @@ _FUNCTIONS = {
     "sparse_xent": _sparse_xent,
     "adam": _adam,
     **winograd_loops.FUNCTIONS,
+    **philox_loops.FUNCTIONS,
 }
 
 # Helpers the loops call, by module: compiled (and inlined into their callers) before any loop.
 _HELPERS = [
-    (sys.modules[__name__], ["_philox_rounds", "_max4", "_first_max4"]),
+    (sys.modules[__name__], ["_max4", "_first_max4"]),
+    (philox_loops, philox_loops.HELPERS),
     (winograd_loops, winograd_loops.HELPERS),
 ]
 

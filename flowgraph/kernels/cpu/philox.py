@@ -52,14 +52,26 @@ class PhiloxStream:
         self.key = key
         self.counter = counter
 
+    def _base(self) -> np.ndarray:
+        """The counter as four uint32 words, least significant first."""
+        return np.array([(self.counter >> shift) & _MASK32 for shift in (0, 32, 64, 96)], np.uint32)
+
     def blocks(self, offsets) -> np.ndarray:
         """uint32 [n, 4]: the outputs of the blocks at counter + each offset."""
         offsets = np.ascontiguousarray(offsets, np.int64).reshape(-1)
-        base = np.array([(self.counter >> shift) & _MASK32 for shift in (0, 32, 64, 96)], np.uint32)
         out = np.empty((offsets.size, 4), np.uint32)
         key0, key1 = int(self.key[0]) & _MASK32, int(self.key[1]) & _MASK32
-        compiled("philox4x32_at")(base, offsets, key0, key1, out)  # (loops.py)
+        compiled("philox4x32_at")(self._base(), offsets, key0, key1, out)  # (philox_loops.py)
         return out
+
+    def uniform(self, out: np.ndarray, bits: int, first_block: int = 0) -> None:
+        """Fills `out` (1-D float32 or float64) with the uniform [0, 1) values of the blocks at
+        counter + first_block, + first_block + 1, ...: each value `bits` random mantissa bits
+        (float32: one word each, four per block; float64: two words, two per block), as TF's
+        Uniform distribution (random_distributions.uniform) makes them from the same words."""
+        key0, key1 = int(self.key[0]) & _MASK32, int(self.key[1]) & _MASK32
+        mask, scale = (1 << bits) - 1, out.dtype.type(2.0**-bits)
+        compiled("philox_uniform")(self._base(), first_block, key0, key1, mask, scale, out)
 
     def uint32s(self, n: int) -> np.ndarray:
         """The first n uint32 outputs in stream order (blocks 0, 1, ... flattened)."""

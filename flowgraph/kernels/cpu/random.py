@@ -20,6 +20,7 @@ from flowgraph.kernels.base import register_kernel
 from flowgraph.kernels.cpu import loops
 from flowgraph.kernels.cpu import random_distributions as dist
 from flowgraph.kernels.cpu.philox import GuardedPhilox
+from flowgraph.kernels.sharding import parallel_for
 
 _PHILOX = "_philox_generators"
 _FLOATS = [dtypes.float16, dtypes.float32, dtypes.float64]
@@ -46,11 +47,12 @@ def _shape(shape) -> tuple:
         raise errors.InvalidArgumentError(
             None, None, f"shape must be a vector of {{int32,int64}}, got shape {list(shape.shape)}"
         )
-    if np.any(shape < 0):
+    dims = tuple(shape.tolist())  # Python ints: checked and multiplied without NumPy calls
+    if any(d < 0 for d in dims):
         raise errors.InvalidArgumentError(
-            None, None, f"Dimension sizes must be non-negative, got {shape.tolist()}"
+            None, None, f"Dimension sizes must be non-negative, got {list(dims)}"
         )
-    return tuple(int(d) for d in shape)
+    return dims
 
 
 def _fill(ctx, shape, convert, per_block: int) -> np.ndarray:
@@ -68,11 +70,37 @@ def _per_block(dtype) -> int:
     return 2 if np.dtype(dtype).itemsize == 8 else 4
 
 
+# Random mantissa bits of a uniform value, and the type the compiled loop writes it in (exact:
+# half and bfloat16 are rounded from float32 without error).
+_UNIFORM_BITS = {
+    np.dtype(np.float16): (10, np.float32),
+    np.dtype(dist.bfloat16): (7, np.float32),
+    np.dtype(np.float32): (23, np.float32),
+    np.dtype(np.float64): (52, np.float64),
+}
+# Cost units (kernels/sharding.py) of one Philox block with its conversion: ~5 ns.
+_BLOCK_COST = 250
+
+
 @register_kernel("RandomUniform", dtypes_=_PHILOX_FLOATS, type_attr="dtype")
 def random_uniform(ctx, shape):
-    """Uniform in [0, 1): random mantissa bits under 1.0's exponent, minus 1 (never 1.0)."""
+    """Uniform in [0, 1): random mantissa bits under 1.0's exponent, minus 1 (never 1.0),
+    written by one compiled loop from the counters (philox_loops.philox_uniform); a large
+    tensor is cut into runs of blocks on the device's pool (value v is always from block
+    v // values-per-block, so the numbers do not depend on the cut)."""
     dt = np.dtype(ctx.attrs["dtype"].as_numpy_dtype)
-    return _fill(ctx, shape, lambda w: dist.uniform(w, dt), _per_block(dt))
+    size = _shape(shape)
+    n = math.prod(size)
+    stream = philox(ctx).reserve_outputs(n, RESERVED_BLOCKS_PER_OUTPUT)
+    bits, loop_dtype = _UNIFORM_BITS[dt]
+    out = np.empty(n, loop_dtype)
+    per = _per_block(dt)
+
+    def blocks(lo: int, hi: int) -> None:
+        stream.uniform(out[lo * per : hi * per], bits, lo)
+
+    parallel_for(ctx, -(-n // per), _BLOCK_COST, blocks)
+    return out.astype(dt, copy=False).reshape(size)
 
 
 @register_kernel("RandomStandardNormal", dtypes_=_PHILOX_FLOATS, type_attr="dtype")
