@@ -23,7 +23,7 @@ import io
 import struct
 import zlib
 from collections.abc import Iterator
-from typing import BinaryIO
+from typing import BinaryIO, NamedTuple
 
 import google_crc32c
 import numpy as np
@@ -150,7 +150,27 @@ def open_write(path: str, compression_type: str = "", level: int = -1, append: b
     return raw
 
 
-_READ_AHEAD = 1 << 16  # bytes a RecordFile reads from its stream at a time
+class Chunk(NamedTuple):
+    """Records that lie in one buffer: record i's data is buf[starts[i]:starts[i] + lengths[i]]
+    and its frame begins at byte offsets[i] of the file's (uncompressed) stream."""
+
+    buf: bytes
+    starts: np.ndarray  # int64
+    lengths: np.ndarray  # int64
+    offsets: np.ndarray  # int64
+
+
+def _joined(records: list[tuple[int, bytes]]) -> Chunk:
+    """The (offset, data) records as one Chunk (one record: its data is the buffer)."""
+    lengths = np.fromiter((len(d) for _, d in records), np.int64, len(records))
+    starts = np.cumsum(lengths) - lengths
+    offsets = np.fromiter((o for o, _ in records), np.int64, len(records))
+    return Chunk(b"".join([d for _, d in records]), starts, lengths, offsets)
+
+
+# bytes a RecordFile reads from its stream at a time: a read_up_to whose records straddle two
+# blocks costs a refill and two chunks (64 KiB: one read_up_to(64) of I2's in 3.5)
+_READ_AHEAD = 1 << 18
 
 
 class RecordFile:
@@ -213,33 +233,59 @@ class RecordFile:
         DataLossError on a bad CRC or a cut, the records before it read."""
         offsets: list[int] = []
         out: list[bytes] = []
-        while len(out) < n:
-            if n - len(out) >= _MIN_CUT and self._cut(n - len(out), offsets, out):
+        for buf, starts, lengths, offs in self.read_chunks(n):
+            offsets.extend(offs.tolist())
+            out.extend([buf[s : s + m] for s, m in zip(starts.tolist(), lengths.tolist())])
+        return offsets, out
+
+    def read_chunks(self, n: int) -> list[Chunk]:
+        """Up to `n` next records as Chunks, in order, without a bytes object per record (a
+        parser reads them in place: kernels/cpu/read_parse.py); fewer at the end of the file.
+        DataLossError on a bad CRC or a cut, the records before it read."""
+        chunks: list[Chunk] = []
+        singles: list[tuple[int, bytes]] = []  # records read one by one, joined into a Chunk
+        got = 0
+        while got < n:
+            cut = self._cut(n - got) if n - got >= _MIN_CUT else None
+            if cut is None and n - got >= _MIN_CUT and self._refill():
+                cut = self._cut(n - got)  # the next record was cut by the buffer's end
+            if cut is not None:
+                if singles:
+                    chunks.append(_joined(singles))
+                    singles = []
+                chunks.append(cut)
+                got += len(cut.starts)
                 continue
             offset = self.offset  # no whole record in the buffer: read() refills it
             data = self.read()
             if data is None:
                 break
-            offsets.append(offset)
-            out.append(data)
-        return offsets, out
+            singles.append((offset, data))
+            got += 1
+        if singles:
+            chunks.append(_joined(singles))
+        return chunks
 
-    def _cut(self, n: int, offsets: list, out: list) -> int:
-        """Appends up to `n` records that lie whole in the buffer, as far as their CRCs hold
-        (read() reports the first that fails); their frames are found and their CRCs checked
+    def _cut(self, n: int) -> Chunk | None:
+        """Up to `n` records that lie whole in the buffer, as far as their CRCs hold (read()
+        reports the first that fails), or None; their frames are found and their CRCs checked
         by one compiled walk (records_walk.py), not a Python step per field."""
         buf, pos = self._buf, self._pos
         frames = np.empty((n, 2), np.int64)
         k = records_walk.walk(np.frombuffer(buf, np.uint8), pos, n, frames)
         if not k:
-            return 0
+            return None
         starts, lengths = frames[:k, 0], frames[:k, 1]
-        offsets.extend((starts + (self.offset - pos)).tolist())
-        out.extend([buf[s : s + m] for s, m in zip((starts + 12).tolist(), lengths.tolist())])
         end = int(starts[-1] + lengths[-1]) + 16
+        chunk = Chunk(buf, starts + 12, lengths, starts + (self.offset - pos))
         self.offset += end - pos
         self._pos = end
-        return k
+        return chunk
+
+    def _refill(self) -> bool:
+        """Reads the stream's next block into the buffer; False at its end."""
+        size = len(self._buf) - self._pos
+        return len(self._more(size + 1)[0]) > size
 
     def _more(self, need: int) -> tuple[bytes, int]:
         """The buffer from the next record on, followed by the stream's next bytes: at least

@@ -8,30 +8,50 @@ from __future__ import annotations
 from flowgraph.core.op_def import OpDef, register_op
 from flowgraph.opdefs.shape_fns import unchanged, unknown
 
+_PARSE_EXAMPLE_INPUTS = [
+    "names: string",
+    "sparse_keys: Nsparse * string",
+    "dense_keys: Ndense * string",
+    "dense_defaults: Tdense",
+]
+_PARSE_EXAMPLE_OUTPUTS = [
+    "sparse_indices: Nsparse * int64",
+    "sparse_values: sparse_types",
+    "sparse_shapes: Nsparse * int64",
+    "dense_values: Tdense",
+]
+_PARSE_EXAMPLE_ATTRS = [
+    "Nsparse: int >= 0",
+    "Ndense: int >= 0",
+    "sparse_types: list(type) >= 0",
+    "Tdense: list(type) >= 0",
+    "dense_shapes: list(shape) >= 0",
+]
 register_op(
     OpDef(
         "ParseExample",
-        inputs=[
-            "serialized: string",
-            "names: string",
-            "sparse_keys: Nsparse * string",
-            "dense_keys: Ndense * string",
-            "dense_defaults: Tdense",
-        ],
-        outputs=[
-            "sparse_indices: Nsparse * int64",
-            "sparse_values: sparse_types",
-            "sparse_shapes: Nsparse * int64",
-            "dense_values: Tdense",
-        ],
-        attrs=[
-            "Nsparse: int >= 0",
-            "Ndense: int >= 0",
-            "sparse_types: list(type) >= 0",
-            "Tdense: list(type) >= 0",
-            "dense_shapes: list(shape) >= 0",
-        ],
+        inputs=["serialized: string", *_PARSE_EXAMPLE_INPUTS],
+        outputs=_PARSE_EXAMPLE_OUTPUTS,
+        attrs=_PARSE_EXAMPLE_ATTRS,
         shape_fn=unknown,
+    )
+)
+# ParseExample of the records a ReaderReadUpToV2 read, as one async kernel that parses them in
+# the reader's buffer (made by runtime/passes/read_parse.py, users never do): the read's inputs,
+# then ParseExample's after `serialized`; ParseExample's outputs and attrs.
+register_op(
+    OpDef(
+        "_ReaderReadUpToParseExample",
+        inputs=[
+            "reader_handle: resource",
+            "queue_handle: resource",
+            "num_records: int64",
+            *_PARSE_EXAMPLE_INPUTS,
+        ],
+        outputs=_PARSE_EXAMPLE_OUTPUTS,
+        attrs=_PARSE_EXAMPLE_ATTRS,
+        shape_fn=unknown,
+        is_stateful=True,
     )
 )
 register_op(

@@ -38,8 +38,9 @@ def _write_records(path, payloads):
         f.writelines(records.encode_record(p) for p in payloads)
 
 
-def test_read_many_cuts_records_across_blocks_with_their_offsets(tmp_path):
-    # Sizes around the 64 KiB read-ahead: records split across blocks and larger than one.
+def test_read_many_cuts_records_across_blocks_with_their_offsets(tmp_path, monkeypatch):
+    # Sizes around a 64 KiB read-ahead: records split across blocks and larger than one.
+    monkeypatch.setattr(records, "_READ_AHEAD", 1 << 16)
     sizes = [0, 1, 300, 70_000, 5, 65_536, 131_072, *range(0, 4000, 37)]
     payloads = [bytes([i % 251]) * s for i, s in enumerate(sizes)]
     path = tmp_path / "r.tfrecord"
@@ -58,6 +59,24 @@ def test_read_many_cuts_records_across_blocks_with_their_offsets(tmp_path):
         want_offsets.append(want_offsets[-1] + 16 + len(p))
     assert offsets == want_offsets
     assert f.read_many(5) == ([], [])
+
+
+@pytest.mark.parametrize("block", [100, 4096])
+def test_read_chunks_hold_the_records_in_place_across_blocks(tmp_path, monkeypatch, block):
+    monkeypatch.setattr(records, "_READ_AHEAD", block)
+    payloads = [bytes([i % 251]) * (i * 7 % 300) for i in range(200)]
+    path = tmp_path / "r.tfrecord"
+    _write_records(path, payloads)
+    f = records.RecordFile(str(path))
+    got, offsets, counts = [], [], []
+    while chunks := f.read_chunks(20):
+        counts.append(sum(len(c.starts) for c in chunks))
+        for c in chunks:
+            assert isinstance(c.buf, bytes)
+            got += [c.buf[s : s + m] for s, m in zip(c.starts.tolist(), c.lengths.tolist())]
+            offsets += c.offsets.tolist()
+    assert got == payloads and counts == [20] * 10
+    assert offsets == np.cumsum([0] + [16 + len(p) for p in payloads[:-1]]).tolist()
 
 
 @pytest.mark.parametrize("where", [0, 8, 12, 16], ids=["length", "length CRC", "data", "data CRC"])

@@ -18,6 +18,7 @@ from flowgraph.kernels.cpu import io  # noqa: F401
 from flowgraph.kernels.cpu import data_flow  # noqa: F401
 from flowgraph.kernels.cpu import readers  # noqa: F401
 from flowgraph.kernels.cpu import parsing  # noqa: F401
+from flowgraph.kernels.cpu import read_parse  # noqa: F401
 from flowgraph.kernels.cpu import string_ops  # noqa: F401
 from flowgraph.kernels.cpu import image  # noqa: F401
 from flowgraph.kernels.cpu import sparse  # noqa: F401

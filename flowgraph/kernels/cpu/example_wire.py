@@ -206,7 +206,6 @@ def dense_batch(records: list, sp: Spec) -> list | None:
             return None
         rows = dense_one(records[0], sp)
         return None if rows is None else [row.reshape(1, -1) for row in rows]
-    scan, int64s, float_rows = _kernels()
     try:  # the records' bytes, one after the other; not the plain case if any is not bytes
         joined = b"".join(records)
     except TypeError:
@@ -215,8 +214,15 @@ def dense_batch(records: list, sp: Spec) -> list | None:
     if int(lengths.sum()) != len(joined):  # a bytes-like record that is not bytes
         return None
     rec_end = np.cumsum(lengths)
-    rec_start = rec_end - lengths
-    buf = np.frombuffer(joined, np.uint8)
+    return dense_records(joined, rec_end - lengths, rec_end, sp)
+
+
+def dense_records(data: bytes, rec_start: np.ndarray, rec_end: np.ndarray, sp: Spec):
+    """dense_batch of the records data[rec_start[i]:rec_end[i]] (int64 arrays), read where
+    they lie (a reader's buffer: kernels/cpu/read_parse.py)."""
+    scan, int64s, float_rows = _kernels()
+    n = len(rec_start)
+    buf = np.frombuffer(data, np.uint8)
     spans = np.empty((n, len(sp.sizes), 2), np.int64)
     if not scan(buf, rec_start, rec_end, sp.key_buf, sp.key_start, sp.key_end, sp.tags, spans):
         return None

@@ -205,18 +205,17 @@ def _dense_fast(flat, sparse_keys, dense_keys, dense_types, dense_shapes) -> lis
     return [a.reshape(len(flat), *d) for a, d in zip(out, dims)]
 
 
-def _single_fast_layout(attrs):
-    """ParseSingleExample's (Spec, shapes) when only dense features of fixed shape are asked
-    for; False otherwise, or where the attrs are wrong (the general path raises for them)."""
-    if attrs["sparse_keys"] or not attrs["dense_keys"]:
-        return False
+def dense_layout(sparse_keys, dense_keys, tdense, dense_shapes):
+    """(example_wire.Spec, shapes) when only dense features of fixed shape are asked for; None
+    otherwise, or where the attrs are wrong (the general path raises for them)."""
+    if len(sparse_keys) or not dense_keys:
+        return None
     try:
-        types = tuple(_check_dtype(t) for t in attrs["Tdense"])
+        types = tuple(_check_dtype(t) for t in tdense)
     except errors.InvalidArgumentError:
-        return False
-    shapes = attrs["dense_shapes"]
-    dims = tuple(tuple(s.as_list()) if s.rank is not None else None for s in shapes)
-    return _fast_layout(tuple(attrs["dense_keys"]), types, dims) or False
+        return None
+    dims = tuple(tuple(s.as_list()) if s.rank is not None else None for s in dense_shapes)
+    return _fast_layout(tuple(dense_keys), types, dims)
 
 
 @functools.lru_cache(maxsize=256)
@@ -231,7 +230,8 @@ def _fast_layout(keys: tuple, types: tuple, dims: tuple):
     return example_wire.spec(keys, np_types, sizes), dims
 
 
-def _keys(values) -> list:
+def feature_keys(values) -> list:
+    """The feature keys given as string tensors (ParseExample's key inputs)."""
     return [
         v.item().decode() if isinstance(v.item(), bytes) else str(v.item())
         for v in map(np.asarray, values)
@@ -240,9 +240,14 @@ def _keys(values) -> list:
 
 @register_kernel("ParseExample")
 def parse_example(ctx, serialized, names, *rest):
-    a = ctx.attrs
+    return parse_example_batch(ctx.attrs, serialized, names, rest)
+
+
+def parse_example_batch(a: dict, serialized, names, rest: tuple) -> tuple:
+    """ParseExample's outputs for its attrs `a` and inputs (`rest`: the sparse keys, the dense
+    keys, the dense defaults)."""
     ns, nd = a["Nsparse"], a["Ndense"]
-    sparse_keys, dense_keys = _keys(rest[:ns]), _keys(rest[ns : ns + nd])
+    sparse_keys, dense_keys = feature_keys(rest[:ns]), feature_keys(rest[ns : ns + nd])
     serialized = np.asarray(serialized, dtype=object)
     if serialized.ndim != 1:
         raise _invalid(f"Expected serialized to be a vector, got shape: {list(serialized.shape)}")
@@ -264,7 +269,9 @@ def parse_example(ctx, serialized, names, *rest):
 def parse_single_example(ctx, serialized, *dense_defaults):
     fast = ctx.state  # (Spec, shapes) of the dense fast path, or False: decided once
     if fast is None:
-        fast = ctx.state = _single_fast_layout(ctx.attrs)
+        a = ctx.attrs
+        fast = dense_layout(a["sparse_keys"], a["dense_keys"], a["Tdense"], a["dense_shapes"])
+        fast = ctx.state = fast or False
     if fast:
         record = serialized.item() if type(serialized) is np.ndarray else serialized
         if type(record) is bytes and np.ndim(serialized) == 0:
@@ -304,9 +311,9 @@ def parse_example_v2(ctx, serialized, names, sparse_keys, dense_keys, ragged_key
     out = _parse_examples(
         serialized,
         _names(names, serialized.size) if batched else None,
-        _keys(np.asarray(sparse_keys, dtype=object).reshape(-1)),
+        feature_keys(np.asarray(sparse_keys, dtype=object).reshape(-1)),
         [_check_dtype(t) for t in a["sparse_types"]],
-        _keys(np.asarray(dense_keys, dtype=object).reshape(-1)),
+        feature_keys(np.asarray(dense_keys, dtype=object).reshape(-1)),
         [_check_dtype(t) for t in a["Tdense"]],
         a["dense_shapes"],
         defaults,

@@ -22,19 +22,39 @@ from flowgraph.kernels.base import register_kernel
 
 
 class _Request:
-    __slots__ = ("done", "keys", "n", "queue", "step", "up_to", "values")
+    """One read: `n` records wanted, `count` read so far in `pieces` (see ReaderBase.read)."""
 
-    def __init__(self, step, queue, n, up_to, done):
+    __slots__ = ("chunks", "count", "done", "n", "pieces", "queue", "step", "up_to")
+
+    def __init__(self, step, queue, n, up_to, chunks, done):
         self.step, self.queue, self.n, self.up_to, self.done = step, queue, n, up_to, done
-        self.keys: list = []
-        self.values: list = []
+        self.chunks = chunks
+        self.count = 0
+        self.pieces: list = []
 
 
-def _outputs(keys: list, values: list, up_to: bool) -> tuple:
-    """A read's (keys, values): string vectors for ReadUpTo, scalars for Read."""
+def _outputs(pieces: list, up_to: bool, chunks: bool):
+    """A read's result from its pieces: the records.Chunks, or (keys, values) as string vectors
+    for ReadUpTo, scalars for Read."""
+    if chunks:
+        return pieces[0] if len(pieces) == 1 else [c for p in pieces for c in p]
+    if len(pieces) == 1:
+        keys, values = pieces[0]
+    else:
+        keys = [k for p in pieces for k in p[0]]
+        values = [v for p in pieces for v in p[1]]
     if up_to:
         return np.array(keys, dtype=object), np.array(values, dtype=object)
     return np.array(keys[0], dtype=object), np.array(values[0], dtype=object)
+
+
+def _chunks(values: list) -> list:
+    """Records read as bytes objects as the records.Chunks of a chunked read (one)."""
+    if not values:
+        return []
+    lengths = np.fromiter(map(len, values), np.int64, len(values))
+    starts = np.cumsum(lengths) - lengths
+    return [records.Chunk(b"".join(values), starts, lengths, np.zeros_like(starts))]
 
 
 class ReaderBase:
@@ -65,6 +85,15 @@ class ReaderBase:
         """Up to `n` (keys, values) from the current work item; none once it is exhausted."""
         raise NotImplementedError
 
+    def _read_piece(self, n: int, chunks: bool) -> tuple[int, object]:
+        """(count, piece) of up to `n` records from the current work item: the piece is
+        (keys, values), or with `chunks` a list of records.Chunk (formats that can cut
+        records in place override this)."""
+        keys, values = self._read(n)
+        if chunks:
+            return len(values), _chunks(values)
+        return len(keys), (keys, values)
+
     def _finish(self) -> None:
         """Closes the current work item."""
 
@@ -72,40 +101,44 @@ class ReaderBase:
         return 0
 
     # -- requests -------------------------------------------------------------------------------
-    def read(self, step, queue, n: int, up_to: bool, done) -> None:
+    def read(self, step, queue, n: int, up_to: bool, done, chunks: bool = False) -> None:
+        """Reads `n` records (ReaderRead: 1; ReadUpTo: up to n, fewer at the end of a work
+        item) and calls done(keys, values), or with `chunks` done(list of records.Chunk)
+        (keys are not made: the fused read-and-parse needs none), or done(None, error)."""
         with self.lock:
             busy = self._running or self._waiting
             now = not (busy or self._requests) and self.work is not None
             if not now:
-                self._requests.append(_Request(step, queue, n, up_to, done))
+                self._requests.append(_Request(step, queue, n, up_to, chunks, done))
                 if busy:
                     return
             self._running = True
-        if now and self._read_now(step, queue, n, up_to, done):
+        if now and self._read_now(step, queue, n, up_to, chunks, done):
             return
         self._serve()
 
-    def _read_now(self, step, queue, n: int, up_to: bool, done) -> bool:
+    def _read_now(self, step, queue, n: int, up_to: bool, chunks: bool, done) -> bool:
         """The common case without a request object: the reader was idle with a work item
         open (this thread is its server). True when the read is done and the reader idle
         again; False when it became the head request (the work item ran out, or failed) and
         `_serve` must go on."""
         error = None
         try:
-            keys, values = self._read(n)
+            count, piece = self._read_piece(n, chunks)
         except errors.OpError as e:
-            keys, values, error = [], [], e
+            count, error = 0, e
         except (OSError, ValueError) as e:
-            keys, values, error = [], [], errors.InvalidArgumentError(None, None, str(e))
-        if len(keys) == n:
+            count, error = 0, errors.InvalidArgumentError(None, None, str(e))
+        if count == n:
             with self.lock:
                 self.records_produced += n
                 more = bool(self._requests)  # arrived meanwhile: this thread serves them
                 self._running = more
-            done(_outputs(keys, values, up_to))
+            done(_outputs([piece], up_to, chunks))
             return not more
-        req = _Request(step, queue, n, up_to, done)
-        req.keys, req.values = keys, values
+        req = _Request(step, queue, n, up_to, chunks, done)
+        if count:
+            req.count, req.pieces = count, [piece]
         with self.lock:
             self._requests.appendleft(req)  # it arrived before any request queued meanwhile
         if error is not None:
@@ -164,19 +197,19 @@ class ReaderBase:
 
     def _fill(self, req: _Request) -> bool:
         """Adds records to `req`; True when it is complete, False when work must be dequeued."""
-        while len(req.keys) < req.n:
+        while req.count < req.n:
             if self.work is None:
-                return bool(req.keys)  # read_up_to returns what one work item gave
-            keys, values = self._read(req.n - len(req.keys))
-            if keys:
-                req.keys.extend(keys)
-                req.values.extend(values)
+                return bool(req.count)  # read_up_to returns what one work item gave
+            count, piece = self._read_piece(req.n - req.count, req.chunks)
+            if count:
+                req.count += count
+                req.pieces.append(piece)
                 continue
             self._finish()
             with self.lock:
                 self.work = None
                 self.work_finished += 1
-            if req.keys and req.up_to:
+            if req.count and req.up_to:
                 return True
         return True
 
@@ -184,11 +217,11 @@ class ReaderBase:
         with self.lock:
             self._requests.popleft()
             if error is None:
-                self.records_produced += len(req.keys)
+                self.records_produced += req.count
         if error is not None:
             req.done(None, error)
         else:
-            req.done(_outputs(req.keys, req.values, req.up_to))
+            req.done(_outputs(req.pieces, req.up_to, req.chunks))
 
     # -- state ----------------------------------------------------------------------------------
     def reset(self) -> None:
@@ -248,6 +281,12 @@ class TFRecordReader(ReaderBase):
     def _read(self, n):
         offsets, values = self._file.read_many(n)
         return list(map((self.work.replace(b"%", b"%%") + b":%d").__mod__, offsets)), values
+
+    def _read_piece(self, n, chunks):
+        if not chunks:
+            return super()._read_piece(n, False)
+        got = self._file.read_chunks(n)  # the records stay in the file's buffer
+        return sum(len(c.starts) for c in got), got
 
     def _finish(self):
         self._file.close()
@@ -397,14 +436,14 @@ for _op, _make in _READERS.items():
     register_kernel(_op + "V2")(_reader_kernel(_make))
 
 
-def _handle(value):
+def handle_object(value):
     """The object behind a handle (a 0-d object array when it came through Pack/Gather)."""
     return value.item() if isinstance(value, np.ndarray) else value
 
 
 @register_kernel("ReaderReadV2", async_=True)
 def reader_read(ctx, step, done, reader, queue):
-    _handle(reader).read(step, _handle(queue), 1, False, done)
+    handle_object(reader).read(step, handle_object(queue), 1, False, done)
 
 
 @register_kernel("ReaderReadUpToV2", async_=True)
@@ -412,24 +451,28 @@ def reader_read_up_to(ctx, step, done, reader, queue, num_records):
     n = int(num_records)
     if n <= 0:
         raise errors.InvalidArgumentError(None, None, f"num_records must be positive, got {n}")
-    _handle(reader).read(step, _handle(queue), n, True, done)
+    handle_object(reader).read(step, handle_object(queue), n, True, done)
 
 
-register_kernel("ReaderNumRecordsProducedV2")(lambda ctx, r: np.int64(_handle(r).records_produced))
-register_kernel("ReaderNumWorkUnitsCompletedV2")(lambda ctx, r: np.int64(_handle(r).work_finished))
+register_kernel("ReaderNumRecordsProducedV2")(
+    lambda ctx, r: np.int64(handle_object(r).records_produced)
+)
+register_kernel("ReaderNumWorkUnitsCompletedV2")(
+    lambda ctx, r: np.int64(handle_object(r).work_finished)
+)
 register_kernel("ReaderSerializeStateV2")(
-    lambda ctx, r: np.array(_handle(r).serialize(), dtype=object)
+    lambda ctx, r: np.array(handle_object(r).serialize(), dtype=object)
 )
 
 
 @register_kernel("ReaderRestoreStateV2")
 def reader_restore_state(ctx, reader, state):
-    _handle(reader).restore(state.item() if isinstance(state, np.ndarray) else state)
+    handle_object(reader).restore(state.item() if isinstance(state, np.ndarray) else state)
 
 
 @register_kernel("ReaderResetV2")
 def reader_reset(ctx, reader):
-    _handle(reader).reset()
+    handle_object(reader).reset()
 
 
 @register_kernel("ReadFile")
