@@ -271,6 +271,16 @@ register_op(
         shape_fn=shape_of_input(0),
     )
 )
+# ReluGrad(MaxPoolGrad(x, y, grad), x) in one kernel (made by runtime/passes/remapper.py).
+register_op(
+    OpDef(
+        "_FusedMaxPoolGrad",
+        inputs=["orig_input: T", "orig_output: T", "grad: T"],
+        outputs=["output: T"],
+        attrs=["T: {half, float, double}"] + _POOL_ATTRS + ["fused_ops: list(string) = []"],
+        shape_fn=shape_of_input(0),
+    )
+)
 register_op(
     OpDef(
         "MaxPoolGradGrad",

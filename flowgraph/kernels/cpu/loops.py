@@ -91,15 +91,17 @@ def _max_pool(x, out, kh, kw, sh, sw, pt, pl, lowest):
                             o[ch] = v if v > m or np.isnan(v) else m
 
 
-def _max_pool_backward(x, g, out, kh, kw, sh, sw, pt, pl, mode):
+def _max_pool_backward(x, g, out, kh, kw, sh, sw, pt, pl, mode, relu):
     """For each output cell (b, i, j) and channel, finds the window's first maximum in x (NHWC,
     unpadded; pads pt, pl before the first row and column), then by `mode`:
     0 (MaxPoolGrad) adds g[b, i, j] into out at that input cell (out is x-shaped and zeroed);
     1 (MaxPoolGrad, windows that do not overlap) sets each cell of the window to g[b, i, j] or
-    0, so out needs no zeroing where windows cover it and no read-modify-write;
+    0, so out needs no zeroing where windows cover it and no read-modify-write; with `relu`,
+    times ReluGrad's mask (x > 0) of the cell (`_relu_keep`);
     2 (MaxPoolGradGrad) sets out[b, i, j] to g at that input cell (g is x-shaped).
     Positions are int32, as wide as float32 values, so that the channel loops vectorize."""
     n, h, w, c = x.shape
+    zero, one, through = out.dtype.type(0), out.dtype.type(1), not relu
     oh, ow = (out.shape[1], out.shape[2]) if mode == 2 else (g.shape[1], g.shape[2])
     best = np.empty(c, x.dtype)
     arg = np.empty(c, np.int32)  # the row-major position in the window of the maximum so far
@@ -135,12 +137,21 @@ def _max_pool_backward(x, g, out, kh, kw, sh, sw, pt, pl, mode):
                         cell = out[b, r, q]
                         t = np.int32((r - r_lo) * width + q - q_lo)
                         if mode == 1:
+                            src = x[b, r, q]
                             for ch in range(c):
-                                cell[ch] = grad[ch] if arg[ch] == t else 0
+                                v = grad[ch] if arg[ch] == t else zero
+                                cell[ch] = v * _relu_keep(src[ch], zero, one, through)
                         else:
                             for ch in range(c):
                                 if arg[ch] == t:
                                     cell[ch] += grad[ch]
+
+
+def _relu_keep(x, zero, one, through):
+    """ReluGrad's mask of the cell x, as a factor: 1 where x > 0 or (`through`) no ReLU follows,
+    else 0. Multiplying by it gives ReluGrad's bits (dy * (x > 0): a NaN gradient stays NaN, a
+    negative one becomes -0) and, by 1, leaves a value's bits as they were."""
+    return one if (x > zero) | through else zero
 
 
 def _max4(v0, v1, v2, v3):
@@ -180,13 +191,14 @@ def _max_pool_2x2(x, out):
                     o[j * c + ch] = _max4(x0[p + ch], x0[p + c + ch], x1[p + ch], x1[p + c + ch])
 
 
-def _max_pool_backward_2x2(x, g, out):
+def _max_pool_backward_2x2(x, g, out, relu):
     """`_max_pool_backward` in mode 1 for 2x2 windows of stride 2 that tile x exactly
-    (C-contiguous NHWC): each window's four cells get g or 0 from `_first_max4`'s masks, the
-    channel loop vectorized (LeNet's 64x28x28x32: 1.05 -> 0.55-0.7 ms; a copy takes 0.2)."""
+    (C-contiguous NHWC): each window's four cells get g or 0 from `_first_max4`'s masks (with
+    `relu`, times `_relu_keep`), the channel loop vectorized (LeNet's 64x28x28x32:
+    1.05 -> 0.55-0.7 ms; a copy takes 0.2)."""
     n, c = x.shape[0], x.shape[3]
     oh, ow = g.shape[1], g.shape[2]
-    zero = g.dtype.type(0)
+    zero, one, through = g.dtype.type(0), g.dtype.type(1), not relu
     for b in range(n):
         for i in range(oh):
             x0, x1 = x[b, 2 * i].reshape(-1), x[b, 2 * i + 1].reshape(-1)
@@ -195,14 +207,13 @@ def _max_pool_backward_2x2(x, g, out):
             for j in range(ow):
                 p = 2 * j * c
                 for ch in range(c):
-                    s0, s1, s2, s3 = _first_max4(
-                        x0[p + ch], x0[p + c + ch], x1[p + ch], x1[p + c + ch]
-                    )
+                    a0, a1, a2, a3 = x0[p + ch], x0[p + c + ch], x1[p + ch], x1[p + c + ch]
+                    s0, s1, s2, s3 = _first_max4(a0, a1, a2, a3)
                     v = grad[j * c + ch]
-                    o0[p + ch] = v if s0 else zero
-                    o0[p + c + ch] = v if s1 else zero
-                    o1[p + ch] = v if s2 else zero
-                    o1[p + c + ch] = v if s3 else zero
+                    o0[p + ch] = (v if s0 else zero) * _relu_keep(a0, zero, one, through)
+                    o0[p + c + ch] = (v if s1 else zero) * _relu_keep(a1, zero, one, through)
+                    o1[p + ch] = (v if s2 else zero) * _relu_keep(a2, zero, one, through)
+                    o1[p + c + ch] = (v if s3 else zero) * _relu_keep(a3, zero, one, through)
 
 
 def _relu(x, out):
@@ -477,7 +488,7 @@ _FUNCTIONS = {
 
 # Helpers the loops call, by module: compiled (and inlined into their callers) before any loop.
 _HELPERS = [
-    (sys.modules[__name__], ["_max4", "_first_max4"]),
+    (sys.modules[__name__], ["_max4", "_first_max4", "_relu_keep"]),
     (philox_loops, philox_loops.HELPERS),
     (winograd_loops, winograd_loops.HELPERS),
 ]

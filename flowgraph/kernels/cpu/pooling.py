@@ -114,18 +114,19 @@ def _halves(win: W.Window, x) -> bool:
     )
 
 
-def _backward(ctx, x, g, out, win: W.Window, mode: int) -> None:
+def _backward(ctx, x, g, out, win: W.Window, mode: int, relu: bool = False) -> None:
     """Runs loops.py's first-maximum pass over blocks of images (half in float32: numba has
-    no half arithmetic; exact, as the values are only compared and moved)."""
+    no half arithmetic; exact, as the values are only compared and moved); `relu` (mode
+    _WRITE) also applies ReluGrad's mask of x to each cell written."""
     if mode == _WRITE and _halves(win, x):
         pairs = compiled("max_pool_backward_2x2")
 
         def images(lo: int, hi: int) -> None:
-            pairs(x[lo:hi], g[lo:hi], out[lo:hi])
+            pairs(x[lo:hi], g[lo:hi], out[lo:hi], relu)
     else:
         loop = compiled("max_pool_backward")
         (pt, _), (pl, _) = win.pads
-        args = (win.kh, win.kw, win.sh, win.sw, pt, pl, mode)
+        args = (win.kh, win.kw, win.sh, win.sw, pt, pl, mode, relu)
 
         def images(lo: int, hi: int) -> None:
             loop(x[lo:hi], g[lo:hi], out[lo:hi], *args)
@@ -151,6 +152,25 @@ def _loop_dtype(dtype):
 def max_pool_grad(ctx, x, y, dy):
     """Adds each output gradient into the first maximum of its window (recomputed from x, as TF
     does; `y` is not read)."""
+    return _max_pool_grad(ctx, x, dy, relu=False)
+
+
+@register_kernel("_FusedMaxPoolGrad", dtypes_=_FLOATS, intra_op=True)
+def fused_max_pool_grad(ctx, x, y, dy):
+    """ReluGrad(MaxPoolGrad(x, y, dy), x) in MaxPoolGrad's one pass, which already reads each
+    cell of x (runtime/passes/remapper.py makes the node): the same bits as the two kernels,
+    without ReluGrad's second pass over the input-sized gradient."""
+    if list(ctx.attrs["fused_ops"]) != ["ReluGrad"]:
+        raise errors.InvalidArgumentError(
+            None,
+            None,
+            f"_FusedMaxPoolGrad supports fused_ops [ReluGrad], got {ctx.attrs['fused_ops']}",
+        )
+    return _max_pool_grad(ctx, x, dy, relu=True)
+
+
+def _max_pool_grad(ctx, x, dy, relu: bool):
+    """MaxPoolGrad, times ReluGrad's mask (x > 0) when `relu`."""
     _check_4d(x, dy)
     fmt = ctx.attrs["data_format"]
     xn = W.to_nhwc(x, fmt)
@@ -166,7 +186,9 @@ def max_pool_grad(ctx, x, y, dy):
     tiled = _tiled(win, xn.shape[1], xn.shape[2])
     dx = np.empty(xn.shape, dt) if tiled else np.zeros(xn.shape, dt)
     xl = np.ascontiguousarray(xn, _loop_dtype(x.dtype))
-    _backward(ctx, xl, np.ascontiguousarray(dyn, dt), dx, win, _WRITE if disjoint else _ADD)
+    _backward(ctx, xl, np.ascontiguousarray(dyn, dt), dx, win, _WRITE if disjoint else _ADD, relu)
+    if relu and not disjoint:  # sums of overlapping windows: masked once they are complete
+        np.multiply(dx, xl > 0, out=dx)
     return W.from_nhwc(dx, fmt).astype(dy.dtype, copy=False)
 
 
