@@ -266,6 +266,12 @@ class RecordFile:
             chunks.append(_joined(singles))
         return chunks
 
+    def cut(self, n: int) -> Chunk | None:
+        """_cut for readers that keep the records before a bad one (tf.data's runs): up to `n`
+        records lying whole in the buffer, or None; then read_chunks(1) refills the buffer or
+        raises for the next record."""
+        return self._cut(n)
+
     def _cut(self, n: int) -> Chunk | None:
         """Up to `n` records that lie whole in the buffer, as far as their CRCs hold (read()
         reports the first that fails), or None; their frames are found and their CRCs checked

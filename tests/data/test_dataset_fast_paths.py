@@ -1,8 +1,10 @@
 """The paths that keep a tf.data pipeline's cost off the training step (issue 11, bench I2d):
 the dataset pool's hand-off and IteratorGetNext's take of a prefetched element."""
 
+import pathlib
 import threading
 
+import numpy as np
 import pytest
 from dataset_helpers import drain
 
@@ -62,3 +64,148 @@ def test_prefetched_elements_errors_and_end_through_get_next():
                 sess.run(nxt)
     assert got == [0, 1, 2, 4, 5]
     assert [int(v) for v in drain(Dataset.range(5).prefetch(2))] == list(range(5))
+
+
+# -- packed records (dataset_packed.py) and parse-only maps (dataset_parse.py) ---------------
+FEATURES = {"x": tf.FixedLenFeature([3], tf.float32), "y": tf.FixedLenFeature([], tf.int64)}
+
+
+def _example(i: int) -> bytes:
+    ex = tf.train.Example()
+    ex.features.feature["x"].float_list.value.extend([i, i / 2, -i])
+    ex.features.feature["y"].int64_list.value.append(i * 1000003)
+    return ex.SerializeToString()
+
+
+def _files(tmp_path, counts, bad=None) -> list:
+    """TFRecord files of examples numbered on across files; record `bad` is not an Example."""
+    paths, i = [], 0
+    for f, count in enumerate(counts):
+        paths.append(str(tmp_path / f"ex{f}.tfrecord"))
+        with tf.python_io.TFRecordWriter(paths[-1]) as w:
+            for _ in range(count):
+                w.write(b"\xff\x01not an example" if i == bad else _example(i))
+                i += 1
+    return paths
+
+
+def _outcomes(ds, limit=200, ends=True) -> list:
+    """Every element or error (its class) until the end, flattened to lists (the first
+    `limit` if not `ends`)."""
+    nxt = ds.make_one_shot_iterator().get_next()
+    out = []
+    with tf.Session() as sess:
+        for _ in range(limit):
+            try:
+                value = sess.run(nxt)
+            except tf.errors.OutOfRangeError:
+                return out
+            except tf.errors.OpError as e:
+                out.append(type(e).__name__)
+                continue
+            out.append([np.asarray(v).tolist() for v in tf.nest.flatten(value)])
+    assert not ends, "the dataset did not end"
+    return out
+
+
+def _parse(r):
+    return tf.parse_example(r, FEATURES)
+
+
+def _parse_one(r):
+    return tf.parse_single_example(r, FEATURES)
+
+
+def _same(r):
+    return r
+
+
+@pytest.fixture
+def small_reads(monkeypatch):
+    """Read buffers of a few records, so that records straddle them (read_many's path), and
+    a small arena, so that shuffles compact it often."""
+    from flowgraph.core import records
+    from flowgraph.kernels.cpu import dataset_packed
+
+    monkeypatch.setattr(records, "_READ_AHEAD", 256)
+    monkeypatch.setattr(dataset_packed, "_MIN_ARENA", 1024)
+
+
+@pytest.mark.parametrize("reads", ["default", "small"])
+def test_shuffled_batches_parsed_as_packed_records_equal_the_element_path(tmp_path, request, reads):
+    if reads == "small":
+        request.getfixturevalue("small_reads")
+    paths = _files(tmp_path, [70, 45])
+
+    def make(fast, drop=False):
+        ds = tf.data.TFRecordDataset(paths).shuffle(37, seed=3).repeat(2)
+        ds = ds if fast else ds.map(_same)  # an identity map: elements one by one
+        return ds.batch(16, drop_remainder=drop).map(_parse)
+
+    for drop in (True, False):
+        fast, slow = _outcomes(make(True, drop)), _outcomes(make(False, drop))
+        assert fast == slow
+        assert len(fast) == (230 // 16 if drop else 230 // 16 + 1)
+    ys = sorted(y for _, batch in fast for y in batch)
+    assert ys == sorted(i * 1000003 for i in list(range(115)) * 2)
+
+
+def test_parse_single_example_before_a_batch_parses_runs(tmp_path, small_reads):
+    paths = _files(tmp_path, [30, 23])
+    fast = _outcomes(tf.data.TFRecordDataset(paths).map(_parse_one).batch(8))
+    slow = _outcomes(tf.data.TFRecordDataset(paths).map(_parse_one).map(_same).batch(8))
+    assert fast == slow
+    assert [x for batch in fast for x in batch[0]] == [[i, i / 2, -i] for i in range(53)]
+
+
+@pytest.mark.parametrize("parse", ["batch", "single"])
+def test_a_record_that_is_not_an_example_fails_in_its_place(tmp_path, parse):
+    paths = _files(tmp_path, [20], bad=9)
+    if parse == "batch":
+        fast = _outcomes(tf.data.TFRecordDataset(paths).batch(4).map(_parse))
+        slow = _outcomes(tf.data.TFRecordDataset(paths).map(_same).batch(4).map(_parse))
+    else:
+        fast = _outcomes(tf.data.TFRecordDataset(paths).map(_parse_one).batch(4))
+        slow = _outcomes(tf.data.TFRecordDataset(paths).map(_parse_one).map(_same).batch(4))
+    assert fast == slow
+    assert "InvalidArgumentError" in fast
+
+
+def test_a_corrupted_record_stops_the_file_where_it_lies(tmp_path):
+    (path,) = _files(tmp_path, [12])
+    data = bytearray(pathlib.Path(path).read_bytes())
+    data[len(data) * 7 // 12 + 20] ^= 0xFF  # inside record 7's data
+    pathlib.Path(path).write_bytes(bytes(data))
+    fast = _outcomes(tf.data.TFRecordDataset([path]).batch(3).map(_parse), 5, False)
+    slow = _outcomes(tf.data.TFRecordDataset([path]).map(_same).batch(3).map(_parse), 5, False)
+    assert fast == slow
+    assert fast[2:] == ["DataLossError"] * 3  # the file stays at the bad record
+    assert fast[1][1] == [i * 1000003 for i in (3, 4, 5)]
+
+
+def test_maps_that_do_more_than_parse_run_their_body(tmp_path):
+    paths = _files(tmp_path, [10])
+    with_default = {"z": tf.FixedLenFeature([], tf.int64, default_value=-1), **FEATURES}
+    got = _outcomes(
+        tf.data.TFRecordDataset(paths).batch(5).map(lambda r: tf.parse_example(r, with_default))
+    )
+    assert [b[1] for b in got] == [[i * 1000003 for i in range(5 * k, 5 * k + 5)] for k in (0, 1)]
+    assert [b[2] for b in got] == [[-1] * 5] * 2  # the default of the missing key
+    doubled = _outcomes(tf.data.TFRecordDataset(paths).batch(5).map(lambda r: _parse(r)["y"] * 2))
+    assert doubled == [[[2 * i * 1000003 for i in range(5 * k, 5 * k + 5)]] for k in (0, 1)]
+
+
+def test_packed_strings_concat_and_arena():
+    from flowgraph.kernels.cpu.dataset_packed import Arena, Packed, concat
+
+    a = Packed.of_bytes([b"ab", b"", b"cde"])
+    view = Packed(np.frombuffer(b"..xy..z", np.uint8), np.array([2, 6]), np.array([4, 7]))
+    assert a.strings().tolist() == [b"ab", b"", b"cde"]
+    assert concat([a, view]).strings().tolist() == [b"ab", b"", b"cde", b"xy", b"z"]
+    assert view.compact().data.tobytes() == b"xyz"
+    arena = Arena()
+    pool = arena.pool(None, [a])
+    kept = pool.take(np.array([2, 0]))
+    pool = arena.pool(kept, [view])
+    assert pool.strings().tolist() == [b"cde", b"ab", b"xy", b"z"]
+    assert concat([pool.take(np.array([3])), a]).strings().tolist() == [b"z", b"ab", b"", b"cde"]

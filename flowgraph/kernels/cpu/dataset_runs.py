@@ -10,7 +10,10 @@ batch takes a whole run as its batch.
 A run holds its elements in either of two forms, and makes the other on first use:
 `columns`, one array per component whose first axis counts the elements (what a batch is, and
 what a source or a slice makes cheaply), or `elements`, a list of element tuples (what
-per-element iterators produce, and what a shuffle buffer holds). Elements of different shapes
+per-element iterators produce, and what a shuffle buffer holds). A run of one string component
+may instead be `packed` (dataset_packed.py: a TFRecord source's records left in its read
+buffer), which shuffles, batches and parse-only maps keep; its columns are made on first use.
+Elements of different shapes
 stay a list until a batch stacks them, which then fails as batching them always did. Columns
 are owned by the run (never views of a dataset's constants), so a batch may hand them on."""
 
@@ -19,17 +22,20 @@ from __future__ import annotations
 import numpy as np
 
 from flowgraph.core import errors
+from flowgraph.kernels.cpu.dataset_packed import Packed, string_column  # noqa: F401
+from flowgraph.kernels.cpu.dataset_packed import concat as concat_packed
 
 
 class Run:
-    """`n` >= 1 consecutive elements; see the module docstring for its two forms."""
+    """`n` >= 1 consecutive elements; see the module docstring for its forms."""
 
-    __slots__ = ("_columns", "_elements", "n")
+    __slots__ = ("_columns", "_elements", "n", "packed")
 
-    def __init__(self, n: int, columns=None, elements=None):
+    def __init__(self, n: int, columns=None, elements=None, packed=None):
         self.n = n
         self._columns = columns
         self._elements = elements
+        self.packed = packed  # a Packed: the strings of a run of one string component
 
     @classmethod
     def of_columns(cls, columns) -> Run:
@@ -39,21 +45,35 @@ class Run:
     def of_elements(cls, elements: list) -> Run:
         return cls(len(elements), None, elements)
 
+    @classmethod
+    def of_packed(cls, packed: Packed) -> Run:
+        return cls(len(packed), None, None, packed)
+
     @property
     def has_columns(self) -> bool:
-        return self._columns is not None
+        return self._columns is not None or self.packed is not None
 
     @property
     def columns(self) -> tuple:
         if self._columns is None:
-            self._columns = stack(self._elements)
+            if self.packed is not None:
+                self._columns = (self.packed.strings(),)
+            else:
+                self._columns = stack(self._elements)
         return self._columns
 
     @property
     def elements(self) -> list:
         if self._elements is None:
-            self._elements = split(self._columns, self.n)
+            self._elements = split(self.columns, self.n)
         return self._elements
+
+
+def packed_of(runs: list) -> Packed | None:
+    """The strings of consecutive runs as one Packed when every run is packed; else None."""
+    if not all(r.packed is not None for r in runs):
+        return None
+    return concat_packed([r.packed for r in runs])
 
 
 def split(columns, n: int) -> list:
@@ -151,8 +171,3 @@ def _pad(i, values, padded_shape, padding_value):
     for j, v in enumerate(values):
         out[(j,) + tuple(slice(0, n) for n in np.shape(v))] = v
     return out
-
-
-def string_column(values: list) -> np.ndarray:
-    """A 1-D object array of `values` (bytes), never a 2-D array of their characters."""
-    return np.fromiter(values, object, len(values))

@@ -6,9 +6,10 @@ the buffer up to buffer_size, draw i uniform in [0, length), output buffer[i], m
 element into its place. `get_many` (under a batch) yields exactly the same elements: it reads
 the input elements those calls would read, in runs; draws all the indices in one call (a
 Generator's draws for an array of bounds equal its draws bound by bound); and replays the
-moves on element numbers. While the input gives runs of columns of one layout (a TFRecord
-source's records), the buffer is kept as columns too, so a batch costs two gathers instead of
-64 element tuples made and stacked again.
+moves on element numbers. While the input gives runs of columns of one layout, the buffer is
+kept as columns too, so a batch costs two gathers instead of 64 element tuples made and stacked
+again; while it gives packed runs (a TFRecord source's records, dataset_packed.py), the buffer
+is packed, and the two gathers copy record bytes with the GIL released.
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ import numpy as np
 
 from flowgraph.core import errors
 from flowgraph.kernels.base import register_kernel
-from flowgraph.kernels.cpu import loops
+from flowgraph.kernels.cpu import dataset_packed, loops
 from flowgraph.kernels.cpu.dataset_base import scalar
+from flowgraph.kernels.cpu.dataset_packed import Packed
 from flowgraph.kernels.cpu.dataset_runs import Run, split
 from flowgraph.kernels.cpu.dataset_transforms import RepeatDataset, Unary, UnaryIterator
 
@@ -57,7 +59,8 @@ class ShuffleDataset(Unary):
 
 class _ShuffleIterator(UnaryIterator):
     """The buffer is `buffer`, a list of element tuples, or, while `columns` is not None, those
-    columns (one array per component, the list's order along the first axis). Draws of a
+    columns (one array per component, the list's order along the first axis), or, while
+    `packed` is not None, that Packed (a single string component). Draws of a
     full buffer's bound are made ahead in `reserve`; the generator is put back where the
     draws used leave it (`_settle`) before any other draw."""
 
@@ -65,6 +68,8 @@ class _ShuffleIterator(UnaryIterator):
         super().__init__(input_iterator)
         self.buffer = []
         self.columns = None
+        self.packed = None
+        self.arena = None  # where a packed buffer's records lie (dataset_packed.Arena)
         self.size = buffer_size
         self.rng = rng
         self.input_done = False
@@ -95,11 +100,19 @@ class _ShuffleIterator(UnaryIterator):
         stops the draws where get_next would have raised it; the elements drawn before it
         are returned and the next call raises it."""
         self.raise_deferred()
-        length = len(self.columns[0]) if self.columns is not None else len(self.buffer)
+        length = self._length()
         runs, error = await self._read(self.size - length + n - 1)
         fed = sum(r.n for r in runs)
         bounds = _bounds(length, self.size, n, fed, error)
         picked, kept = _replay(length, self.size, fed, self._draw(bounds))
+        packed = self._pool_packed(runs)
+        if packed is not None:
+            self.packed = packed.take(kept)
+            run = Run.of_packed(packed.take(picked)) if len(picked) else None
+            if run is None and error is not None:
+                raise error
+            self._deferred = error
+            return run
         pool = self._pool_columns(runs)
         if pool is not None:
             self.columns = [c[kept] for c in pool]
@@ -160,6 +173,24 @@ class _ShuffleIterator(UnaryIterator):
                 got += run.n
         return runs, None
 
+    def _length(self) -> int:
+        if self.packed is not None:
+            return len(self.packed)
+        return len(self.columns[0]) if self.columns is not None else len(self.buffer)
+
+    def _pool_packed(self, runs) -> Packed | None:
+        """The buffer followed by the runs, in the arena, when the buffer is packed (or empty)
+        and every run is packed; otherwise None, and a packed buffer becomes columns."""
+        if all(r.packed is not None for r in runs) and (
+            self.packed is not None or (runs and self.columns is None and not self.buffer)
+        ):
+            if self.arena is None:
+                self.arena = dataset_packed.Arena()
+            return self.arena.pool(self.packed, [r.packed for r in runs])
+        if self.packed is not None:
+            self.columns, self.packed = [self.packed.strings()], None
+        return None
+
     def _pool_columns(self, runs) -> list | None:
         """The buffer's columns followed by the runs', when all are columns of one layout;
         None otherwise (the buffer then stays, or becomes, a list)."""
@@ -181,6 +212,8 @@ class _ShuffleIterator(UnaryIterator):
 
     def _as_list(self) -> list:
         """The buffer as a list of element tuples (columns are split back into elements)."""
+        if self.packed is not None:
+            self.columns, self.packed = [self.packed.strings()], None
         if self.columns is not None:
             self.buffer = split(self.columns, len(self.columns[0]))
             self.columns = None

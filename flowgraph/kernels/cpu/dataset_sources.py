@@ -17,7 +17,7 @@ from flowgraph.kernels.cpu.dataset_base import (
     check_element,
     scalar,
 )
-from flowgraph.kernels.cpu.dataset_runs import Run, string_column
+from flowgraph.kernels.cpu.dataset_runs import Packed, Run, string_column
 
 
 def _out(ctx):
@@ -282,12 +282,18 @@ class _FileIterator(Iterator):
         return None
 
     async def get_many(self, n):
-        """A run of the current file's next records: several cut by one read where the file
-        can (RecordFile.read_many), else read one by one."""
+        """A run of the current file's next records: a TFRecord file's packed where they lie
+        in its read buffer (RecordFile.cut), other files' cut by one read where the
+        file can (read_many), else read one by one."""
         while self._opened():
-            records = _read_many(self.current, n)
-            if records:
-                return Run.of_columns([string_column(records)])
+            if isinstance(self.current, records.RecordFile):
+                packed = _read_packed(self.current, n)
+                if packed is not None:
+                    return Run.of_packed(packed)
+            else:
+                got = _read_many(self.current, n)
+                if got:
+                    return Run.of_columns([string_column(got)])
             self._close_current()
         return None
 
@@ -309,10 +315,25 @@ class _FileIterator(Iterator):
             self._close_current()
 
 
+def _read_packed(f, n: int) -> Packed | None:
+    """Up to `n` next records of a TFRecord file: those lying whole in its buffer, else the
+    next one (read_chunks refills the buffer, or raises for a bad record after the good ones
+    before it were returned); None at the end of the file."""
+    chunk = f.cut(n)
+    if chunk is None:
+        chunks = f.read_chunks(1)
+        if not chunks:
+            return None
+        (chunk,) = chunks
+    buf, starts, lengths, _ = chunk
+    lo = int(starts[0])
+    hi = int(starts[-1] + lengths[-1])  # a view of just their part of the buffer
+    starts = starts - lo
+    return Packed(np.frombuffer(buf, np.uint8, hi - lo, lo), starts, starts + lengths)
+
+
 def _read_many(f, n: int) -> list:
     """Up to `n` next records of an open file (fewer only at its end)."""
-    if isinstance(f, records.RecordFile):
-        return f.read_many(n)[1]
     if isinstance(f, records.FixedLengthFile):
         return f.read_many(n)
     out = []

@@ -5,6 +5,8 @@ caching in dataset_cache.py."""
 
 from __future__ import annotations
 
+import collections
+
 import numpy as np
 
 from flowgraph.core import errors
@@ -18,7 +20,8 @@ from flowgraph.kernels.cpu.dataset_base import (
     check_dataset,
     scalar,
 )
-from flowgraph.kernels.cpu.dataset_runs import Run, concat, stack
+from flowgraph.kernels.cpu.dataset_parse import recognize
+from flowgraph.kernels.cpu.dataset_runs import Packed, Run, concat, packed_of, stack
 
 
 def _out(ctx):
@@ -48,20 +51,56 @@ class MapDataset(Unary):
         self.func = func
 
     def make_iterator(self, env):
-        return _MapIterator(self.input.make_iterator(env), self.func.instantiate(env), self)
+        fn = self.func.instantiate(env)
+        return _MapIterator(
+            self.input.make_iterator(env), fn, self, recognize(fn.body, fn.captured)
+        )
 
 
 class _MapIterator(UnaryIterator):
-    def __init__(self, input_iterator, fn, ds):
+    """Calls the function per element, except where `parse` (dataset_parse.py) does what it
+    does for a whole run: a batch's records (`get_next` of a batch that can hand them packed)
+    or a run of records under a batch (`get_many`). `leftover` holds the input elements of a
+    run the parse could not read, mapped one by one before any further input."""
+
+    def __init__(self, input_iterator, fn, ds, parse=None):
         super().__init__(input_iterator)
         self.fn = fn
         self.check = ElementCheck(ds.output_types, ds.output_shapes, "map function")
+        self.parse = parse
+        self.leftover = collections.deque()
+        self.types = [t.as_numpy_dtype for t in ds.output_types]
 
     async def get_next(self):
-        element = await self.input.get_next()
+        if self.leftover:
+            element = self.leftover.popleft()
+        elif self.parse is not None and self.parse.batched and hasattr(self.input, "get_records"):
+            element = await self.input.get_records()
+            if isinstance(element, Packed):
+                out = self.parse(element)
+                if out is not None:
+                    return self.check(out)
+                element = (element.strings(),)
+        else:
+            element = await self.input.get_next()
         if element is None:
             return None
         return self.check(self.fn(element))
+
+    async def get_many(self, n):
+        """A run parsed at once (see the class docstring), else the elements mapped one by one."""
+        if self.parse is None or self.parse.batched or self.leftover:
+            return await super().get_many(n)
+        self.raise_deferred()
+        run = await self.input.get_many(n)
+        if run is None:
+            return None
+        if run.has_columns:  # never stacks elements only to parse them
+            out = self.parse(run.packed if run.packed is not None else run.columns[0])
+            if out is not None and [c.dtype for c in out] == self.types:
+                return Run.of_columns(out)
+        self.leftover.extend(run.elements)
+        return await super().get_many(n)
 
 
 @register_kernel("MapDataset")
@@ -224,6 +263,21 @@ class _BatchIterator(UnaryIterator):
         self.ds = ds
 
     async def get_next(self):
+        runs = await self._runs()
+        return None if runs is None else self._batch(runs)
+
+    async def get_records(self):
+        """The next batch as a Packed when its input's runs are packed records (which a map
+        that only parses examples reads as they are), else as get_next gives it."""
+        runs = await self._runs()
+        if runs is None:
+            return None
+        packed = packed_of(runs) if self.ds.padded_shapes is None else None
+        return packed if packed is not None else self._batch(runs)
+
+    async def _runs(self) -> list | None:
+        """The runs of the next batch's elements; None at the end (or a short last batch
+        with drop_remainder)."""
         ds = self.ds
         runs = []
         need = ds.batch_size
@@ -235,6 +289,10 @@ class _BatchIterator(UnaryIterator):
             need -= run.n
         if not runs or (ds.drop_remainder and need):
             return None
+        return runs
+
+    def _batch(self, runs) -> tuple:
+        ds = self.ds
         if ds.padded_shapes is not None:  # each element is padded: stacked one by one
             elements = [e for r in runs for e in r.elements]
             return stack(elements, ds.padded_shapes, ds.padding_values)

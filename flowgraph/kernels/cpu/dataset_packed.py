@@ -1,0 +1,144 @@
+"""Packed string columns: a run's records kept as bounds in a byte buffer (issue 11, I2d).
+
+A TFRecord source used to cut each record into a bytes object, and a shuffle buffer of them
+gathered object pointers (a reference count each) for every batch: ~25 us per batch of 64 in
+the thread that prefetches, holding the GIL a training step waits for, before parse_example
+joined the same records back into one buffer to scan them. A `Packed` column keeps records
+where a buffer has them, as (data, starts, ends): a source's where its read buffer has them,
+a shuffle's in its `Arena`, where a batch's records are picked by indexing their bounds, not
+by copying them; a map that only parses examples (dataset_parse.py) scans them where they lie.
+Anything else asks the run for its columns, and gets the bytes objects it always got
+(`Packed.strings`).
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+_lock = threading.Lock()
+_compiled: list = []
+_MIN_ARENA = 1 << 20  # bytes: an arena this size is compacted every ~50 batches of I2d
+
+
+def string_column(values: list) -> np.ndarray:
+    """A 1-D object array of `values` (bytes), never a 2-D array of their characters."""
+    return np.fromiter(values, object, len(values))
+
+
+class Packed:
+    """`len(starts)` strings: string i is data[starts[i]:ends[i]] (uint8 data, int64 bounds;
+    the bounds need not be adjacent or in order, as in a file buffer between record frames or
+    in an arena). `data` is never written where a Packed's strings lie."""
+
+    __slots__ = ("data", "ends", "starts")
+
+    def __init__(self, data: np.ndarray, starts: np.ndarray, ends: np.ndarray):
+        self.data, self.starts, self.ends = data, starts, ends
+
+    @classmethod
+    def of_bytes(cls, records: list) -> Packed:
+        lengths = np.fromiter(map(len, records), np.int64, len(records))
+        ends = np.cumsum(lengths)
+        return cls(np.frombuffer(b"".join(records), np.uint8), ends - lengths, ends)
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def nbytes(self) -> int:
+        """The bytes of the strings themselves."""
+        return int((self.ends - self.starts).sum())
+
+    def take(self, idx: np.ndarray) -> Packed:
+        """Strings `idx` (an index array), where they lie."""
+        return Packed(self.data, self.starts[idx], self.ends[idx])
+
+    def strings(self) -> np.ndarray:
+        """The strings as a 1-D object array of bytes (a string column)."""
+        view = memoryview(self.data)
+        return string_column(
+            [view[s:e].tobytes() for s, e in zip(self.starts.tolist(), self.ends.tolist())]
+        )
+
+    def compact(self) -> Packed:
+        """The strings copied one after the other into a new buffer of just their bytes, by
+        one compiled pass with the GIL released."""
+        starts = np.empty(len(self), np.int64)
+        ends = np.empty(len(self), np.int64)
+        data = _kernel()(self.data, self.starts, self.ends, starts, ends)
+        return Packed(data, starts, ends)
+
+
+def concat(parts: list) -> Packed:
+    """The strings of `parts` one after the other (a batch's runs): their buffers joined, each
+    compacted first where it holds more than its strings (an arena)."""
+    if len(parts) == 1:
+        return parts[0]
+    parts = [p if len(p.data) <= 2 * p.nbytes() + 64 else p.compact() for p in parts]
+    shift = np.cumsum([0] + [len(p.data) for p in parts[:-1]])
+    return Packed(
+        np.concatenate([p.data for p in parts]),
+        np.concatenate([p.starts + s for p, s in zip(parts, shift.tolist())]),
+        np.concatenate([p.ends + s for p, s in zip(parts, shift.tolist())]),
+    )
+
+
+class Arena:
+    """The append-only buffer a shuffle keeps its packed records in. Runs are appended by one
+    copy of their buffer each (a source's records with their frames between them); picking
+    and keeping records only indexes their bounds. When a run does not fit, the live records
+    move to a new buffer at least twice their size with the run (the old one stays valid for
+    the Packeds that point into it)."""
+
+    def __init__(self):
+        self.data = np.zeros(0, np.uint8)
+        self.fill = 0
+
+    def pool(self, kept: Packed | None, runs: list) -> Packed:
+        """`kept` (records in this arena) followed by the records of `runs`, all in it."""
+        need = sum(len(r.data) for r in runs)
+        if self.fill + need > len(self.data):
+            live = kept.compact() if kept is not None else None
+            size = live.nbytes() if live is not None else 0
+            self.data = np.empty(max(2 * (size + need), _MIN_ARENA), np.uint8)
+            self.data[:size] = live.data if live is not None else 0
+            self.fill = size
+            kept = live
+        starts = [] if kept is None else [kept.starts]
+        ends = [] if kept is None else [kept.ends]
+        for r in runs:
+            n = len(r.data)
+            self.data[self.fill : self.fill + n] = r.data
+            starts.append(r.starts + self.fill)
+            ends.append(r.ends + self.fill)
+            self.fill += n
+        return Packed(self.data, np.concatenate(starts), np.concatenate(ends))
+
+
+def _compact(data, starts, ends, out_starts, out_ends):
+    """Copies string t of (data, starts, ends) after string t - 1 into the returned buffer,
+    recording its bounds in out_starts[t], out_ends[t]."""
+    total = 0
+    for t in range(starts.shape[0]):
+        total += ends[t] - starts[t]
+    out = np.empty(total, np.uint8)
+    pos = 0
+    for t in range(starts.shape[0]):
+        s, e = starts[t], ends[t]
+        out_starts[t] = pos
+        out[pos : pos + e - s] = data[s:e]
+        pos += e - s
+        out_ends[t] = pos
+    return out
+
+
+def _kernel():
+    """_compact compiled on first use (cached on disk by numba), with the GIL released."""
+    if not _compiled:
+        with _lock:
+            if not _compiled:
+                import numba
+
+                _compiled.append(numba.njit(nogil=True, cache=True)(_compact))
+    return _compiled[0]
