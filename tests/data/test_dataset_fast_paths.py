@@ -209,3 +209,21 @@ def test_packed_strings_concat_and_arena():
     pool = arena.pool(kept, [view])
     assert pool.strings().tolist() == [b"cde", b"ab", b"xy", b"z"]
     assert concat([pool.take(np.array([3])), a]).strings().tolist() == [b"z", b"ab", b"", b"cde"]
+
+
+def test_records_cut_ahead_serve_elements_and_runs_in_order(tmp_path, small_reads):
+    """A TFRecord source cuts the records of its read buffer ahead: a skip (runs) followed by
+    elements one by one, or by a batch, reads each record once, in order, across buffers."""
+    paths = []
+    want = []
+    for f in range(2):
+        paths.append(str(tmp_path / f"r{f}.tfrecord"))
+        with tf.python_io.TFRecordWriter(paths[-1]) as w:
+            for i in range(40):
+                want.append(b"%d-%d:" % (f, i) + b"x" * (i * 7 % 50))
+                w.write(want[-1])
+    source = tf.data.TFRecordDataset(paths)
+    assert [bytes(v) for v in drain(source.skip(7))] == want[7:]
+    batches = drain(source.skip(7).batch(5))
+    assert [bytes(v) for b in batches for v in b] == want[7:]
+    assert [len(b) for b in batches] == [5] * 14 + [3]

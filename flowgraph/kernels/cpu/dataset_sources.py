@@ -268,26 +268,40 @@ class FileDataset(Dataset):
 
 
 class _FileIterator(Iterator):
+    """A TFRecord file's records are cut ahead: all those lying whole in its read buffer at
+    once (`ahead`, a Packed, served from `at`), so that a run costs a slice of their bounds
+    and the walk that finds and checks them runs once per buffer, not once per run. A bad
+    record stops the cut; the records before it are served, then reading it raises."""
+
     def __init__(self, filenames, open_file):
         self.files = iter(filenames)
         self.open_file = open_file
         self.current = None
+        self.ahead = None  # a Packed of the records cut ahead, served from `at`
+        self.raw = None  # the bytes its data views
+        self.at = 0
 
     async def get_next(self):
         while self._opened():
-            record = self.current.read()
-            if record is not None:
-                return (np.array(record, dtype=object),)
+            if isinstance(self.current, records.RecordFile):
+                if self._ready():
+                    i, raw = self.at, self.raw
+                    s, e = self.ahead.starts[i].item(), self.ahead.ends[i].item()
+                    self._advance(i + 1)
+                    return (np.array(raw[s:e], dtype=object),)
+            else:
+                record = self.current.read()
+                if record is not None:
+                    return (np.array(record, dtype=object),)
             self._close_current()
         return None
 
     async def get_many(self, n):
-        """A run of the current file's next records: a TFRecord file's packed where they lie
-        in its read buffer (RecordFile.cut), other files' cut by one read where the
-        file can (read_many), else read one by one."""
+        """A run of the current file's next records: a TFRecord file's packed, other files'
+        cut by one read where the file can (read_many), else read one by one."""
         while self._opened():
             if isinstance(self.current, records.RecordFile):
-                packed = _read_packed(self.current, n)
+                packed = self._take(n)
                 if packed is not None:
                     return Run.of_packed(packed)
             else:
@@ -296,6 +310,33 @@ class _FileIterator(Iterator):
                     return Run.of_columns([string_column(got)])
             self._close_current()
         return None
+
+    def _take(self, n: int) -> Packed | None:
+        """Up to `n` next records of the current TFRecord file; None at its end."""
+        if not self._ready():
+            return None
+        ahead, i = self.ahead, self.at
+        j = self._advance(i + n)
+        starts, ends = ahead.starts[i:j], ahead.ends[i:j]
+        lo, hi = starts[0].item(), ends[-1].item()  # a view of just their part of the buffer
+        return Packed(ahead.data[lo:hi], starts - lo, ends - lo)
+
+    def _ready(self) -> bool:
+        """Cuts records ahead unless some are left; False at the end of the current file."""
+        if self.ahead is None:
+            cut = _cut_ahead(self.current)
+            if cut is None:
+                return False
+            self.raw, self.ahead, self.at = cut[0], cut[1], 0
+        return True
+
+    def _advance(self, j: int) -> int:
+        """Moves past the records cut ahead up to j (at most all of them); returns where."""
+        j = min(j, len(self.ahead))
+        if j == len(self.ahead):
+            self.ahead = self.raw = None
+        self.at = j
+        return j
 
     def _opened(self) -> bool:
         """Opens the next file unless one is open; False when no file is left."""
@@ -309,27 +350,28 @@ class _FileIterator(Iterator):
     def _close_current(self):
         self.current.close()
         self.current = None
+        self.ahead = self.raw = None
 
     def close(self):
         if self.current is not None:
             self._close_current()
 
 
-def _read_packed(f, n: int) -> Packed | None:
-    """Up to `n` next records of a TFRecord file: those lying whole in its buffer, else the
-    next one (read_chunks refills the buffer, or raises for a bad record after the good ones
-    before it were returned); None at the end of the file."""
-    chunk = f.cut(n)
+_CUT_AHEAD = 1 << 12  # records cut ahead at most (a read buffer of 256 KiB holds ~850 of I2d's)
+
+
+def _cut_ahead(f) -> tuple | None:
+    """(bytes, a Packed of them): the records lying whole in a TFRecord file's buffer, else
+    the next one (read_chunks refills the buffer, or raises for a bad record); None at the
+    end of the file."""
+    chunk = f.cut(_CUT_AHEAD)
     if chunk is None:
         chunks = f.read_chunks(1)
         if not chunks:
             return None
         (chunk,) = chunks
     buf, starts, lengths, _ = chunk
-    lo = int(starts[0])
-    hi = int(starts[-1] + lengths[-1])  # a view of just their part of the buffer
-    starts = starts - lo
-    return Packed(np.frombuffer(buf, np.uint8, hi - lo, lo), starts, starts + lengths)
+    return buf, Packed(np.frombuffer(buf, np.uint8), starts, starts + lengths)
 
 
 def _read_many(f, n: int) -> list:
