@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from flowgraph.core import registry
 from flowgraph.core.op_def import OpDef, register_op
-from flowgraph.core.shapes import TensorShape
+from flowgraph.core.shapes import TensorShape, unknown_shape
 
 # register_conv registers for its callers' lines (here and in nn_conv3d.py): `flowgraph describe`
 # names those.
@@ -278,6 +278,26 @@ register_op(
         inputs=["orig_input: T", "orig_output: T", "grad: T"],
         outputs=["output: T"],
         attrs=["T: {half, float, double}"] + _POOL_ATTRS + ["fused_ops: list(string) = []"],
+        shape_fn=shape_of_input(0),
+    )
+)
+# MaxPool keeping a byte per output for its gradient, and that gradient (made by
+# runtime/passes/pool_masks.py): the mask has the output's shape, or is empty (other windows).
+register_op(
+    OpDef(
+        "_MaxPoolWithMask",
+        inputs=["input: T"],
+        outputs=["output: T", "mask: uint8"],
+        attrs=["T: {float, double}"] + _POOL_ATTRS,
+        shape_fn=lambda ctx: [pool_shape(ctx), unknown_shape()],
+    )
+)
+register_op(
+    OpDef(
+        "_MaxPoolGradWithMask",
+        inputs=["orig_input: T", "mask: uint8", "grad: T"],
+        outputs=["output: T"],
+        attrs=["T: {float, double}"] + _POOL_ATTRS + ["fused_ops: list(string) = []"],
         shape_fn=shape_of_input(0),
     )
 )

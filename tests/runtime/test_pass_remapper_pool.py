@@ -74,13 +74,34 @@ def test_fused_pool_grad_equals_the_unfused_pair(dtype, fmt, x_shape, ksize, str
     g, feeds, fetches = _pool_layer(x_shape, ksize, strides, padding, dtype, fmt)
     fused, ops = _run(g, fetches, feeds, remapping=True)
     plain, plain_ops = _run(g, fetches, feeds, remapping=False)
-    assert ops["gradients/relu_grad/ReluGrad"] == "_FusedMaxPoolGrad"
+    masked = dtype != np.float16  # paired with the pool (pool_masks.py; its mask may be empty)
+    want = "_MaxPoolGradWithMask" if masked else "_FusedMaxPoolGrad"
+    assert ops["gradients/relu_grad/ReluGrad"] == want
+    assert ops["pool"] == ("_MaxPoolWithMask" if masked else "MaxPool")
     assert "gradients/pool_grad/MaxPoolGrad" not in ops
     assert plain_ops["gradients/relu_grad/ReluGrad"] == "ReluGrad"
     dx = plain[1]
     assert np.isnan(dx).any() and (np.signbit(dx) & (dx == 0)).any()  # NaN and -0 reached
     for a, b in zip(fused, plain, strict=True):
         assert a.dtype == b.dtype and a.tobytes() == b.tobytes()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(3, 6, 4, 5), (2, 7, 6, 3)])
+def test_pool_mask_gradient_without_relu_equals_max_pool_grad(dtype, shape):
+    """The forward's mask (2x2 windows tiling x; else an empty one) for a plain MaxPoolGrad."""
+    xs = _inputs(shape, dtype)
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder(dtype, xs.shape, name="x")
+        pool = tf.nn.max_pool(x * 1, [1, 2, 2, 1], [1, 2, 2, 1], "VALID", name="pool")
+        fetches = [pool, *tf.gradients(tf.reduce_sum(pool * pool), [x])]
+    fused, ops = _run(g, fetches, {x: xs}, remapping=True)
+    plain, _ = _run(g, fetches, {x: xs}, remapping=False)
+    assert ops["pool"] == "_MaxPoolWithMask"
+    assert ops["gradients/pool_grad/MaxPoolGrad"] == "_MaxPoolGradWithMask"
+    for a, b in zip(fused, plain, strict=True):
+        assert a.tobytes() == b.tobytes()
 
 
 def test_pool_gradient_with_another_reader_is_not_fused():
@@ -111,6 +132,6 @@ def test_fused_gradient_matches_the_numeric_jacobian(fmt):
             opts = tf.RunOptions(output_partition_graphs=True)
             sess.run(tf.gradients(y, x), {x: xs}, options=opts, run_metadata=md)
             ops = {n.op for gd in md.partition_graphs for n in gd.node}
-            assert "_FusedMaxPoolGrad" in ops and "MaxPoolGrad" not in ops
+            assert "_MaxPoolGradWithMask" in ops and "MaxPoolGrad" not in ops
             err = compute_gradient_error(x, list(xs.shape), y, [], x_init_value=xs)
     assert err < 1e-6

@@ -4,22 +4,6 @@ Each is a plain Python function over arrays, compiled on first use per dtype (ab
 then cached on disk, as kernels/cpu/libm.py) with the GIL released, so the kernels run them on
 blocks of their work in parallel (kernels/sharding.py).
 
-* `max_pool`: each window's maximum, one window at a time, where NumPy makes one strided pass
-  per kernel tap whose inner loops run C elements (the digits CNN's 64x8x8x32: 39 -> 33 us,
-  LeNet's 64x28x28x32: 568 -> 459 us).
-* `max_pool_backward` (MaxPoolGrad, MaxPoolGradGrad) needs, per output cell and channel, the
-  input cell holding the first maximum of its window: TensorFlow's CPU rule scans the window's
-  real (unpadded) cells in row-major order, the first one claims the output and a later one
-  takes it over only when strictly greater (so a NaN in the first cell keeps it, a later NaN is
-  ignored, and padding never receives a gradient). NumPy can only express that scan as several
-  whole-array passes per window tap (maxima, equality masks, a "still free" mask, masked
-  scatters: 3.6 ms for LeNet's first pooling layer); one compiled pass that keeps the running
-  maximum of a window's channels in registers and writes the gradient straight into its input
-  cells takes 1.3 ms. Windows that do not overlap (the usual 2x2/2) write every cell of the
-  window instead of adding into a zeroed gradient (the digits CNN's 64x8x8x32: 73 -> 58 us).
-* `max_pool_2x2` and `max_pool_backward_2x2`: the same for the usual 2x2 windows of stride 2
-  when they tile the input, the four cells of a window held in registers so that the channel
-  loop vectorizes (the general loops keep per-channel maxima in memory and do not).
 * `bias_add` over rows of few channels, where NumPy's broadcasting loop restarts every C
   elements (even against a bias tiled to 1024 columns it runs at 40% of a copy's speed; LeNet's
   conv1 output: 0.61 -> 0.26 ms, a copy takes 0.24).
@@ -47,173 +31,23 @@ blocks of their work in parallel (kernels/sharding.py).
   CNN's 256x128 layer: 55-75 -> 11 us).
 
 The tile transforms of kernels/cpu/winograd.py are in winograd_loops.py, TensorFlow's Philox
-generator in philox_loops.py; both are compiled here too.
+generator in philox_loops.py and max pooling's loops in pooling_loops.py; all are compiled
+here too.
 """
 
 from __future__ import annotations
 
-import sys
 import threading
 
 import numpy as np
 
-from flowgraph.kernels.cpu import philox_loops, winograd_loops
+from flowgraph.kernels.cpu import philox_loops, pooling_loops, winograd_loops
 
 # The float types the loops are compiled for (numba has no half arithmetic).
 COMPILED_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 _lock = threading.Lock()
 _compiled: dict = {}
-
-
-def _max_pool(x, out, kh, kw, sh, sw, pt, pl, lowest):
-    """out[b, i, j] = the maximum of each window's real cells (NHWC, pads pt, pl before), as
-    np.maximum over them in row-major order (a NaN wins); `lowest` for a window of padding."""
-    n, h, w, c = x.shape
-    oh, ow = out.shape[1], out.shape[2]
-    for b in range(n):
-        for i in range(oh):
-            r_lo, r_hi = max(i * sh - pt, 0), min(i * sh - pt + kh, h)
-            for j in range(ow):
-                q_lo, q_hi = max(j * sw - pl, 0), min(j * sw - pl + kw, w)
-                o = out[b, i, j]
-                if r_lo >= r_hi or q_lo >= q_hi:
-                    o[:] = lowest
-                    continue
-                first = x[b, r_lo, q_lo]
-                for ch in range(c):
-                    o[ch] = first[ch]
-                for r in range(r_lo, r_hi):
-                    for q in range(q_lo, q_hi):
-                        cell = x[b, r, q]
-                        for ch in range(c):
-                            v, m = cell[ch], o[ch]
-                            o[ch] = v if v > m or np.isnan(v) else m
-
-
-def _max_pool_backward(x, g, out, kh, kw, sh, sw, pt, pl, mode, relu):
-    """For each output cell (b, i, j) and channel, finds the window's first maximum in x (NHWC,
-    unpadded; pads pt, pl before the first row and column), then by `mode`:
-    0 (MaxPoolGrad) adds g[b, i, j] into out at that input cell (out is x-shaped and zeroed);
-    1 (MaxPoolGrad, windows that do not overlap) sets each cell of the window to g[b, i, j] or
-    0, so out needs no zeroing where windows cover it and no read-modify-write; with `relu`,
-    times ReluGrad's mask (x > 0) of the cell (`_relu_keep`);
-    2 (MaxPoolGradGrad) sets out[b, i, j] to g at that input cell (g is x-shaped).
-    Positions are int32, as wide as float32 values, so that the channel loops vectorize."""
-    n, h, w, c = x.shape
-    zero, one, through = out.dtype.type(0), out.dtype.type(1), not relu
-    oh, ow = (out.shape[1], out.shape[2]) if mode == 2 else (g.shape[1], g.shape[2])
-    best = np.empty(c, x.dtype)
-    arg = np.empty(c, np.int32)  # the row-major position in the window of the maximum so far
-    for b in range(n):
-        for i in range(oh):
-            r_lo, r_hi = max(i * sh - pt, 0), min(i * sh - pt + kh, h)
-            for j in range(ow):
-                q_lo, q_hi = max(j * sw - pl, 0), min(j * sw - pl + kw, w)
-                if r_lo >= r_hi or q_lo >= q_hi:
-                    continue  # no real cell: nothing to claim
-                width = q_hi - q_lo
-                first = x[b, r_lo, q_lo]
-                for ch in range(c):
-                    best[ch] = first[ch]
-                    arg[ch] = 0
-                for r in range(r_lo, r_hi):
-                    for q in range(q_lo, q_hi):
-                        cell = x[b, r, q]
-                        t = np.int32((r - r_lo) * width + q - q_lo)
-                        for ch in range(c):
-                            v = cell[ch]
-                            take = best[ch] < v
-                            best[ch] = v if take else best[ch]
-                            arg[ch] = t if take else arg[ch]
-                if mode == 2:
-                    for ch in range(c):
-                        a = arg[ch]
-                        out[b, i, j, ch] = g[b, r_lo + a // width, q_lo + a % width, ch]
-                    continue
-                grad = g[b, i, j]
-                for r in range(r_lo, r_hi):
-                    for q in range(q_lo, q_hi):
-                        cell = out[b, r, q]
-                        t = np.int32((r - r_lo) * width + q - q_lo)
-                        if mode == 1:
-                            src = x[b, r, q]
-                            for ch in range(c):
-                                v = grad[ch] if arg[ch] == t else zero
-                                cell[ch] = v * _relu_keep(src[ch], zero, one, through)
-                        else:
-                            for ch in range(c):
-                                if arg[ch] == t:
-                                    cell[ch] += grad[ch]
-
-
-def _relu_keep(x, zero, one, through):
-    """ReluGrad's mask of the cell x, as a factor: 1 where x > 0 or (`through`) no ReLU follows,
-    else 0. Multiplying by it gives ReluGrad's bits (dy * (x > 0): a NaN gradient stays NaN, a
-    negative one becomes -0) and, by 1, leaves a value's bits as they were."""
-    return one if (x > zero) | through else zero
-
-
-def _max4(v0, v1, v2, v3):
-    """np.maximum of four values in order (a NaN wins): `_max_pool`'s rule, in registers."""
-    m = v1 if v1 > v0 or np.isnan(v1) else v0
-    m = v2 if v2 > m or np.isnan(v2) else m
-    return v3 if v3 > m or np.isnan(v3) else m
-
-
-def _first_max4(v0, v1, v2, v3):
-    """Which of four values in row-major order is the first maximum under
-    `_max_pool_backward`'s rule, as four exclusive masks (booleans combined with & and ~, not
-    `and`, whose branches keep LLVM from vectorizing the channel loop)."""
-    t1 = v1 > v0
-    m = v1 if t1 else v0
-    t2 = v2 > m
-    m = v2 if t2 else m
-    t3 = v3 > m
-    n3 = ~t3
-    n2 = ~t2 & n3
-    return ~t1 & n2, t1 & n2, t2 & n3, t3
-
-
-def _max_pool_2x2(x, out):
-    """`_max_pool` for 2x2 windows of stride 2 that tile x exactly (C-contiguous NHWC): each
-    output row from two input rows, the channel loop vectorized (LeNet's 64x28x28x32:
-    480 -> 175 us, as fast as a copy of the input)."""
-    n, c = x.shape[0], x.shape[3]
-    oh, ow = out.shape[1], out.shape[2]
-    for b in range(n):
-        for i in range(oh):
-            x0, x1 = x[b, 2 * i].reshape(-1), x[b, 2 * i + 1].reshape(-1)
-            o = out[b, i].reshape(-1)
-            for j in range(ow):
-                p = 2 * j * c
-                for ch in range(c):
-                    o[j * c + ch] = _max4(x0[p + ch], x0[p + c + ch], x1[p + ch], x1[p + c + ch])
-
-
-def _max_pool_backward_2x2(x, g, out, relu):
-    """`_max_pool_backward` in mode 1 for 2x2 windows of stride 2 that tile x exactly
-    (C-contiguous NHWC): each window's four cells get g or 0 from `_first_max4`'s masks (with
-    `relu`, times `_relu_keep`), the channel loop vectorized (LeNet's 64x28x28x32:
-    1.05 -> 0.55-0.7 ms; a copy takes 0.2)."""
-    n, c = x.shape[0], x.shape[3]
-    oh, ow = g.shape[1], g.shape[2]
-    zero, one, through = g.dtype.type(0), g.dtype.type(1), not relu
-    for b in range(n):
-        for i in range(oh):
-            x0, x1 = x[b, 2 * i].reshape(-1), x[b, 2 * i + 1].reshape(-1)
-            o0, o1 = out[b, 2 * i].reshape(-1), out[b, 2 * i + 1].reshape(-1)
-            grad = g[b, i].reshape(-1)
-            for j in range(ow):
-                p = 2 * j * c
-                for ch in range(c):
-                    a0, a1, a2, a3 = x0[p + ch], x0[p + c + ch], x1[p + ch], x1[p + c + ch]
-                    s0, s1, s2, s3 = _first_max4(a0, a1, a2, a3)
-                    v = grad[j * c + ch]
-                    o0[p + ch] = (v if s0 else zero) * _relu_keep(a0, zero, one, through)
-                    o0[p + c + ch] = (v if s1 else zero) * _relu_keep(a1, zero, one, through)
-                    o1[p + ch] = (v if s2 else zero) * _relu_keep(a2, zero, one, through)
-                    o1[p + c + ch] = (v if s3 else zero) * _relu_keep(a3, zero, one, through)
 
 
 def _relu(x, out):
@@ -472,10 +306,6 @@ _FUNCTIONS = {
     "shuffle_replay": _shuffle_replay,
     "bias_add": _bias_add,
     "bias_relu": _bias_relu,
-    "max_pool": _max_pool,
-    "max_pool_backward": _max_pool_backward,
-    "max_pool_2x2": _max_pool_2x2,
-    "max_pool_backward_2x2": _max_pool_backward_2x2,
     "relu": _relu,
     "relu_grad": _relu_grad,
     "window_add": _window_add,
@@ -484,12 +314,13 @@ _FUNCTIONS = {
     "adam": _adam,
     **winograd_loops.FUNCTIONS,
     **philox_loops.FUNCTIONS,
+    **pooling_loops.FUNCTIONS,
 }
 
 # Helpers the loops call, by module: compiled (and inlined into their callers) before any loop.
 _HELPERS = [
-    (sys.modules[__name__], ["_max4", "_first_max4", "_relu_keep"]),
     (philox_loops, philox_loops.HELPERS),
+    (pooling_loops, pooling_loops.HELPERS),
     (winograd_loops, winograd_loops.HELPERS),
 ]
 

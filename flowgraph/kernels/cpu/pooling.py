@@ -160,13 +160,74 @@ def fused_max_pool_grad(ctx, x, y, dy):
     """ReluGrad(MaxPoolGrad(x, y, dy), x) in MaxPoolGrad's one pass, which already reads each
     cell of x (runtime/passes/remapper.py makes the node): the same bits as the two kernels,
     without ReluGrad's second pass over the input-sized gradient."""
-    if list(ctx.attrs["fused_ops"]) != ["ReluGrad"]:
+    return _max_pool_grad(ctx, x, dy, relu=_relu_fused(ctx))
+
+
+def _relu_fused(ctx) -> bool:
+    """Whether the node's `fused_ops` ([] or [ReluGrad]) fuse a ReluGrad."""
+    ops = list(ctx.attrs["fused_ops"])
+    if ops not in ([], ["ReluGrad"]):
+        raise errors.InvalidArgumentError(
+            None, None, f"{ctx.op_type} supports fused_ops [] or [ReluGrad], got {ops}"
+        )
+    return bool(ops)
+
+
+# The mask of a pool whose windows are not 2x2 of stride 2 tiling NHWC: its gradient reads x.
+_NO_MASK = np.zeros(0, np.uint8)
+_NO_MASK.flags.writeable = False
+
+
+@register_kernel("_MaxPoolWithMask", dtypes_=_FLOATS[1:], intra_op=True)
+def max_pool_with_mask(ctx, x):
+    """MaxPool, and where 2x2 windows of stride 2 tile the NHWC input, one byte per output
+    value naming the cell of its window that takes the gradient and whether it is > 0
+    (pooling_loops.py), for _MaxPoolGradWithMask (runtime/passes/pool_masks.py pairs them):
+    the gradient then need not read x again. Other geometries give an empty mask."""
+    _check_4d(x)
+    fmt = ctx.attrs["data_format"]
+    xn = W.to_nhwc(x, fmt)
+    win = _geometry(ctx, xn.shape)
+    if not _halves(win, xn):
+        return max_pool(ctx, x), _NO_MASK
+    n, c = xn.shape[0], xn.shape[3]
+    out = np.empty((n, win.oh, win.ow, c), x.dtype)
+    mask = np.empty(out.shape, np.uint8)
+    loop = compiled("max_pool_2x2_mask")
+
+    def images(lo: int, hi: int) -> None:
+        loop(xn[lo:hi], out[lo:hi], mask[lo:hi])
+
+    W.for_images(ctx, n, _pool_cost(win, c, _TAP_COST), images)
+    return out, mask
+
+
+@register_kernel("_MaxPoolGradWithMask", dtypes_=_FLOATS[1:], intra_op=True)
+def max_pool_grad_with_mask(ctx, x, mask, dy):
+    """MaxPoolGrad (with fused_ops [ReluGrad], times ReluGrad's mask of x) from the bytes
+    _MaxPoolWithMask kept, writing each window's cells from its byte and dy alone; from x
+    itself when the mask is empty. The same bits as MaxPoolGrad (and ReluGrad) either way."""
+    relu = _relu_fused(ctx)
+    if mask.size == 0:
+        return _max_pool_grad(ctx, x, dy, relu)
+    _check_4d(x, dy)
+    n, oh, ow, c = mask.shape
+    if dy.shape != mask.shape or x.shape != (n, 2 * oh, 2 * ow, c):
         raise errors.InvalidArgumentError(
             None,
             None,
-            f"_FusedMaxPoolGrad supports fused_ops [ReluGrad], got {ctx.attrs['fused_ops']}",
+            f"grad {dy.shape} and input {x.shape} do not fit the pool's mask {mask.shape}",
         )
-    return _max_pool_grad(ctx, x, dy, relu=True)
+    dx = np.empty(x.shape, dy.dtype)
+    g = np.ascontiguousarray(dy)
+    loop = compiled("max_pool_backward_2x2_mask")
+
+    def images(lo: int, hi: int) -> None:
+        loop(mask[lo:hi], g[lo:hi], dx[lo:hi], relu)
+
+    win = _geometry(ctx, x.shape)
+    W.for_images(ctx, n, _pool_cost(win, c, _TAP_COST_BACKWARD), images)
+    return dx
 
 
 def _max_pool_grad(ctx, x, dy, relu: bool):

@@ -11,8 +11,8 @@ Constant folding belongs to both, so turning it off takes both switches, as in T
 Identities) is on unless OFF, like the other rewrites.
 The memory optimizer (`memory_optimization`, memory.py) is Grappler's too, and runs after the
 rewrites that remove nodes, as in TensorFlow's meta optimizer; then the remapper (`remapping`,
-remapper.py: a convolution's bias and ReLU fused into it; read_parse.py: a reader's records
-parsed in its buffer), on unless OFF.
+remapper.py: a convolution's bias and ReLU fused into it; pool_masks.py: a max-pool keeping
+its gradient's cells; read_parse.py: a reader's records parsed in its buffer), on unless OFF.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from flowgraph.runtime.passes.cse import eliminate_common_subexpressions
 from flowgraph.runtime.passes.dependency import optimize_dependencies
 from flowgraph.runtime.passes.fusion import fuse, global_jit
 from flowgraph.runtime.passes.memory import optimize_memory
+from flowgraph.runtime.passes.pool_masks import keep_pool_masks
 from flowgraph.runtime.passes.read_parse import fuse_read_parse
 from flowgraph.runtime.passes.remapper import fuse_conv_epilogues
 
@@ -103,7 +104,7 @@ def optimize(
     if _meta_optimizer_runs(config, nodes):
         nodes = optimize_memory(nodes, config, keep, feed_shapes, separate_memory(config))
     if remapping_enabled(config, nodes):
-        nodes = fuse_read_parse(fuse_conv_epilogues(nodes, keep), keep)
+        nodes = fuse_read_parse(keep_pool_masks(fuse_conv_epilogues(nodes, keep)), keep)
     # last: compiled fusion (§10) sees the graph the other passes left
     nodes = fuse(nodes, global_jit(config), keep)
     # not an optimization but a fact for RestoreV2's kernel: its outputs are only copied
