@@ -156,6 +156,24 @@ def test_softmax_cross_entropy_op(dtype):
     check_op(fn, [logits, labels], lambda a, b: want, rtol=TOL[dtype] * 10, atol=TOL[dtype] * 10)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_softmax_cross_entropy_large_logits(dtype):
+    """The compiled kernel (float32/64, labels of the logits' shape) shifts each row by its
+    maximum as TF's: logits of 1e4 and 1e30 give finite losses and gradients; a row of equal
+    logits is uniform; labels need not be one-hot."""
+    logits = np.array([[1e4, -1e4, 0.0], [1e30, 1e30, -1e30], [7.0, 7.0, 7.0]], dtype)
+    labels = np.array([[0.0, 1.0, 0.0], [0.5, 0.5, 0.0], [0.2, 0.3, 0.5]], dtype)
+    shifted = logits.astype(np.float64) - logits.astype(np.float64).max(1, keepdims=True)
+    log_p = shifted - np.log(np.exp(shifted).sum(1, keepdims=True))
+    want_loss = -(labels * log_p).sum(1)
+    loss, grad = apply_op("SoftmaxCrossEntropyWithLogits", [logits, labels]).outputs
+    with tf.Session() as sess:
+        got_loss, got_grad = sess.run([loss, grad])
+    assert got_loss.dtype == dtype and got_grad.dtype == dtype
+    np.testing.assert_allclose(got_loss, want_loss, rtol=1e-6)
+    np.testing.assert_allclose(got_grad, np.exp(log_p) - labels, rtol=1e-6, atol=1e-7)
+
+
 @pytest.mark.parametrize("dtype", FLOATS)
 @pytest.mark.parametrize("label_dtype", [np.int32, np.int64])
 def test_sparse_softmax_cross_entropy(dtype, label_dtype):

@@ -386,7 +386,7 @@ def _sum(x, axes, keep):
 
 
 def _prod(x, axes, keep):
-    return np.prod(x, axis=axes, keepdims=keep, dtype=_accumulator(x.dtype)).astype(
+    return np.multiply.reduce(x, axis=axes, keepdims=keep, dtype=_accumulator(x.dtype)).astype(
         x.dtype, copy=False
     )
 
