@@ -64,6 +64,7 @@ CASES = [
     ((2, 7, 7, 2), (3, 3), (3, 3), "VALID"),  # disjoint, a remainder not covered
     ((2, 7, 6, 3), (3, 3), (2, 2), "SAME"),  # overlapping: masked after the sums
     ((1, 6, 6, 2), (2, 3), (1, 1), "VALID"),
+    ((2, 4, 6, 1), (2, 2), (2, 2), "VALID"),  # one channel: NCHW is C-contiguous as NHWC
 ]
 
 

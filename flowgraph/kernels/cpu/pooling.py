@@ -1,6 +1,6 @@
 """CPU kernels for max and average pooling and their gradients.
 
-Max pooling of float32 and float64 is one compiled pass, window by window (kernels/cpu/loops.py;
+Max pooling of float32 and float64 is one compiled pass, window by window (pooling_loops.py;
 2x2 windows of stride 2 that tile the input, the usual case, a vectorized pair-of-rows loop);
 other types loop over the kh*kw window taps, each step one NumPy operation over a block of
 images, all output pixels and all channels, on the cells each tap reads inside the input
@@ -9,6 +9,10 @@ each window's first maximum in row-major order (TensorFlow's CPU choice); they f
 one compiled pass, which writes the cells of windows that do not overlap instead of adding. All
 three split the batch into blocks of images on the device's pool (kernels/sharding.py). Average
 pooling with SAME padding divides by the number of real (unpadded) cells in each window.
+
+The graph passes add three kernels of ours: _FusedMaxPoolGrad (remapper.py) applies a following
+ReluGrad's mask in the gradient's pass; _MaxPoolWithMask keeps a byte per output for its
+gradient, _MaxPoolGradWithMask, which then writes the cells without reading x (pool_masks.py).
 """
 
 from __future__ import annotations
@@ -103,7 +107,7 @@ _ADD, _WRITE, _GATHER = 0, 1, 2
 
 
 def _halves(win: W.Window, x) -> bool:
-    """Whether 2x2 windows of stride 2 tile the C-contiguous NHWC `x` exactly (loops.py's
+    """Whether 2x2 windows of stride 2 tile the C-contiguous NHWC `x` exactly (pooling_loops.py's
     vectorized pair-of-rows loops)."""
     (pt, pb), (pl, pr) = win.pads
     return (
@@ -115,7 +119,7 @@ def _halves(win: W.Window, x) -> bool:
 
 
 def _backward(ctx, x, g, out, win: W.Window, mode: int, relu: bool = False) -> None:
-    """Runs loops.py's first-maximum pass over blocks of images (half in float32: numba has
+    """Runs pooling_loops.py's first-maximum pass over blocks of images (half in float32: numba has
     no half arithmetic; exact, as the values are only compared and moved); `relu` (mode
     _WRITE) also applies ReluGrad's mask of x to each cell written."""
     if mode == _WRITE and _halves(win, x):
@@ -188,7 +192,7 @@ def max_pool_with_mask(ctx, x):
     fmt = ctx.attrs["data_format"]
     xn = W.to_nhwc(x, fmt)
     win = _geometry(ctx, xn.shape)
-    if not _halves(win, xn):
+    if fmt != "NHWC" or not _halves(win, xn):  # (NCHW of one channel is C-contiguous too)
         return max_pool(ctx, x), _NO_MASK
     n, c = xn.shape[0], xn.shape[3]
     out = np.empty((n, win.oh, win.ow, c), x.dtype)
