@@ -227,3 +227,27 @@ def test_records_cut_ahead_serve_elements_and_runs_in_order(tmp_path, small_read
     batches = drain(source.skip(7).batch(5))
     assert [bytes(v) for b in batches for v in b] == want[7:]
     assert [len(b) for b in batches] == [5] * 14 + [3]
+
+
+def test_shuffle_bounds_closed_form_equals_refilling_draw_by_draw():
+    from flowgraph.kernels.cpu.dataset_shuffle import _bounds
+
+    def by_draws(length, size, n, fed, error):
+        bounds = []
+        for _ in range(n):
+            add = min(size - length, fed)
+            length, fed = length + add, fed - add
+            if (length < size and not fed and error) or not length:
+                break
+            bounds.append(length)
+            length -= 1
+        return bounds
+
+    for size in range(1, 7):
+        for length in range(size + 1):
+            for n in range(10):
+                for fed in range(15):
+                    for error in (False, True):
+                        want = by_draws(length, size, n, fed, error)
+                        got = _bounds(length, size, n, fed, ValueError() if error else None)
+                        assert got.tolist() == want, (size, length, n, fed, error)

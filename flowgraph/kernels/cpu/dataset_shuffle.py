@@ -9,7 +9,7 @@ Generator's draws for an array of bounds equal its draws bound by bound); and re
 moves on element numbers. While the input gives runs of columns of one layout, the buffer is
 kept as columns too, so a batch costs two gathers instead of 64 element tuples made and stacked
 again; while it gives packed runs (a TFRecord source's records, dataset_packed.py), the buffer
-is packed, and the two gathers copy record bytes with the GIL released.
+is packed in an arena, and the two gathers index the records' bounds.
 """
 
 from __future__ import annotations
@@ -126,15 +126,15 @@ class _ShuffleIterator(UnaryIterator):
         self._deferred = error
         return run
 
-    def _draw(self, bounds: list) -> np.ndarray:
-        """The slots drawn for `bounds`, as get_next draws them one by one."""
+    def _draw(self, bounds: np.ndarray) -> np.ndarray:
+        """The slots drawn for `bounds` (never increasing), as get_next draws them one by one."""
         n = len(bounds)
-        if n and bounds[0] == self.size and bounds.count(self.size) == n:
+        if n and bounds[-1] == self.size:
             return self._reserved(n)
         self._settle()
         if not n:
             return np.empty(0, np.int64)
-        return self.rng.integers(0, np.array(bounds))
+        return self.rng.integers(0, bounds)
 
     def _reserved(self, n: int) -> np.ndarray:
         """The next `n` draws of the full buffer's bound from `reserve`, drawn _RESERVE at a
@@ -220,24 +220,15 @@ class _ShuffleIterator(UnaryIterator):
         return self.buffer
 
 
-def _bounds(length: int, size: int, n: int, fed: int, error) -> list:
+def _bounds(length: int, size: int, n: int, fed: int, error) -> np.ndarray:
     """The buffer's length at each of up to `n` draws, starting from `length`, when `fed`
     input elements are appended as get_next appends them: none once the buffer is empty, and
-    none from the draw whose refill meets `error`."""
-    if length + fed >= size + n - 1:  # full at every draw (the steady state)
-        return [size] * n
-    bounds = []
-    for _ in range(n):
-        add = min(size - length, fed)
-        length += add
-        fed -= add
-        if length < size and not fed and error is not None:
-            break  # get_next would have raised while refilling
-        if not length:
-            break
-        bounds.append(length)
-        length -= 1
-    return bounds
+    none from the draw whose refill meets `error`. Refills top the buffer up while input is
+    left, so before draw t it holds min(size, length + fed - t) elements; a refill meets the
+    error at the first draw where that is below `size`."""
+    available = length + fed
+    k = min(n, available if error is None else max(0, available - size + 1))
+    return np.minimum(size, available - np.arange(k, dtype=np.int64))
 
 
 def _replay(length: int, size: int, fed: int, draws: np.ndarray) -> tuple:
