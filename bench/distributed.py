@@ -157,8 +157,8 @@ def _two_task_cluster(sender_address: str):
 def d2(steps: int) -> dict:
     """ms per trivial step (a feed, an add, a fetch): in a local Session; through the master of
     server process 0 with the add on its own worker (one in-process RunGraph); and with the add
-    on server process 1 (one RunGraph by RPC to task 1, the feed in its request and the fetch
-    in its response: master_session.py)."""
+    on server process 1 (one RunGraph to task 1, by socket (raw_calls.py), the feed in its
+    request and the fetch in its response: master_session.py)."""
     import flowgraph as tf
     from flowgraph.distributed import grpc_worker
 

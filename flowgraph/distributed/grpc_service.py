@@ -194,9 +194,18 @@ async def _abort(context: grpc.aio.ServicerContext, error: Exception, rpc: str) 
     await context.abort(*rpc_errors.status(error, rpc))
 
 
-def _unary_behavior(rpc: str, request_class: type[Message], impl: UnaryImpl, pool):
+def bytes_call(rpc: str, request_class: type[Message], impl: UnaryImpl):
+    """`impl` on the wire's bytes: (request bytes, CallContext) -> response bytes, a
+    malformed request InvalidArgumentError (for gRPC and for raw_calls.py)."""
+
     def call(data: bytes, call_context: CallContext) -> bytes:
         return impl(_parse(request_class, data, rpc), call_context).SerializeToString()
+
+    return call
+
+
+def _unary_behavior(rpc: str, request_class: type[Message], impl: UnaryImpl, pool):
+    call = bytes_call(rpc, request_class, impl)
 
     async def behavior(data: bytes, context: grpc.aio.ServicerContext) -> bytes:
         call_context = CallContext()

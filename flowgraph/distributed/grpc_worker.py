@@ -29,6 +29,7 @@ from flowgraph.distributed import (
     grpc_service,
     health,
     io_loop,
+    raw_calls,
     raw_receiver,
     raw_transport,
     tensor_stream,
@@ -63,7 +64,10 @@ def handlers(worker, pool, raw_sender=None) -> list[grpc.GenericRpcHandler]:
     unary["RunGraph"] = _run_graph(worker)
 
     async def get_status(request, context):
-        return worker.get_status(m.GetStatusRequest()).to_proto()
+        status = worker.get_status(m.GetStatusRequest()).to_proto()
+        if raw_sender is not None:
+            status.raw_port = raw_sender.port  # flowgraph peers run graphs here by socket
+        return status
 
     async def recv_unary(request, context):
         response = await recv(worker, request)
@@ -139,6 +143,13 @@ def _forward(method, request_class):
     return impl
 
 
+def run_graph_call(worker):
+    """RunGraph on bytes, as the raw transport's listener serves it (raw_calls.py)."""
+    return grpc_service.bytes_call(
+        f"{SERVICE_NAME}/RunGraph", worker_pb2.RunGraphRequest, _run_graph(worker)
+    )
+
+
 def _run_graph(worker):
     """RunGraph, cancelled when its caller cancels the RPC or goes away."""
 
@@ -168,6 +179,7 @@ class RemoteWorker:
         host = address.rpartition(":")[0].strip("[]")
         self._raw = raw_receiver.RawReceiver(host, task, pool)  # pool: its transfers
         self._raw_port: int | None = None  # the peer's socket transport, once it named it
+        self._calls = raw_calls.InFlight()  # RunGraphs waiting on the peer's socket
         self._sizes: dict[str, int] = {}  # edge -> bytes it carried last (dict ops are atomic)
 
     def _connect(self) -> grpc_service.Client:
@@ -176,7 +188,11 @@ class RemoteWorker:
 
     def reconnect(self) -> None:
         """Calls from now on go over a new channel; the old one closes, which ends every call
-        still waiting on it (on a hung peer, which neither answers nor closes its sockets)."""
+        still waiting on it (on a hung peer, which neither answers nor closes its sockets), as
+        do the RunGraphs waiting on its socket."""
+        self._calls.abort(
+            errors.UnavailableError(None, None, f"RunGraph to {self.task} failed: it hung")
+        )
         old, self._client = self._client, self._connect()
         old.close()
         old_streams, self._streams = (
@@ -186,6 +202,7 @@ class RemoteWorker:
         old_streams.close()
 
     def close(self) -> None:
+        self._calls.abort(errors.CancelledError(None, None, "The worker cache was closed"))
         self._client.close()
         self._streams.close()
         self._raw.close()
@@ -195,13 +212,32 @@ class RemoteWorker:
         return getattr(m, f"{name}Response").from_proto(response)
 
     def get_status(self, req: m.GetStatusRequest | None = None) -> m.GetStatusResponse:
-        return self._call("GetStatus", req or m.GetStatusRequest())
+        status = self._client.call("GetStatus", worker_pb2.GetStatusRequest())
+        return self._status(status)
 
     def start_get_status(self, timeout: float):
         """Starts GetStatus with deadline `timeout` and no retry (a health check: a task that
         cannot be reached now is unreachable); returns the function that waits for it."""
         future = self._client.call_future("GetStatus", worker_pb2.GetStatusRequest(), timeout)
-        return lambda: m.GetStatusResponse.from_proto(self._client.result("GetStatus", future))
+        return lambda: self._status(self._client.result("GetStatus", future))
+
+    def _status(self, status: worker_pb2.GetStatusResponse) -> m.GetStatusResponse:
+        """The answer of GetStatus, whose raw_port (a flowgraph peer's socket listener; that
+        of the process answering, so a restarted peer's new one) calls go to from now on."""
+        if status.raw_port:
+            self._raw_port = status.raw_port
+        return m.GetStatusResponse.from_proto(status)
+
+    def _alive(self) -> bool:
+        """Whether the peer answers GetStatus in raw_calls.KEEPALIVE_TIMEOUT_S (a RunGraph
+        waiting on its socket asks when the peer has been silent for a while)."""
+        try:
+            self.start_get_status(raw_calls.KEEPALIVE_TIMEOUT_S)()
+        except errors.DeadlineExceededError:
+            return False
+        except errors.OpError:
+            pass  # it answered, or refused: then the socket ends by itself
+        return True
 
     def create_worker_session(self, req):
         return self._call("CreateWorkerSession", req)
@@ -234,7 +270,8 @@ class RemoteWorker:
 
     def run_graph(self, req: m.RunGraphRequest, call_opts: CallOptions | None = None):
         """Runs the step's graph on the peer: a blocking call in the caller's thread (a gRPC
-        future costs a thread start per call, ~0.3 ms of a 2 ms step), which waits
+        future costs a thread start per call, ~0.3 ms of a 2 ms step), by socket to a
+        flowgraph peer (raw_calls.py; by gRPC when that fails to connect), which waits
         `call_opts.timeout_ms` (none: STEP_TIMEOUT_S). Cancelling `call_opts` sends the peer
         CleanupGraph for the step (`_cancel_step`), which cancels it there and so ends this
         call, which then raises the cancellation's error. A call the peer never saw (it was
@@ -242,15 +279,13 @@ class RemoteWorker:
         timeout_ms = call_opts.timeout_ms if call_opts is not None else 0
         timeout = timeout_ms / 1000 if timeout_ms else grpc_service.STEP_TIMEOUT_S
         if call_opts is None:
-            return m.RunGraphResponse.from_proto(
-                self._client.call("RunGraph", req.to_proto(), timeout)
-            )
+            return self._run_graph(req.to_proto(), timeout)
         in_flight = [True]
         call_opts.set_cancel_callback(lambda error: self._cancel_step(req.step_id, in_flight))
         try:
             if call_opts.error is not None:
                 raise call_opts.error  # cancelled before it was sent (the peer was told)
-            response = self._client.call("RunGraph", req.to_proto(), timeout)
+            return self._run_graph(req.to_proto(), timeout)
         except errors.OpError:
             if call_opts.error is not None:  # how the call ended is the cancellation's doing
                 raise call_opts.error from None
@@ -258,7 +293,21 @@ class RemoteWorker:
         finally:
             in_flight[0] = False
             call_opts.clear_cancel_callback()
-        return m.RunGraphResponse.from_proto(response)
+
+    def _run_graph(self, request: worker_pb2.RunGraphRequest, timeout: float):
+        port = self._raw_port
+        if port is not None:
+            data = request.SerializeToString()
+            response = raw_calls.call(
+                self._raw, self._calls, port, self.task, data, timeout, self._alive
+            )
+            if response is not None:
+                return m.RunGraphResponse.from_proto(
+                    worker_pb2.RunGraphResponse.FromString(response)
+                )
+            if self._raw_port == port:
+                self._raw_port = None  # gone or elsewhere: its GetStatus names the new one
+        return m.RunGraphResponse.from_proto(self._client.call("RunGraph", request, timeout))
 
     def _cancel_step(self, step_id: int, in_flight: list) -> None:
         """Cancels step `step_id` on the peer (CleanupGraph), which ends its RunGraph. A peer

@@ -22,6 +22,7 @@ from flowgraph.distributed.raw_transport import (
     LENGTH,
     UNKNOWN_TOKEN,
     Closed,
+    parse_error,
     read_exactly,
     read_into,
     shutdown,
@@ -73,10 +74,7 @@ class RawReceiver:
 
         def answer(conn, word):
             if word & ERROR_BIT and word != UNKNOWN_TOKEN:
-                payload = read_exactly(conn, word & ~ERROR_BIT)
-                code = int.from_bytes(payload[:4], "little", signed=True)
-                error_class = errors.exception_type_from_error_code(code)
-                raise error_class(None, None, payload[4:].decode(errors="replace"))
+                raise parse_error(read_exactly(conn, word & ~ERROR_BIT))
             header = RecvTensorResponse.FromString(read_exactly(conn, word))
             array = tensor_stream.allocate(header)
             if array is None:

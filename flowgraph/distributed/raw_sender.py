@@ -1,7 +1,8 @@
 """The sending end of the raw transport (raw_transport.py, whose docstring gives the
 protocol): a task's listener, which serves the transfers its streamed RecvTensors offered and
 the RecvTensors its receivers ask on their connections, each answer written by a pool thread
-only while its bytes flow.
+only while its bytes flow, and the RunGraphs its masters send (raw_calls.py), each run on the
+task's handler pool.
 """
 
 from __future__ import annotations
@@ -9,21 +10,20 @@ from __future__ import annotations
 import asyncio
 import secrets
 import socket
-import struct
 import threading
 from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 
 from flowgraph.core import errors
 from flowgraph.core.protos.worker_pb2 import RawTensorTransport
-from flowgraph.distributed import io_loop, tensor_stream
+from flowgraph.distributed import io_loop, raw_calls, tensor_stream
 from flowgraph.distributed.raw_transport import (
-    ERROR_BIT,
     IDLE_TIMEOUT_S,
     LENGTH,
     TOKEN_BYTES,
     UNKNOWN_TOKEN,
     Closed,
+    error_answer,
     parse_request,
     read_exactly,
     send_bytes,
@@ -52,9 +52,14 @@ class RawSender:
     the RecvTensors asked on its connections. `_lock` guards `_pending`, `_conns` and
     `_closed`."""
 
-    def __init__(self, host: str, recv_tensor_async):
+    def __init__(self, host: str, recv_tensor_async, task: str = "", run_graph=None, pool=None):
         # (RecvTensorRequest proto, done(error, m.RecvTensorResponse)) -> None, never blocks
         self._recv_tensor_async = recv_tensor_async
+        # RunGraphs sent here: run_graph(request bytes, CallContext) -> response bytes, on
+        # `pool` (the blocking gRPC handlers' threads); task: the task this listener serves
+        self._task = task
+        self._run_graph = run_graph
+        self._call_pool = pool
         self._listener = socket.create_server((host, 0))
         self.port = self._listener.getsockname()[1]
         self._lock = threading.Lock()
@@ -119,8 +124,29 @@ class RawSender:
 
     def _watch(self, conn: socket.socket) -> None:
         """Waits, on the loop, for the receiver's next frame on `conn`, then reads it on a pool
-        thread (`_serve_frame`)."""
-        io_loop.when_readable(conn, None, lambda timed_out: self._submit(conn, None))
+        thread (`_dispatch`)."""
+        io_loop.when_readable(conn, None, lambda timed_out: self._dispatch(conn))
+
+    def _dispatch(self, conn: socket.socket) -> None:
+        """On the loop, `conn` readable: a RunGraph (its first byte, peeked, says so) runs on
+        the handler pool; any other frame (or the connection's end) is read on the sender's
+        pool (`_serve_frame`)."""
+        try:
+            kind = conn.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            self._watch(conn)  # (nothing there after all)
+            return
+        except OSError:
+            kind = b""
+        if kind != raw_calls.CALL or self._run_graph is None:
+            self._submit(conn, None)
+            return
+        try:
+            self._call_pool.submit(
+                raw_calls.serve, conn, self._task, self._run_graph, self._watch, self._close_conn
+            )
+        except RuntimeError:  # shut down: the task is stopping
+            self._close_conn(conn)
 
     def _submit(self, conn: socket.socket, answer) -> None:
         """Runs `_serve_frame(conn)`, or `_answer(conn, *answer)`, on the pool."""
@@ -199,12 +225,7 @@ class RawSender:
                     error = e
             conn.settimeout(IDLE_TIMEOUT_S)
             if error is not None:
-                if not isinstance(error, errors.OpError):
-                    error = errors.InternalError(
-                        None, None, f"RecvTensor failed: {type(error).__name__}: {error}"
-                    )
-                payload = struct.pack("<i", error.error_code) + (error.message or "").encode()
-                conn.sendall(LENGTH.pack(ERROR_BIT | len(payload)) + payload)
+                conn.sendall(error_answer(error, "RecvTensor"))
             else:
                 head = header.SerializeToString()
                 conn.sendall(LENGTH.pack(len(head)) + head)

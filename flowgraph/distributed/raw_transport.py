@@ -17,14 +17,16 @@ TensorFlow's RDMA transports negotiate theirs, so that a TensorFlow peer never s
      peer), writes b"T" and the 16-byte token, reads an 8-byte little-endian length, then
      exactly that many bytes into the array the header describes.
 
-Once a receiver knows a peer's port (every answer to an offer names it, with an empty token
-when the bytes follow in the stream), it asks for each later tensor of that peer on a socket
-too, whatever its size: a frame b"R" + length + RecvTensorRequest, answered when the step has
-made the tensor with the header's length and the header, then the length and bytes as above
-(or a failure's code and message). A gRPC call costs ~0.5-1 ms of CPU on each side, a socket
-round trip a tenth of that, and a ps serving many workers spends most of its time there. A port
-that cannot be connected to (the peer restarted on another one) sends the receiver back to gRPC,
-which learns the new one.
+Once a receiver knows a peer's port (its GetStatus answer names it, in flowgraph's field
+GetStatusResponse.raw_port, and so does every answer to an offer, with an empty token when the
+bytes follow in the stream), it asks for each later tensor of that peer on a socket too,
+whatever its size: a frame b"R" + length + RecvTensorRequest, answered when the step has made
+the tensor with the header's length and the header, then the length and bytes as above (or a
+failure: `error_payload`). A gRPC call costs ~0.5-1 ms of CPU on each side, a socket round trip
+a tenth of that, and a ps serving many workers spends most of its time there. A port that cannot
+be connected to (the peer restarted on another one) sends the receiver back to gRPC, which
+learns the new one. A master runs its steps' graphs on such peers by socket too (RunGraph,
+raw_calls.py).
 
 No thread waits for a tensor: the sender's handler awaits the transfer on the I/O loop
 (io_loop.py), whose selector also watches every idle connection for its next frame and every
@@ -60,6 +62,7 @@ IDLE_KEPT = 4  # idle connections a receiver keeps per peer
 LENGTH = struct.Struct("<Q")
 UNKNOWN_TOKEN = (1 << 64) - 1  # the length a sender answers a token it does not know with
 ERROR_BIT = 1 << 63  # set in the first word of a failed RecvTensor asked on the socket
+_ERROR_HEAD = struct.Struct("<iH")  # a failure's code and the length of its node's name
 
 
 # -- negotiation -----------------------------------------------------------------------------
@@ -112,6 +115,35 @@ def read_exactly(conn: socket.socket, n: int) -> bytes:
     if read_into(conn, memoryview(buffer)) < n:
         raise Closed
     return bytes(buffer)
+
+
+def error_payload(error: BaseException, what: str) -> bytes:
+    """A failure as an answer's payload: its code, the node it names (so the client points at
+    the line that made it, as over gRPC: rpc_errors.py) and its message; an exception that is
+    not an OpError is InternalError naming `what` (the request that failed)."""
+    if not isinstance(error, errors.OpError):
+        error = errors.InternalError(None, None, f"{what} failed: {type(error).__name__}: {error}")
+    node = (getattr(error, "node_name", None) or "").encode()
+    message = (error.message or f"{what} failed").encode()
+    return _ERROR_HEAD.pack(error.error_code, len(node)) + node + message
+
+
+def error_answer(error: BaseException, what: str) -> bytes:
+    """A failure's whole answer: its payload's length with ERROR_BIT set, then the payload."""
+    payload = error_payload(error, what)
+    return LENGTH.pack(ERROR_BIT | len(payload)) + payload
+
+
+def parse_error(payload: bytes) -> errors.OpError:
+    """The OpError of an `error_payload`."""
+    code, node_length = _ERROR_HEAD.unpack_from(payload)
+    start = _ERROR_HEAD.size
+    node = payload[start : start + node_length].decode(errors="replace")
+    message = payload[start + node_length :].decode(errors="replace")
+    error = errors.exception_type_from_error_code(code)(None, None, message)
+    if node:
+        error.node_name = node
+    return error
 
 
 def parse_request(data: bytes):

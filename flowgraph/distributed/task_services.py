@@ -38,13 +38,17 @@ class TaskServices:
         self.health = health.HealthMonitor(self.worker_cache, self.task)
         self.worker.health = self.health  # it checks the masters of its sessions
         self.master = Master(self.worker_cache, self.task, self.health)
+        # runs the blocking handlers (RunStep, RunGraph, ...); threads start when needed
+        self._pool = ThreadPoolExecutor(grpc_service.HANDLER_THREADS, thread_name_prefix="rpc")
         self.raw_sender = None
         if raw_host is not None:
             self.raw_sender = raw_sender.RawSender(
-                raw_host, lambda request, done: grpc_worker.recv_async(self.worker, request, done)
+                raw_host,
+                lambda request, done: grpc_worker.recv_async(self.worker, request, done),
+                self.task,
+                grpc_worker.run_graph_call(self.worker),
+                self._pool,
             )
-        # runs the blocking handlers (RunStep, RunGraph, ...); threads start when needed
-        self._pool = ThreadPoolExecutor(grpc_service.HANDLER_THREADS, thread_name_prefix="rpc")
         self.handlers: list[grpc.GenericRpcHandler] = [
             *grpc_worker.handlers(self.worker, self._pool, self.raw_sender),
             *grpc_master.handlers(self.master, self._pool),

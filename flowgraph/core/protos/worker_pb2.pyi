@@ -21,10 +21,12 @@ class GetStatusRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class GetStatusResponse(_message.Message):
-    __slots__ = ("device_attributes",)
+    __slots__ = ("device_attributes", "raw_port")
     DEVICE_ATTRIBUTES_FIELD_NUMBER: _ClassVar[int]
+    RAW_PORT_FIELD_NUMBER: _ClassVar[int]
     device_attributes: _containers.RepeatedCompositeFieldContainer[_device_attributes_pb2.DeviceAttributes]
-    def __init__(self, device_attributes: _Optional[_Iterable[_Union[_device_attributes_pb2.DeviceAttributes, _Mapping]]] = ...) -> None: ...
+    raw_port: int
+    def __init__(self, device_attributes: _Optional[_Iterable[_Union[_device_attributes_pb2.DeviceAttributes, _Mapping]]] = ..., raw_port: _Optional[int] = ...) -> None: ...
 
 class CreateWorkerSessionRequest(_message.Message):
     __slots__ = ("session_handle", "server_def", "isolate_session_state", "cluster_device_attributes", "master_task", "master_incarnation")
