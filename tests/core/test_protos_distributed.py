@@ -158,7 +158,10 @@ FIELDS = {
 
 # flowgraph's own fields, numbered from 1000 (clear of TensorFlow's): a TensorFlow peer skips
 # them, and a request without them means what it means to TensorFlow.
-OWN_FIELDS = {worker_pb2.RunGraphRequest: {"timeout_in_ms": 1000}}
+OWN_FIELDS = {
+    worker_pb2.RunGraphRequest: {"timeout_in_ms": 1000},
+    worker_pb2.GetStatusResponse: {"raw_port": 1000},
+}
 
 
 @pytest.mark.parametrize("message", list(FIELDS), ids=lambda m: m.DESCRIPTOR.name)
