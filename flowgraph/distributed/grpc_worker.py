@@ -230,13 +230,15 @@ class RemoteWorker:
 
     def _alive(self) -> bool:
         """Whether the peer answers GetStatus in raw_calls.KEEPALIVE_TIMEOUT_S (a RunGraph
-        waiting on its socket asks when the peer has been silent for a while)."""
+        waiting on its socket asks when the peer has been silent for a while). gRPC reports
+        a stopped task as either: DeadlineExceeded over a connection it had, Unavailable over
+        a new one (its handshake is never answered)."""
         try:
             self.start_get_status(raw_calls.KEEPALIVE_TIMEOUT_S)()
-        except errors.DeadlineExceededError:
+        except (errors.DeadlineExceededError, errors.UnavailableError):
             return False
         except errors.OpError:
-            pass  # it answered, or refused: then the socket ends by itself
+            pass  # it answered, with a failure
         return True
 
     def create_worker_session(self, req):
@@ -285,7 +287,7 @@ class RemoteWorker:
         try:
             if call_opts.error is not None:
                 raise call_opts.error  # cancelled before it was sent (the peer was told)
-            return self._run_graph(req.to_proto(), timeout)
+            return self._run_graph(req.to_proto(), timeout, in_flight)
         except errors.OpError:
             if call_opts.error is not None:  # how the call ended is the cancellation's doing
                 raise call_opts.error from None
@@ -294,12 +296,14 @@ class RemoteWorker:
             in_flight[0] = False
             call_opts.clear_cancel_callback()
 
-    def _run_graph(self, request: worker_pb2.RunGraphRequest, timeout: float):
+    def _run_graph(self, request: worker_pb2.RunGraphRequest, timeout: float, key=None):
+        """By socket if the peer's listener is known (`key`: what `_calls.abort` ends it
+        by), else, or if that refuses, by gRPC."""
         port = self._raw_port
         if port is not None:
             data = request.SerializeToString()
             response = raw_calls.call(
-                self._raw, self._calls, port, self.task, data, timeout, self._alive
+                self._raw, self._calls, port, self.task, data, timeout, self._alive, key
             )
             if response is not None:
                 return m.RunGraphResponse.from_proto(
@@ -313,17 +317,23 @@ class RemoteWorker:
         """Cancels step `step_id` on the peer (CleanupGraph), which ends its RunGraph. A peer
         that does not answer within a health check's deadline is hung (stopped, cut off: its
         sockets stay open): the calls waiting on it end (`reconnect`) if that RunGraph still
-        waits, so a cancelled step never waits for a hung task."""
+        waits, so a cancelled step never waits for a hung task. A RunGraph on a socket to a
+        peer that could not be told at all ends too (gRPC's call would fail by itself, but a
+        stopped task's kernel keeps the socket open)."""
         request = m.CleanupGraphRequest(step_id=step_id).to_proto()
         future = self._client.call_future("CleanupGraph", request, health.MIN_DEADLINE_S)
 
         def answered(future: grpc.Future) -> None:
             error = None if future.cancelled() else future.exception()
-            hung = getattr(error, "code", lambda: None)() == grpc.StatusCode.DEADLINE_EXCEEDED
-            if hung and in_flight[0]:
+            if error is None or not in_flight[0]:
+                return
+            if getattr(error, "code", lambda: None)() == grpc.StatusCode.DEADLINE_EXCEEDED:
                 logger.info("%s did not answer CleanupGraph: ending its calls", self.task)
                 # (not in gRPC's callback thread: closing a channel there could deadlock)
                 threading.Thread(target=self.reconnect, name="reconnect", daemon=True).start()
+            else:
+                untold = f"RunGraph to {self.task} failed: CleanupGraph could not reach it"
+                self._calls.abort(errors.UnavailableError(None, None, untold), in_flight)
 
         future.add_done_callback(answered)
 

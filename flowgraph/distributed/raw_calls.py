@@ -120,27 +120,32 @@ def _caller_gone(conn: socket.socket, running: list, context) -> None:
 
 # -- the caller's side -------------------------------------------------------------------------
 class InFlight:
-    """The calls one process has waiting on one peer: `abort(error)` shuts their sockets down,
-    which ends each with `error`. `_lock` guards `_conns`."""
+    """The calls one process has waiting on one peer: `abort(error)` shuts their sockets down
+    (or only those of the calls made with `key`), which ends each with `error`. `_lock`
+    guards `_conns` (socket -> [key, error or None])."""
 
     def __init__(self):
         self._lock = threading.Lock()
-        self._conns: dict[socket.socket, errors.OpError | None] = {}
+        self._conns: dict[socket.socket, list] = {}
 
-    def add(self, conn: socket.socket) -> None:
+    def add(self, conn: socket.socket, key=None) -> None:
         with self._lock:
-            self._conns[conn] = None
+            self._conns[conn] = [key, None]
 
     def remove(self, conn: socket.socket) -> errors.OpError | None:
         """Forgets `conn`; the error it was aborted with, if it was."""
         with self._lock:
-            return self._conns.pop(conn, None)
+            return self._conns.pop(conn, [None, None])[1]
 
-    def abort(self, error: errors.OpError) -> None:
+    def abort(self, error: errors.OpError, key=None) -> None:
         with self._lock:
-            conns = [conn for conn, e in self._conns.items() if e is None]
+            conns = [
+                conn
+                for conn, entry in self._conns.items()
+                if entry[1] is None and (key is None or entry[0] is key)
+            ]
             for conn in conns:
-                self._conns[conn] = error
+                self._conns[conn][1] = error
         for conn in conns:
             shutdown(conn)
 
@@ -153,12 +158,14 @@ def call(
     request: bytes,
     timeout: float,
     alive: Callable[[], bool],
+    key=None,
 ) -> bytes | None:
     """The serialized RunGraphResponse of `request` run by `task` at `port` (on `receiver`'s
     host, over its kept connections), or None if it never ran there (no connection could be
     made, or the listener serves another task): the caller sends it by gRPC. Waits at most
     `timeout` seconds (DeadlineExceededError), asking `alive()` when the peer is silent for
-    KEEPALIVE_S; raises the failure the peer answered, or UnavailableError naming `task`."""
+    KEEPALIVE_S; raises the failure the peer answered, or UnavailableError naming `task`.
+    `in_flight.abort(error, key)` ends it with `error`."""
     name = task.encode()
     body = _NAME.pack(len(name)) + name + request
     frame = CALL + LENGTH.pack(len(body)) + body
@@ -168,7 +175,7 @@ def call(
             conn, reused = receiver._connection(port, pooled)
         except errors.UnavailableError:
             return None
-        in_flight.add(conn)
+        in_flight.add(conn, key)
         word = None
         try:
             try:

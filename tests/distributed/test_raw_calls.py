@@ -144,6 +144,24 @@ def test_a_caller_that_goes_away_cancels_the_call(peer):
     assert _call(sender, receiver, b"abc") == b"cba"
 
 
+def test_abort_by_key_ends_only_that_calls_socket():
+    import socket
+
+    in_flight = raw_calls.InFlight()
+    mine, other = socket.socketpair(), socket.socketpair()
+    key = object()
+    in_flight.add(mine[0], key)
+    in_flight.add(other[0])
+    error = errors.UnavailableError(None, None, "the peer could not be told")
+    in_flight.abort(error, key)
+    assert mine[0].recv(1) == b""  # shut down: a waiting recv returns at once
+    assert in_flight.remove(mine[0]) is error
+    assert in_flight.remove(other[0]) is None
+    for pair in (mine, other):
+        for s in pair:
+            s.close()
+
+
 def test_the_deadline_ends_the_wait_and_the_call(peer):
     service, sender, receiver = peer
     with pytest.raises(errors.DeadlineExceededError, match=f"RunGraph to {TASK} passed"):
