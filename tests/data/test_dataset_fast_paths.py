@@ -251,3 +251,12 @@ def test_shuffle_bounds_closed_form_equals_refilling_draw_by_draw():
                         want = by_draws(length, size, n, fed, error)
                         got = _bounds(length, size, n, fed, ValueError() if error else None)
                         assert got.tolist() == want, (size, length, n, fed, error)
+
+
+def test_parse_single_example_of_sliced_records_parses_their_columns():
+    serialized = np.array([_example(i) for i in range(10)], dtype=object)
+    source = Dataset.from_tensor_slices(serialized)
+    fast = _outcomes(source.map(_parse_one).batch(4))
+    slow = _outcomes(source.map(_parse_one).map(_same).batch(4))
+    assert fast == slow
+    assert [y for batch in fast for y in batch[1]] == [i * 1000003 for i in range(10)]

@@ -36,9 +36,10 @@ class ParseCall:
         """The function's results for `records` (a Packed, or a string column), each with the
         records along its first axis; None where the wire path cannot read them."""
         if not isinstance(records, Packed):
-            if records.dtype != object or records.ndim != 1:
+            values = records.tolist() if records.dtype == object and records.ndim == 1 else ()
+            if not values or not all(isinstance(v, bytes) for v in values):
                 return None
-            records = Packed.of_bytes(records.tolist())
+            records = Packed.of_bytes(values)
         out = example_wire.dense_records(records.data, records.starts, records.ends, self.spec)
         if out is None:
             return None
