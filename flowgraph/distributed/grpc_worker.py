@@ -151,18 +151,27 @@ def run_graph_call(worker):
 
 
 def _run_graph(worker):
-    """RunGraph, cancelled when its caller cancels the RPC or goes away."""
+    """RunGraph, cancelled when its caller cancels the RPC or goes away while it runs. Not
+    once it has returned: the call's end comes after that too, and a partial run's step
+    outlives its first call (cancelling it then failed every partial run across tasks)."""
 
     def impl(request, context):
         call_opts = CallOptions()
-        context.add_callback(
-            lambda: call_opts.start_cancel(
-                errors.CancelledError(None, None, "RunGraph was cancelled by its caller")
+        running = [True]
+
+        def cancel() -> None:
+            if running[0]:
+                error = errors.CancelledError(None, None, "RunGraph was cancelled by its caller")
+                call_opts.start_cancel(error)
+
+        context.add_callback(cancel)
+        try:
+            response = worker.run_graph(
+                grpc_service.from_wire(m.RunGraphRequest, request), call_opts
             )
-        )
-        return worker.run_graph(
-            grpc_service.from_wire(m.RunGraphRequest, request), call_opts
-        ).to_proto()
+        finally:
+            running[0] = False
+        return response.to_proto()
 
     return impl
 

@@ -16,7 +16,7 @@ import threading
 
 from flowgraph.core import errors
 from flowgraph.distributed import messages as m
-from flowgraph.distributed.master_session import MasterSession, StepPlan
+from flowgraph.distributed.master_session import RUN_GRAPH_MARGIN_MS, MasterSession, StepPlan
 from flowgraph.distributed.worker_cache import CallOptions
 from flowgraph.runtime.partial_execution import Signature
 
@@ -25,7 +25,7 @@ class _PartialRun:
     """A partial run's bookkeeping on the master: which feeds and fetches are still owed
     (each may be given once) and the step's id and cancellation."""
 
-    def __init__(self, plan: StepPlan, sig: Signature, step_id: int):
+    def __init__(self, plan: StepPlan, sig: Signature, step_id: int, timeout_ms: int = 0):
         self.plan = plan
         self.step_id = step_id
         self.feed_keys = dict(zip(sig.feeds, plan.feed_keys))
@@ -33,7 +33,8 @@ class _PartialRun:
         self.fed: set[str] = set()
         self.fetched: set[str] = set()
         self.started = False
-        self.call_opts = CallOptions()
+        # a call's RPCs wait a margin longer than the workers' deadline of its waits
+        self.call_opts = CallOptions(timeout_ms + RUN_GRAPH_MARGIN_MS if timeout_ms > 0 else 0)
         self.lock = threading.Lock()  # one partial_run call of this step at a time
 
     def claim(self, feeds, fetches) -> None:
@@ -171,7 +172,8 @@ class Master:
             raise RuntimeError("Attempted to use a closed Session.")
         sig = Signature(tuple(req.feed), tuple(req.fetch), tuple(req.target))
         plan = session.plan(sig, partial=True)
-        state = _PartialRun(plan, sig, session.next_step_id())
+        timeout = session.config.operation_timeout_in_ms
+        state = _PartialRun(plan, sig, session.next_step_id(), timeout)
         handle = f"partial_run_{state.step_id}"
         with self._lock:
             self._partial[handle] = (session, state)
@@ -189,12 +191,14 @@ class Master:
         feeds = [name for name, _ in req.feed]
         with state.lock:
             state.claim(feeds, req.fetch)
+            failed = True
             try:
                 values = session.partial_run(
                     state, feeds, [v for _, v in req.feed], list(req.fetch)
                 )
+                failed = False
             finally:
-                if state.finished():
+                if failed or state.finished():  # (a failed call ended the step: it is over)
                     with self._lock:
                         self._partial.pop(handle, None)
                     session.end_step(state.step_id)

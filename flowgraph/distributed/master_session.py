@@ -458,7 +458,9 @@ class MasterSession(TaskFailures):
     # -- partial runs ------------------------------------------------------------------------
     def partial_run(self, state, feeds, feed_values, fetches) -> list:
         """Feeds some of a partial run's feeds, returns some of its fetches (master.py checks
-        that each is given once). The first call starts the step on every worker."""
+        that each is given once). The first call starts the step on every worker. Each call's
+        waits are bounded by the session's operation_timeout_in_ms, as TF bounds PRun's (not
+        the time between calls, which is the client's)."""
         plan = state.plan
         if not plan.calls:  # nothing to run: every fetch was pruned away (none were asked)
             return []
@@ -472,7 +474,7 @@ class MasterSession(TaskFailures):
         futures = []
         if others:
             for call in others:
-                req = self._request(call, state.step_id, [], None, 0, (True, last))
+                req = self._request(call, state.step_id, [], None, self._timeout, (True, last))
                 futures.append(
                     self._submit(call.worker.run_graph, req, state.call_opts, [state.call_opts])
                 )
@@ -484,6 +486,7 @@ class MasterSession(TaskFailures):
             recv_key=recv_keys,
             is_partial=True,
             is_last_partial_run=last,
+            timeout_in_ms=self._timeout,  # bounds this call's waits (worker._run_partial)
         )
         try:
             resp = client.worker.run_graph(req, state.call_opts)

@@ -321,9 +321,11 @@ class Worker:
             ).start()
         for key, value in req.send:
             step.rendezvous.send(key, value)
-        recv = [(key, _partial_fetch(state, key)) for key in req.recv_key]
+        timeout = req.timeout_in_ms / 1000 if req.timeout_in_ms > 0 else None
+        recv = [(key, _partial_fetch(state, key, timeout)) for key in req.recv_key]
         if req.is_last_partial_run:
-            state.done.wait()
+            if not state.done.wait(timeout):
+                _partial_timed_out(state, "the partial run's last call waited for its ops")
             with self._lock:
                 self._partial.pop(req.step_id, None)
             if state.error is not None:
@@ -434,9 +436,13 @@ def _fetched(rendezvous, key: str):
     return value
 
 
-def _partial_fetch(state: _PartialStep, key: str):
+def _partial_fetch(state: _PartialStep, key: str, timeout: float | None):
+    """The value of fetch `key` of a partial run's call, waited for at most `timeout` seconds
+    (its session's operation_timeout_in_ms, as TF bounds each PRun's waits)."""
     try:
-        value, is_dead = state.step.rendezvous.recv(key)
+        value, is_dead = state.step.rendezvous.recv(key, timeout)
+    except errors.DeadlineExceededError:
+        _partial_timed_out(state, f"fetch '{_tensor(key)}' was not produced")
     except errors.OpError:
         state.done.wait()
         if state.error is not None:
@@ -445,6 +451,20 @@ def _partial_fetch(state: _PartialStep, key: str):
     if is_dead:
         raise _dead(key)
     return value
+
+
+def _partial_timed_out(state: _PartialStep, what: str):
+    """Cancels a partial run's step whose call passed its deadline, and raises the deadline's
+    error once its executors have ended (a cancelled step ends at once)."""
+    error = errors.DeadlineExceededError(
+        None,
+        None,
+        f"Timed out in a partial run: {what} within the session's operation_timeout_in_ms; "
+        "the partial run was cancelled",
+    )
+    state.step.cancel(error)
+    state.done.wait()
+    raise error
 
 
 def _dead(key: str) -> errors.OpError:
