@@ -75,7 +75,11 @@ class Schedule:
         # a call may wait for other nodes of its step, so it always goes to the pool.
         calls = any(item.kind == EXPENSIVE and item.step_arg for item in plan.items)
         self.overlap = OverlapChoice() if self.expensive and not calls else None
-        code = StepCode(plan, root, _receive if plan.has_control_flow else _start)
+        if plan.has_control_flow:
+            start = _receive
+        else:
+            start = _Start(_last_async(plan, root.order))
+        code = StepCode(plan, root, start)
         self.run_step, self.line_nodes, self.loc = code.run, code.line_nodes, code.loc
         self.direct, self.index = code.direct, code.index
         self.code = self.run_step.__code__
@@ -209,18 +213,49 @@ class _Waiting(Exception):  # not an error: the step goes on in the dispatch loo
         self.done = done
 
 
-def _start(compute, nid, step, *args):
+def _last_async(plan: ExecutorPlan, order: list[int]) -> frozenset:
+    """The async nodes after which the schedule runs only nodes downstream of them: while one
+    of these waits, the dispatch loop would have nothing else to run."""
+    out = []
+    for pos, nid in enumerate(order):
+        if plan.items[nid].kind != ASYNC:
+            continue
+        below, todo = {nid}, [nid]
+        while todo:
+            for dst in plan.items[todo.pop()].out_edges:
+                if dst not in below:
+                    below.add(dst)
+                    todo.append(dst)
+        if all(later in below for later in order[pos + 1 :]):
+            out.append(nid)
+    return frozenset(out)
+
+
+class _Start:
     """Calls an async kernel of a plan without control flow: its outputs when it finishes
-    within its call (a feed or a queue element was there), else _Waiting."""
-    done = _Continuation(nid)
-    compute(step, done, *args)
-    done.thread = 0  # from now on, a call of done() is a completion
-    if done.result is None:
-        raise _Waiting(done)
-    result, error = done.result
-    if error is not None:
-        raise error
-    return result
+    within its call (a feed or a queue element was there), else _Waiting; a kernel of
+    `in_place` is waited for here instead (the step's deadline and cancellation end the wait
+    as they end the dispatch loop's): nothing else could run meanwhile, and a queue runner's
+    enqueue that waits for room each step (bench I2) skips the hand-off and the loop."""
+
+    __slots__ = ("in_place",)
+
+    def __init__(self, in_place: frozenset):
+        self.in_place = in_place
+
+    def __call__(self, compute, nid, step, *args):
+        done = _Continuation(nid)
+        compute(step, done, *args)
+        done.thread = 0  # from now on, a call of done() is a completion
+        if done.result is not None:
+            result, error = done.result
+        elif nid in self.in_place:
+            result, error = step.wait(done.completions)[2:4]
+        else:
+            raise _Waiting(done)
+        if error is not None:
+            raise error
+        return result
 
 
 class _Continuation:

@@ -13,6 +13,7 @@ import pytest
 import flowgraph as tf
 from flowgraph.core import errors
 from flowgraph.runtime import executor
+from flowgraph.runtime import step as step_module
 from flowgraph.runtime.schedule import Schedule
 from tests.helpers import HANG_S, in_thread
 
@@ -37,6 +38,20 @@ def handed_off(monkeypatch):
     monkeypatch.setattr(executor, "_resume", on_resume)
     monkeypatch.setattr(Schedule, "run", on_run)
     event.counts = counts
+    return event
+
+
+@pytest.fixture
+def waits(monkeypatch):
+    """An Event set when a step waits for a completion (on the loop or in place)."""
+    event = threading.Event()
+    wait = step_module.Step.wait
+
+    def on_wait(self, completions):
+        event.set()
+        return wait(self, completions)
+
+    monkeypatch.setattr(step_module.Step, "wait", on_wait)
     return event
 
 
@@ -83,7 +98,9 @@ def test_the_loop_runs_a_later_kernel_that_unblocks_the_waiting_one(handed_off):
     assert handed_off.counts == {"schedule": 1, "hand_off": 1}
 
 
-def test_a_full_queue_enqueue_waits_for_a_dequeue(handed_off):
+def test_a_full_queue_enqueue_waits_in_place_for_a_dequeue(handed_off, waits):
+    """The enqueue is the step's last node: nothing could run while it waits, so the schedule
+    waits for it itself, without handing the step to the loop."""
     g = tf.Graph()
     with g.as_default():
         q = tf.FIFOQueue(1, tf.float32, shapes=[[]])
@@ -92,10 +109,37 @@ def test_a_full_queue_enqueue_waits_for_a_dequeue(handed_off):
     with tf.Session(graph=g) as sess:
         sess.run(enqueue)
         join = in_thread(lambda: sess.run(enqueue))
-        assert handed_off.wait(HANG_S)
+        assert waits.wait(HANG_S)
         assert sess.run(dequeue) == 1.0
         join()
         assert sess.run(q.size()) == 1
+    assert handed_off.counts["hand_off"] == 0
+
+
+@pytest.mark.parametrize("how", ["cancel_pending", "session_close", "deadline"])
+def test_cancelling_or_a_deadline_ends_an_in_place_wait(handed_off, waits, how):
+    g = tf.Graph()
+    with g.as_default():
+        q = tf.FIFOQueue(1, tf.float32, shapes=[[]])
+        enqueue = q.enqueue([tf.constant(1.0)])
+        close = q.close(cancel_pending_enqueues=True)
+    sess = tf.Session(graph=g)
+    sess.run(enqueue)
+    if how == "deadline":
+        with pytest.raises(errors.DeadlineExceededError):
+            sess.run(enqueue, options=tf.RunOptions(timeout_in_ms=50))
+        sess.close()
+        return
+    join = in_thread(lambda: sess.run(enqueue))
+    assert waits.wait(HANG_S)
+    if how == "session_close":
+        sess.close()
+    else:
+        sess.run(close)
+        sess.close()
+    with pytest.raises(errors.CancelledError):
+        join()
+    assert handed_off.counts["hand_off"] == 0
 
 
 @pytest.mark.parametrize("how", ["close", "cancel_pending", "session_close"])
@@ -158,7 +202,7 @@ def test_an_async_kernel_error_reads_as_on_the_loop(monkeypatch, schedule):
     assert "[2]" in info.value.message and "[3]" in info.value.message
 
 
-def test_a_reader_read_runs_on_the_schedule(handed_off, tmp_path):
+def test_a_reader_read_runs_on_the_schedule(handed_off, waits, tmp_path):
     path = str(tmp_path / "lines.txt")
     with open(path, "w") as f:
         f.write("one\ntwo\n")
@@ -171,7 +215,7 @@ def test_a_reader_read_runs_on_the_schedule(handed_off, tmp_path):
         sess.run(add)
         assert [sess.run(line) for _ in range(2)] == [b"one", b"two"]
         join = in_thread(lambda: sess.run(line))  # the file is done: it waits for work
-        assert handed_off.wait(HANG_S)
+        assert waits.wait(HANG_S)  # in place: only its fetch comes after the read
         sess.run(add)
         assert join() == b"one"
-    assert handed_off.counts["hand_off"] == 1
+    assert handed_off.counts["hand_off"] == 0

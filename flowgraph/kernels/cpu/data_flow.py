@@ -107,8 +107,10 @@ def _outputs(values: list):
 @register_kernel("QueueDequeue", async_=True)
 @register_kernel("QueueDequeueV2", async_=True)
 def dequeue(ctx, step, done, q):
-    _check_timeout(ctx)
-    _check_types(ctx, q, ctx.output_types)
+    if ctx.state is not q:  # the op's checks against this queue: once per queue
+        _check_timeout(ctx)
+        _check_types(ctx, q, ctx.output_types)
+        ctx.state = q
 
     def on_done(pieces=None, error=None):
         if error is not None:
@@ -121,14 +123,16 @@ def dequeue(ctx, step, done, q):
 
 def _dequeue_many_kernel(allow_small: bool):
     def dequeue_many(ctx, step, done, q, n):
-        _check_timeout(ctx)
-        _check_types(ctx, q, ctx.output_types)
+        if ctx.state is not q:  # the op's checks against this queue: once per queue
+            _check_timeout(ctx)
+            _check_types(ctx, q, ctx.output_types)
+            q.check_batchable(ctx.op_type)
+            ctx.state = q
         n = int(n)
         if n < 0:
             raise errors.InvalidArgumentError(
                 None, None, f"Request failed because n was negative: {n}"
             )
-        q.check_batchable(ctx.op_type)
 
         def on_done(pieces=None, error=None):
             if error is not None:

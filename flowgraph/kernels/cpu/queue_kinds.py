@@ -128,6 +128,13 @@ class RandomShuffleQueue(QueueBase):
     def _put(self, batch, lo, hi):
         self._slots.append(batch, lo, hi)
 
+    def batch(self, pieces):
+        """A dequeue_many served at once took one piece, gathered from the slots into new
+        arrays (_ArraySlots.remove): its components are the batch, not copied again."""
+        if len(pieces) == 1 and isinstance(self._slots, _ArraySlots):
+            return list(pieces[0])
+        return super().batch(pieces)
+
     def _poppable(self):
         n = self._slots.n
         return n if self.closed else max(0, n - self.min_after_dequeue)
