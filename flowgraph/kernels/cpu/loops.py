@@ -39,6 +39,7 @@ here too.
 
 from __future__ import annotations
 
+import sys
 import threading
 
 import numpy as np
@@ -87,6 +88,20 @@ def _adam(var, m, v, g, coefficients, nesterov):
         var[i] = var[i] - alpha * (num / (np.sqrt(vi) + eps))
 
 
+def _exp_row(row, out):
+    """out = exp(row - max(row)); returns (max(row), the sum of out in float64): the softmax
+    of one row of logits before its division, as TF's cross-entropy kernels compute it."""
+    top = row[0]
+    for j in range(1, row.size):
+        top = max(top, row[j])
+    total = 0.0
+    for j in range(row.size):
+        e = np.exp(row[j] - top)
+        out[j] = e
+        total += e
+    return top, total
+
+
 def _sparse_xent(logits, labels, loss, backprop):
     """Per row r: loss[r] = log(sum(exp(z))) - z[labels[r]] and backprop[r] = softmax(z) minus
     the label's one-hot, with z = logits[r] - max(logits[r]) (TF's formulas); the sum in
@@ -97,14 +112,7 @@ def _sparse_xent(logits, labels, loss, backprop):
             return r
     for r in range(logits.shape[0]):
         row, grad = logits[r], backprop[r]
-        top = row[0]
-        for j in range(1, classes):
-            top = max(top, row[j])
-        total = 0.0
-        for j in range(classes):
-            e = np.exp(row[j] - top)
-            grad[j] = e
-            total += e
+        top, total = _exp_row(row, grad)
         label = labels[r]
         loss[r] = np.log(total) - (row[label] - top)
         for j in range(classes):
@@ -120,14 +128,7 @@ def _xent(logits, labels, loss, backprop):
     classes = logits.shape[1]
     for r in range(logits.shape[0]):
         row, lab, grad = logits[r], labels[r], backprop[r]
-        top = row[0]
-        for j in range(1, classes):
-            top = max(top, row[j])
-        total = 0.0
-        for j in range(classes):
-            e = np.exp(row[j] - top)
-            grad[j] = e
-            total += e
+        top, total = _exp_row(row, grad)
         log_total = np.log(total)
         acc = 0.0
         for j in range(classes):
@@ -345,6 +346,7 @@ _FUNCTIONS = {
 
 # Helpers the loops call, by module: compiled (and inlined into their callers) before any loop.
 _HELPERS = [
+    (sys.modules[__name__], ["_exp_row"]),
     (philox_loops, philox_loops.HELPERS),
     (pooling_loops, pooling_loops.HELPERS),
     (winograd_loops, winograd_loops.HELPERS),
