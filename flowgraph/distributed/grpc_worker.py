@@ -256,8 +256,9 @@ class RemoteWorker:
     def delete_worker_session(self, req):
         return self._send("DeleteWorkerSession", req)
 
-    def register_graph(self, req):
-        return self._call("RegisterGraph", req)
+    def register_graph(self, req, timeout: float | None = None):
+        """`timeout`: the deadline of the step that registers it (else a control RPC's)."""
+        return self._call("RegisterGraph", req, timeout or grpc_service.CONTROL_TIMEOUT_S)
 
     def deregister_graph(self, req):
         return self._send("DeregisterGraph", req)

@@ -70,9 +70,12 @@ class StepPlan:
     (`tasks`), until one of them restarts (MasterSession.observe drops the plan then).
     `fetch_slots[i]` is (call index, position in its RunGraphResponse.recv) of fetch i. With
     `partial`, every feed and fetch stays on the client device (a partial run feeds and
-    fetches through one worker, call by call)."""
+    fetches through one worker, call by call). `timeout_ms` (> 0) bounds the registrations,
+    made for the step that needs the plan."""
 
-    def __init__(self, session: MasterSession, sig: Signature, partial: bool = False):
+    def __init__(
+        self, session: MasterSession, sig: Signature, partial: bool = False, timeout_ms: int = 0
+    ):
         client = session.client_device
         nodes = rewrite(session.placed, sig, client.name, client.incarnation)
         keep = frozenset(rt_nodes.parse_input(t)[0] for t in sig.targets)
@@ -110,7 +113,8 @@ class StepPlan:
                     graph_def=gd,
                     graph_options=session.config.graph_options,
                     nodes=part,
-                )
+                ),
+                timeout_ms / 1000 if timeout_ms > 0 else None,
             )
             cleanup = any(sends_to_other_task(n, task) for n in part)
             call = _WorkerCall(worker, task, resp.graph_handle, cleanup)
@@ -193,6 +197,7 @@ class MasterSession(TaskFailures):
         self.graph_version = 0
         self._plans: dict[Signature | tuple, StepPlan] = {}  # (sig, True): a partial run's
         self._restarts: dict[str, errors.OpError] = {}  # task -> restart not yet reported
+        self._unreachable: dict[str, errors.OpError] = {}  # task -> failed check (step_failures)
         self._lock = threading.Lock()
         self._step_ids = itertools.count(int.from_bytes(os.urandom(6), "little") << 8)
         self.running: set[RunningStep] = set()  # cancelled by close and health checks
@@ -300,7 +305,10 @@ class MasterSession(TaskFailures):
                 self._plans.clear()
 
     # -- Run ---------------------------------------------------------------------------------
-    def plan(self, sig: Signature, partial: bool = False) -> StepPlan:
+    def plan(self, sig: Signature, partial: bool = False, timeout_ms: int = 0) -> StepPlan:
+        """The plan of `sig`, made (its graphs registered, within `timeout_ms` if > 0, the
+        step's deadline) the first time. A registration that fails because a task restarted
+        reports the restart; one a health check ended reports the check's verdict."""
         key = (sig, True) if partial else sig
         plan = self._plans.get(key)
         if plan is None:
@@ -308,9 +316,14 @@ class MasterSession(TaskFailures):
                 with self._lock:
                     plan = self._plans.get(key)
                     if plan is None:
-                        plan = self._plans[key] = StepPlan(self, sig, partial)
+                        plan = self._plans[key] = StepPlan(self, sig, partial, timeout_ms)
             except errors.AbortedError as e:  # a task does not know this session: restarted?
                 error = self._restart_error(self.tasks, e)
+                if error is e:
+                    raise
+                raise error from e
+            except errors.OpError as e:  # a hung task's calls were ended (health.py)?
+                error = self._verdict(e)
                 if error is e:
                     raise
                 raise error from e
@@ -322,13 +335,13 @@ class MasterSession(TaskFailures):
         """Runs one step: (fetched values in `sig.fetches` order, RunMetadata or None)."""
         if self.closed:
             raise RuntimeError("Attempted to use a closed Session.")
-        plan = self.plan(sig)
-        step_id = next(self._step_ids)
         if options is None:
             timeout, traced = self._timeout, False
         else:
             timeout = options.timeout_in_ms or self._timeout
             traced = options.trace_level > 0
+        plan = self.plan(sig, timeout_ms=timeout)
+        step_id = next(self._step_ids)
         learn = self.cost_model is not None and self._measures()
         exec_opts = (
             m.ExecutorOpts(record_timeline=traced, record_costs=learn) if traced or learn else None

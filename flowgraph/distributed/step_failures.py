@@ -44,10 +44,11 @@ class RunningStep:
 
 class TaskFailures:
     """MasterSession's failure handling (a mixin: the session is the one class using it). It
-    uses the session's `_lock` (guarding `devices`, `_plans` and `_restarts`), `tasks`,
-    `running`, `handle`, `local_task`, `create_request`, `worker(task)`, `_drop(sig)`, and
-    for a task back with other devices `nodes`, `placed`, `session_devices` and
-    `_place_all`."""
+    uses the session's `_lock` (guarding `devices`, `_plans` and `_restarts`), `_unreachable`
+    (task -> the last failed health check's error until it answers one; dict operations are
+    atomic), `tasks`, `running`, `handle`, `local_task`, `create_request`, `worker(task)`,
+    `_drop(sig)`, and for a task back with other devices `nodes`, `placed`,
+    `session_devices` and `_place_all`."""
 
     # -- failures ----------------------------------------------------------------------------------
     def observe(self, task: str, attributes) -> None:
@@ -57,6 +58,7 @@ class TaskFailures:
         with other devices, the nodes on devices it lost are placed again. The restart is
         reported once, as AbortedError: to the steps running there, else to the next step
         that runs there, so that a client learns its state there is gone."""
+        self._unreachable.pop(task, None)
         fresh = {a.name: DeviceInfo.from_attributes(a) for a in attributes}
         with self._lock:
             mine = [d for d in self.devices if task_of(d.name) == task]
@@ -117,13 +119,27 @@ class TaskFailures:
 
     def task_unreachable(self, task: str, cause: errors.OpError) -> None:
         """A health check of `task` failed: the steps running there fail with
-        UnavailableError naming it, at once, whatever they wait on."""
+        UnavailableError naming it, at once, whatever they wait on; so does a step whose
+        plan was being registered there (`_verdict`) until the task answers a check again."""
         error = errors.UnavailableError(
             None, None, f"Task {task} is unreachable (health check: {short(cause)})"
         )
+        self._unreachable[task] = error
         for step in self.running.copy():
             if task in step.tasks:
                 step.abort(error)
+
+    def _verdict(self, error: errors.OpError) -> errors.OpError:
+        """The error of a failed registration: a health check's verdict on a task of this
+        session if there is one (its calls were ended because it hung: gRPC then reports
+        CancelledError 'Channel closed'), else `error`."""
+        transport = (errors.CancelledError, errors.UnavailableError, errors.DeadlineExceededError)
+        if not isinstance(error, transport):
+            return error
+        for task, verdict in list(self._unreachable.items()):
+            if task in self.tasks:
+                return verdict
+        return error
 
     def _step_error(self, plan: StepPlan, step: RunningStep, error: errors.OpError):
         """The error a failed step reports: a health check's verdict if one aborted it, else

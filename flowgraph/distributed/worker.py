@@ -163,8 +163,11 @@ class Worker:
         self.end_session_steps(handle, error)
         self.delete_worker_session(m.DeleteWorkerSessionRequest(session_handle=handle))
 
-    def register_graph(self, req: m.RegisterGraphRequest) -> m.RegisterGraphResponse:
-        """Compiles this task's partitions of a signature (every node carries its device)."""
+    def register_graph(
+        self, req: m.RegisterGraphRequest, timeout: float | None = None
+    ) -> m.RegisterGraphResponse:
+        """Compiles this task's partitions of a signature (every node carries its device).
+        `timeout` bounds a remote worker's call; in process nothing waits on a peer."""
         gd = req.graph_def
         if gd is not None:
             self.functions.add(gd.library)

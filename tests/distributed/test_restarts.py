@@ -159,3 +159,32 @@ def test_a_task_back_with_other_devices_is_placed_again():
     finally:
         for server in servers:
             server._server.stop()
+
+
+@pytest.mark.parametrize("period_ms", [-1, 200], ids=["unchecked", "checked"])
+def test_a_restarted_task_that_hangs_fails_the_step_in_bounded_time(grpc_cluster, period_ms):
+    """The ps restarts, the session learns it (AbortedError) and drops its plans, then the ps
+    hangs: the next step registers its graph there again, and that registration no longer
+    waits the 60 s of a control RPC: a health check ends it with UnavailableError naming the
+    ps (before: CancelledError 'Channel closed'), or, unchecked, the step's deadline does."""
+    cluster = grpc_cluster({"ps": 1, "worker": 1})
+    deadline_ms = 2000
+    with tf.Graph().as_default():
+        with tf.device(PS):
+            alone = tf.random_uniform([]) + 1.0
+        with tf.Session(cluster.target("worker", 0), config=_config(period_ms)) as sess:
+            sess.run(alone)
+            cluster.kill("ps", 0)
+            cluster.restart("ps", 0)
+            _restart_reported_once(sess, alone, "/job:ps/replica:0/task:0")
+            cluster.stop("ps", 0)
+            started_at = time.monotonic()
+            if period_ms > 0:
+                with pytest.raises(errors.UnavailableError, match="task:0 is unreachable"):
+                    sess.run(alone)
+                assert time.monotonic() - started_at < FAIL_WITHIN_S
+            else:
+                expected = "RegisterGraph to /job:ps/replica:0/task:0 passed its deadline"
+                with pytest.raises(errors.DeadlineExceededError, match=expected):
+                    sess.run(alone, options=tf.RunOptions(timeout_in_ms=deadline_ms))
+                assert time.monotonic() - started_at < deadline_ms / 1000 + FAIL_WITHIN_S
