@@ -195,20 +195,52 @@ def test_maps_that_do_more_than_parse_run_their_body(tmp_path):
     assert doubled == [[[2 * i * 1000003 for i in range(5 * k, 5 * k + 5)]] for k in (0, 1)]
 
 
-def test_packed_strings_concat_and_arena():
-    from flowgraph.kernels.cpu.dataset_packed import Arena, Packed, concat
+def test_packed_strings_and_concat():
+    from flowgraph.kernels.cpu.dataset_packed import Packed, concat
 
     a = Packed.of_bytes([b"ab", b"", b"cde"])
     view = Packed(np.frombuffer(b"..xy..z", np.uint8), np.array([2, 6]), np.array([4, 7]))
     assert a.strings().tolist() == [b"ab", b"", b"cde"]
     assert concat([a, view]).strings().tolist() == [b"ab", b"", b"cde", b"xy", b"z"]
     assert view.compact().data.tobytes() == b"xyz"
-    arena = Arena()
-    pool = arena.pool(None, [a])
-    kept = pool.take(np.array([2, 0]))
-    pool = arena.pool(kept, [view])
-    assert pool.strings().tolist() == [b"cde", b"ab", b"xy", b"z"]
-    assert concat([pool.take(np.array([3])), a]).strings().tolist() == [b"z", b"ab", b"", b"cde"]
+
+
+def _shuffle_by_list(buffer: list, run: list, size: int, draws) -> tuple:
+    """get_next's moves, draw by draw, on a list: (drawn, kept)."""
+    buffer, run, drawn = list(buffer), list(run), []
+    for j in draws:
+        while len(buffer) < size and run:
+            buffer.append(run.pop(0))
+        drawn.append(buffer[j])
+        buffer[j] = buffer[-1]
+        buffer.pop()
+    return drawn, buffer + run
+
+
+def test_arena_shuffle_equals_the_moves_on_a_list(monkeypatch):
+    """The arena's one-call shuffle (copy in, replay, gather bounds) draws and keeps the
+    records that get_next's moves on a list do, also across compactions into new buffers,
+    and records drawn earlier stay valid."""
+    from flowgraph.kernels.cpu import dataset_packed
+    from flowgraph.kernels.cpu.dataset_packed import Arena, Packed
+
+    monkeypatch.setattr(dataset_packed, "_MIN_ARENA", 64)
+    rng = np.random.default_rng(3)
+    arena, kept, buffer, earlier = Arena(), None, [], []
+    for step in range(60):
+        size = 5
+        run = [bytes(rng.integers(0, 256, rng.integers(0, 9), dtype=np.uint8)) for _ in range(4)]
+        run = run[: rng.integers(0, 5)]
+        packed = Packed.of_bytes(run) if run else None
+        available = len(buffer) + len(run)
+        bounds = [min(size, available - t) for t in range(min(3, available))]
+        draws = np.array([rng.integers(0, b) for b in bounds], np.int64)
+        want_drawn, buffer = _shuffle_by_list(buffer, run, size, draws)
+        picked, kept = arena.shuffle(kept, packed, size, draws)
+        assert picked.strings().tolist() == want_drawn, step
+        assert kept.strings().tolist() == buffer, step
+        earlier.append((picked, want_drawn))
+    assert all(p.strings().tolist() == want for p, want in earlier)
 
 
 def test_records_cut_ahead_serve_elements_and_runs_in_order(tmp_path, small_reads):
@@ -260,3 +292,46 @@ def test_parse_single_example_of_sliced_records_parses_their_columns():
     slow = _outcomes(source.map(_parse_one).map(_same).batch(4))
     assert fast == slow
     assert [y for batch in fast for y in batch[1]] == [i * 1000003 for i in range(10)]
+
+
+def test_one_call_parse_of_several_keys_equals_the_protobuf_parse():
+    """dataset_wire.Layout puts float keys side by side in one array and int64 keys in
+    another; each key's values equal parse_example's (protobuf's) own, and a record that is
+    not the plain case gives None (the body runs)."""
+    from flowgraph.kernels.cpu import example_wire
+    from flowgraph.kernels.cpu.dataset_packed import Packed
+    from flowgraph.kernels.cpu.dataset_wire import Layout
+
+    rng = np.random.default_rng(5)
+    features = {
+        "a": ([2, 3], np.float32),
+        "n": ([2], np.int64),
+        "b": ([1], np.float32),
+        "k": ([], np.int64),
+    }
+    records = []
+    for _ in range(7):
+        ex = tf.train.Example()
+        for key, (shape, dtype) in features.items():
+            size = int(np.prod(shape))
+            if dtype == np.float32:
+                ex.features.feature[key].float_list.value.extend(rng.normal(size=size).tolist())
+            else:
+                values = rng.integers(-(2**62), 2**62, size).tolist()
+                ex.features.feature[key].int64_list.value.extend(values)
+        records.append(ex.SerializeToString())
+    keys = tuple(features)
+    sizes = tuple(int(np.prod(s)) for s, _ in features.values())
+    layout = Layout(example_wire.spec(keys, tuple(d for _, d in features.values()), sizes))
+    packed = Packed.of_bytes(records)
+    got = layout.parse(packed.data, packed.starts, packed.ends)
+    want = tf.Session().run(
+        tf.parse_example(
+            records, {k: tf.FixedLenFeature(s, tf.as_dtype(d)) for k, (s, d) in features.items()}
+        )
+    )
+    for key, values, (shape, dtype) in zip(keys, got, features.values()):
+        assert values.dtype == dtype and values.flags.c_contiguous
+        np.testing.assert_array_equal(values.reshape(7, *shape), want[key])
+    short = Packed.of_bytes(records[:3] + [records[3][:-2]])
+    assert layout.parse(short.data, short.starts, short.ends) is None

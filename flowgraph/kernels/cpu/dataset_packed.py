@@ -18,7 +18,7 @@ import threading
 import numpy as np
 
 _lock = threading.Lock()
-_compiled: list = []
+_compiled: dict = {}
 _MIN_ARENA = 1 << 20  # bytes: an arena this size is compacted every ~50 batches of I2d
 
 
@@ -49,10 +49,6 @@ class Packed:
     def nbytes(self) -> int:
         """The bytes of the strings themselves."""
         return int((self.ends - self.starts).sum())
-
-    def take(self, idx: np.ndarray) -> Packed:
-        """Strings `idx` (an index array), where they lie."""
-        return Packed(self.data, self.starts[idx], self.ends[idx])
 
     def strings(self) -> np.ndarray:
         """The strings as a 1-D object array of bytes (a string column)."""
@@ -95,25 +91,37 @@ class Arena:
         self.data = np.zeros(0, np.uint8)
         self.fill = 0
 
-    def pool(self, kept: Packed | None, runs: list) -> Packed:
-        """`kept` (records in this arena) followed by the records of `runs`, all in it."""
-        need = sum(len(r.data) for r in runs)
-        if self.fill + need > len(self.data):
-            live = kept.compact() if kept is not None else None
-            size = live.nbytes() if live is not None else 0
-            self.data = np.empty(max(2 * (size + need), _MIN_ARENA), np.uint8)
-            self.data[:size] = live.data if live is not None else 0
-            self.fill = size
-            kept = live
-        starts = [] if kept is None else [kept.starts]
-        ends = [] if kept is None else [kept.ends]
-        for r in runs:
-            n = len(r.data)
-            self.data[self.fill : self.fill + n] = r.data
-            starts.append(r.starts + self.fill)
-            ends.append(r.ends + self.fill)
-            self.fill += n
-        return Packed(self.data, np.concatenate(starts), np.concatenate(ends))
+    def shuffle(self, kept: Packed | None, run: Packed | None, size: int, draws) -> tuple:
+        """A shuffle buffer's moves (dataset_shuffle.py) for `draws` with the records of `run`
+        appended to those of `kept` as the buffer takes them: (the records drawn, the records
+        kept), both in this arena. One nogil call copies the run in, replays the moves on
+        record numbers and gathers the bounds of both, where appending the run, the replay
+        and gathering the bounds took some twenty NumPy calls with the GIL held."""
+        empty = np.empty(0, np.int64)
+        kept = self._room(kept, 0 if run is None else len(run.data))
+        k_starts, k_ends = (empty, empty) if kept is None else (kept.starts, kept.ends)
+        if run is None:
+            run = Packed(np.empty(0, np.uint8), empty, empty)
+        picked = np.empty((2, len(draws)), np.int64)
+        out = np.empty((2, len(k_starts) + len(run)), np.int64)
+        m = _kernel("shuffle")(
+            self.data, self.fill, k_starts, k_ends, run.data, run.starts, run.ends, size,
+            draws, picked, out,
+        )  # fmt: skip
+        self.fill += len(run.data)
+        return Packed(self.data, picked[0], picked[1]), Packed(self.data, out[0, :m], out[1, :m])
+
+    def _room(self, kept: Packed | None, need: int) -> Packed | None:
+        """Makes room for `need` more bytes: when they do not fit, the live records (`kept`)
+        move to a new buffer at least twice their size with the bytes; returns them."""
+        if self.fill + need <= len(self.data):
+            return kept
+        live = kept.compact() if kept is not None else None
+        size = live.nbytes() if live is not None else 0
+        self.data = np.empty(max(2 * (size + need), _MIN_ARENA), np.uint8)
+        self.data[:size] = live.data if live is not None else 0
+        self.fill = size
+        return live
 
 
 def _compact(data, starts, ends, out_starts, out_ends):
@@ -133,12 +141,47 @@ def _compact(data, starts, ends, out_starts, out_ends):
     return out
 
 
-def _kernel():
-    """_compact compiled on first use (cached on disk by numba), with the GIL released."""
-    if not _compiled:
+def _shuffle(arena, fill, k_starts, k_ends, data, starts, ends, size, draws, picked, out):
+    """Copies data into arena[fill:], then replays a shuffle buffer's moves for `draws` on
+    record numbers (loops' shuffle_replay: the kept records', then the run's) and writes the
+    bounds of the records drawn into picked[0], picked[1], and of those kept after them
+    into out[0, :m], out[1, :m]; returns m."""
+    arena[fill : fill + data.size] = data
+    length = k_starts.size
+    numbers = np.empty(draws.size, np.intp)
+    kept = np.empty(length + starts.size, np.intp)
+    m = _replay(length, size, starts.size, draws, numbers, kept)
+    for t in range(draws.size):
+        _bounds_of(numbers[t], k_starts, k_ends, starts, ends, fill, picked, t)
+    for t in range(m):
+        _bounds_of(kept[t], k_starts, k_ends, starts, ends, fill, out, t)
+    return m
+
+
+def _bounds_of(i, k_starts, k_ends, starts, ends, fill, out, t):
+    """out[:, t] = the arena bounds of record number i (a kept record's, else the run's)."""
+    if i < k_starts.size:
+        out[0, t], out[1, t] = k_starts[i], k_ends[i]
+    else:
+        out[0, t], out[1, t] = starts[i - k_starts.size] + fill, ends[i - k_starts.size] + fill
+
+
+_FUNCTIONS = {"compact": _compact, "shuffle": _shuffle}
+_replay = None  # loops' compiled shuffle_replay, bound before _shuffle compiles
+
+
+def _kernel(name: str = "compact"):
+    """_compact or _shuffle compiled on first use (cached on disk by numba), nogil."""
+    if name not in _compiled:
         with _lock:
-            if not _compiled:
+            if name not in _compiled:
                 import numba
 
-                _compiled.append(numba.njit(nogil=True, cache=True)(_compact))
-    return _compiled[0]
+                from flowgraph.kernels.cpu import loops
+
+                g = globals()
+                g["_replay"] = loops.compiled("shuffle_replay")
+                if not hasattr(g["_bounds_of"], "py_func"):
+                    g["_bounds_of"] = numba.njit(inline="always", cache=True)(_bounds_of)
+                _compiled[name] = numba.njit(nogil=True, cache=True)(_FUNCTIONS[name])
+    return _compiled[name]

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from flowgraph.kernels.cpu import example_wire
 from flowgraph.kernels.cpu.dataset_packed import Packed
+from flowgraph.kernels.cpu.dataset_wire import Layout
 from flowgraph.kernels.cpu.parsing import dense_layout, feature_keys
 
 
@@ -24,11 +24,11 @@ class ParseCall:
     """Parses runs of records for a recognized body: `batched` for ParseExample (the run is
     one batch element), else ParseSingleExample (the run is that many elements)."""
 
-    __slots__ = ("batched", "dims", "order", "spec")
+    __slots__ = ("batched", "dims", "layout", "order")
 
     def __init__(self, batched: bool, spec, dims: tuple, order: list):
         self.batched = batched
-        self.spec = spec
+        self.layout = Layout(spec)
         self.dims = dims
         self.order = order  # the parse output each function result is
 
@@ -40,7 +40,7 @@ class ParseCall:
             if not values or not all(isinstance(v, bytes) for v in values):
                 return None
             records = Packed.of_bytes(values)
-        out = example_wire.dense_records(records.data, records.starts, records.ends, self.spec)
+        out = self.layout.parse(records.data, records.starts, records.ends)
         if out is None:
             return None
         n = len(records)

@@ -20,7 +20,6 @@ from flowgraph.core import errors
 from flowgraph.kernels.base import register_kernel
 from flowgraph.kernels.cpu import dataset_packed, loops
 from flowgraph.kernels.cpu.dataset_base import scalar
-from flowgraph.kernels.cpu.dataset_packed import Packed
 from flowgraph.kernels.cpu.dataset_runs import Run, split
 from flowgraph.kernels.cpu.dataset_transforms import RepeatDataset, Unary, UnaryIterator
 
@@ -103,16 +102,12 @@ class _ShuffleIterator(UnaryIterator):
         length = self._length()
         runs, error = await self._read(self.size - length + n - 1)
         fed = sum(r.n for r in runs)
-        bounds = _bounds(length, self.size, n, fed, error)
-        picked, kept = _replay(length, self.size, fed, self._draw(bounds))
-        packed = self._pool_packed(runs)
-        if packed is not None:
-            self.packed = packed.take(kept)
-            run = Run.of_packed(packed.take(picked)) if len(picked) else None
-            if run is None and error is not None:
-                raise error
-            self._deferred = error
-            return run
+        draws = self._draw(_bounds(length, self.size, n, fed, error))
+        if self._packed_pool(runs):
+            run = dataset_packed.concat([r.packed for r in runs]) if runs else None
+            picked, self.packed = self.arena.shuffle(self.packed, run, self.size, draws)
+            return self._out(Run.of_packed(picked) if len(picked) else None, error)
+        picked, kept = _replay(length, self.size, fed, draws)
         pool = self._pool_columns(runs)
         if pool is not None:
             self.columns = [c[kept] for c in pool]
@@ -121,6 +116,10 @@ class _ShuffleIterator(UnaryIterator):
             elements = self._as_list() + [e for r in runs for e in r.elements]
             self.buffer = [elements[i] for i in kept.tolist()]
             run = Run.of_elements([elements[i] for i in picked.tolist()]) if len(picked) else None
+        return self._out(run, error)
+
+    def _out(self, run: Run | None, error) -> Run | None:
+        """The run drawn; with none, the input's error now, else on the next call."""
         if run is None and error is not None:
             raise error
         self._deferred = error
@@ -178,18 +177,18 @@ class _ShuffleIterator(UnaryIterator):
             return len(self.packed)
         return len(self.columns[0]) if self.columns is not None else len(self.buffer)
 
-    def _pool_packed(self, runs) -> Packed | None:
-        """The buffer followed by the runs, in the arena, when the buffer is packed (or empty)
-        and every run is packed; otherwise None, and a packed buffer becomes columns."""
+    def _packed_pool(self, runs) -> bool:
+        """Whether the buffer stays packed in the arena: it is packed (or empty) and every
+        run is packed; otherwise a packed buffer becomes columns."""
         if all(r.packed is not None for r in runs) and (
             self.packed is not None or (runs and self.columns is None and not self.buffer)
         ):
             if self.arena is None:
                 self.arena = dataset_packed.Arena()
-            return self.arena.pool(self.packed, [r.packed for r in runs])
+            return True
         if self.packed is not None:
             self.columns, self.packed = [self.packed.strings()], None
-        return None
+        return False
 
     def _pool_columns(self, runs) -> list | None:
         """The buffer's columns followed by the runs', when all are columns of one layout;
