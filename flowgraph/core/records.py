@@ -296,15 +296,17 @@ class RecordFile:
     def _more(self, need: int) -> tuple[bytes, int]:
         """The buffer from the next record on, followed by the stream's next bytes: at least
         `need` in all unless the stream ends first."""
-        chunks = [self._buf[self._pos :]]
-        have = len(chunks[0])
+        chunks = [self._buf[self._pos :]] if self._pos < len(self._buf) else []
+        have = len(chunks[0]) if chunks else 0
         while have < need:
             chunk = self._stream.read(max(need - have, _READ_AHEAD))
             if not chunk:
                 break
             chunks.append(chunk)
             have += len(chunk)
-        self._buf, self._pos = b"".join(chunks), 0
+        # a block read after a used-up buffer is kept as it is: no copy with the GIL held
+        one = len(chunks) == 1 and type(chunks[0]) is bytes
+        self._buf, self._pos = chunks[0] if one else b"".join(chunks), 0
         return self._buf, 0
 
     def _loss(self, what: str) -> errors.DataLossError:

@@ -102,7 +102,7 @@ class _ShuffleIterator(UnaryIterator):
         length = self._length()
         runs, error = await self._read(self.size - length + n - 1)
         fed = sum(r.n for r in runs)
-        draws = self._draw(_bounds(length, self.size, n, fed, error))
+        draws = self._draw(length, n, fed, error)
         if self._packed_pool(runs):
             run = dataset_packed.concat([r.packed for r in runs]) if runs else None
             picked, self.packed = self.arena.shuffle(self.packed, run, self.size, draws)
@@ -125,15 +125,17 @@ class _ShuffleIterator(UnaryIterator):
         self._deferred = error
         return run
 
-    def _draw(self, bounds: np.ndarray) -> np.ndarray:
-        """The slots drawn for `bounds` (never increasing), as get_next draws them one by one."""
-        n = len(bounds)
-        if n and bounds[-1] == self.size:
-            return self._reserved(n)
+    def _draw(self, length: int, n: int, fed: int, error) -> np.ndarray:
+        """The slots drawn for the bounds of _bounds(...), as get_next draws them one by one;
+        while every bound is the full buffer's (all but an epoch's last draws), from the
+        reserve without making the bounds."""
+        k = _draws(length, self.size, n, fed, error)
+        if k and length + fed - k + 1 >= self.size:
+            return self._reserved(k)
         self._settle()
-        if not n:
+        if not k:
             return np.empty(0, np.int64)
-        return self.rng.integers(0, bounds)
+        return self.rng.integers(0, _bounds(length, self.size, n, fed, error))
 
     def _reserved(self, n: int) -> np.ndarray:
         """The next `n` draws of the full buffer's bound from `reserve`, drawn _RESERVE at a
@@ -225,9 +227,14 @@ def _bounds(length: int, size: int, n: int, fed: int, error) -> np.ndarray:
     none from the draw whose refill meets `error`. Refills top the buffer up while input is
     left, so before draw t it holds min(size, length + fed - t) elements; a refill meets the
     error at the first draw where that is below `size`."""
+    k = _draws(length, size, n, fed, error)
+    return np.minimum(size, length + fed - np.arange(k, dtype=np.int64))
+
+
+def _draws(length: int, size: int, n: int, fed: int, error) -> int:
+    """How many draws _bounds makes."""
     available = length + fed
-    k = min(n, available if error is None else max(0, available - size + 1))
-    return np.minimum(size, available - np.arange(k, dtype=np.int64))
+    return min(n, available if error is None else max(0, available - size + 1))
 
 
 def _replay(length: int, size: int, fed: int, draws: np.ndarray) -> tuple:
