@@ -233,9 +233,14 @@ class RecordFile:
         DataLossError on a bad CRC or a cut, the records before it read."""
         offsets: list[int] = []
         out: list[bytes] = []
-        for buf, starts, lengths, offs in self.read_chunks(n):
-            offsets.extend(offs.tolist())
-            out.extend([buf[s : s + m] for s, m in zip(starts.tolist(), lengths.tolist())])
+        for got in self._records(n):
+            if type(got) is Chunk:
+                buf, starts, lengths, offs = got
+                offsets.extend(offs.tolist())
+                out.extend([buf[s : s + m] for s, m in zip(starts.tolist(), lengths.tolist())])
+            else:
+                offsets.append(got[0])
+                out.append(got[1])
         return offsets, out
 
     def read_chunks(self, n: int) -> list[Chunk]:
@@ -244,24 +249,14 @@ class RecordFile:
         DataLossError on a bad CRC or a cut, the records before it read."""
         chunks: list[Chunk] = []
         singles: list[tuple[int, bytes]] = []  # records read one by one, joined into a Chunk
-        got = 0
-        while got < n:
-            cut = self._cut(n - got) if n - got >= _MIN_CUT else None
-            if cut is None and n - got >= _MIN_CUT and self._refill():
-                cut = self._cut(n - got)  # the next record was cut by the buffer's end
-            if cut is not None:
-                if singles:
-                    chunks.append(_joined(singles))
-                    singles = []
-                chunks.append(cut)
-                got += len(cut.starts)
+        for got in self._records(n):
+            if type(got) is not Chunk:
+                singles.append(got)
                 continue
-            offset = self.offset  # no whole record in the buffer: read() refills it
-            data = self.read()
-            if data is None:
-                break
-            singles.append((offset, data))
-            got += 1
+            if singles:
+                chunks.append(_joined(singles))
+                singles = []
+            chunks.append(got)
         if singles:
             chunks.append(_joined(singles))
         return chunks
@@ -271,6 +266,26 @@ class RecordFile:
         records lying whole in the buffer, or None; then read_chunks(1) refills the buffer or
         raises for the next record."""
         return self._cut(n)
+
+    def _records(self, n: int) -> Iterator:
+        """Yields up to `n` next records: Chunks of those cut from the buffer, (offset, data)
+        of those read one by one (a few, or one that the buffer holds only in part)."""
+        left = n
+        while left:
+            if left >= _MIN_CUT:
+                cut = self._cut(left)
+                if cut is None and self._refill():
+                    cut = self._cut(left)  # the next record was cut by the buffer's end
+                if cut is not None:
+                    left -= len(cut.starts)
+                    yield cut
+                    continue
+            offset = self.offset  # no whole record in the buffer: read() refills it
+            data = self.read()
+            if data is None:
+                return
+            left -= 1
+            yield offset, data
 
     def _cut(self, n: int) -> Chunk | None:
         """Up to `n` records that lie whole in the buffer, as far as their CRCs hold (read()

@@ -49,7 +49,8 @@ def _outputs(pieces: list, up_to: bool, chunks: bool):
 
 
 def _chunks(values: list) -> list:
-    """Records read as bytes objects as the records.Chunks of a chunked read (one)."""
+    """Records read as bytes objects as the records.Chunks of a chunked read (one; its
+    offsets are 0: a chunked read makes no keys)."""
     if not values:
         return []
     lengths = np.fromiter(map(len, values), np.int64, len(values))
