@@ -22,6 +22,7 @@ from __future__ import annotations
 from flowgraph.core import dtypes
 from flowgraph.core.device_spec import parse
 from flowgraph.runtime.nodes import Node, make_node
+from flowgraph.runtime.passes import rules
 
 FUSED_OP = "_ReaderReadUpToParseExample"
 _TYPES = frozenset({dtypes.float32, dtypes.int64})
@@ -38,20 +39,11 @@ def fuse_read_parse(nodes: list[Node], keep: frozenset) -> list[Node]:
 
 def _pairs(nodes: list[Node], keep: frozenset) -> dict[str, Node]:
     """ParseExample's name -> the ReaderReadUpToV2 whose records it alone reads."""
-    readers: dict[str, list[tuple[Node, int]]] = {}
-    control_read: set[str] = set()
-    for n in nodes:
-        for src, port in n.inputs:
-            readers.setdefault(src, []).append((n, port))
-        control_read.update(n.control)
-    reads = {n.name: n for n in nodes if n.op == "ReaderReadUpToV2"}
+    only_reader = rules.only_reader(nodes, keep)
     pairs = {}
-    for read in reads.values():
-        got = readers.get(read.name, [])
-        if len(got) != 1 or read.name in keep or read.name in control_read:
-            continue
-        parse_node, port = got[0]
-        if port != 1 or parse_node.op != "ParseExample" or not _dense_only(parse_node):
+    for read in nodes:
+        parse_node = only_reader(read) if read.op == "ReaderReadUpToV2" else None
+        if parse_node is None or parse_node.op != "ParseExample" or not _dense_only(parse_node):
             continue
         if parse_node.inputs[0] != (read.name, 1) or not _same_cpu(read, parse_node):
             continue

@@ -31,6 +31,7 @@ from __future__ import annotations
 from flowgraph.core import dtypes
 from flowgraph.core.device_spec import parse
 from flowgraph.runtime.nodes import Node, make_node
+from flowgraph.runtime.passes import rules
 
 FUSED_OP = "_FusedConv2D"
 FUSED_POOL_GRAD = "_FusedMaxPoolGrad"
@@ -41,7 +42,7 @@ _CONV_ATTRS = ("T", "strides", "padding", "explicit_paddings", "data_format", "d
 def fuse_conv_epilogues(nodes: list[Node], keep: frozenset) -> list[Node]:
     """`nodes` with each Conv2D -> BiasAdd (-> Relu) chain fused and each MaxPoolGrad ->
     ReluGrad pair (see the module doc)."""
-    only_reader = _only_reader(nodes, keep)
+    only_reader = rules.only_reader(nodes, keep)
     chains = _chains(nodes, only_reader)
     chains.update(_pool_grads(nodes, only_reader))
     if not chains:
@@ -57,25 +58,6 @@ def fuse_conv_epilogues(nodes: list[Node], keep: frozenset) -> list[Node]:
         else:
             out.append(_fused(chain) if chain[0].op == "Conv2D" else _fused_pool_grad(chain))
     return out
-
-
-def _only_reader(nodes: list[Node], keep: frozenset):
-    """only_reader(n): the one node reading `n`'s output by its one data edge, if `n` may
-    disappear (not kept, no control reader); else None."""
-    readers: dict[str, list[tuple[Node, int]]] = {}
-    control_read: set[str] = set()
-    for n in nodes:
-        for src, port in n.inputs:
-            readers.setdefault(src, []).append((n, port))
-        control_read.update(n.control)
-
-    def only_reader(n: Node) -> Node | None:
-        got = readers.get(n.name, [])
-        if len(got) != 1 or n.name in keep or n.name in control_read:
-            return None
-        return got[0][0]
-
-    return only_reader
 
 
 def _pool_grads(nodes: list[Node], only_reader) -> dict[str, list[Node]]:

@@ -89,3 +89,22 @@ def live(nodes: list[Node], roots: set[str]) -> list[Node]:
         stack.extend(s for s, _ in n.inputs if s not in seen)
         stack.extend(c for c in n.control if c not in seen)
     return [n for n in nodes if n.name in seen]
+
+
+def only_reader(nodes: list[Node], keep: frozenset):
+    """only_reader(n): the one node reading `n`'s output by its one data edge, if `n` may
+    disappear (not kept, no control reader); else None."""
+    readers: dict[str, list[tuple[Node, int]]] = {}
+    control_read: set[str] = set()
+    for n in nodes:
+        for src, port in n.inputs:
+            readers.setdefault(src, []).append((n, port))
+        control_read.update(n.control)
+
+    def only_reader(n: Node) -> Node | None:
+        got = readers.get(n.name, [])
+        if len(got) != 1 or n.name in keep or n.name in control_read:
+            return None
+        return got[0][0]
+
+    return only_reader
