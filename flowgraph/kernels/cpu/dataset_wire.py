@@ -21,7 +21,7 @@ from flowgraph.kernels.cpu import example_wire
 
 _lock = threading.Lock()
 _compiled: dict = {}
-_scan = _varint = None  # example_wire's compiled helpers, bound before _parse_into compiles
+_scan = _int64s = None  # example_wire's compiled helpers, bound before _parse_into compiles
 
 
 def _parse_into(
@@ -43,33 +43,22 @@ def _parse_into(
                     return False
                 floats[r, at : at + width] = buf[s : s + width]
             continue
-        for r in range(starts.size):
-            pos, end = spans[r, k, 0], spans[r, k, 1]
-            j = 0
-            while pos < end:
-                if j == size:
-                    return False
-                value, pos = _varint(buf, pos, end)
-                if pos < 0:
-                    return False
-                ints[r, off + j] = value
-                j += 1
-            if j != size:
-                return False
+        if not _int64s(buf, spans, k, size, ints[:, off : off + size]):
+            return False
     return True
 
 
 def _kernel():
     """_parse_into compiled on first use, nogil (cached on disk by numba), calling
-    example_wire's compiled scan and varint."""
+    example_wire's compiled scan and varint decoding."""
     if not _compiled:
         with _lock:
             if not _compiled:
                 import numba
 
-                scan, _, _ = example_wire._kernels()
+                scan, int64s, _ = example_wire._kernels()
                 g = globals()
-                g["_scan"], g["_varint"] = scan, example_wire._varint
+                g["_scan"], g["_int64s"] = scan, int64s
                 _compiled["parse_into"] = numba.njit(nogil=True, cache=True)(_parse_into)
     return _compiled["parse_into"]
 
