@@ -235,6 +235,8 @@ def test_a_master_runs_graphs_on_a_flowgraph_peer_by_socket(monkeypatch):
                         break
                     except errors.AbortedError:
                         pass
+                else:
+                    pytest.fail("no step ran on the restarted worker within 4 tries")
                 assert "RunGraph" in calls  # the old port refused: by gRPC
                 calls.clear()
                 worker1.get_status()  # (as the health checks do once a second)
