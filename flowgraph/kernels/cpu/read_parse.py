@@ -6,7 +6,7 @@ record, two object arrays, then ParseExample joins the records back into one buf
 it: all of it holding the GIL that the training step on the other core waits for (bench I2).
 Fused, the reader cuts its records in place (records.RecordFile.read_chunks: frames found and
 CRCs checked by one compiled walk) and the dense features are decoded straight from the
-reader's buffer (example_wire.dense_records); no key is made, since nothing reads the keys.
+reader's buffer (dataset_wire.Layout, the parse of tf.data's parse-only maps); no key is made, since nothing reads the keys.
 
 The results are ParseExample's on the records the read gives: the reader's requests, work
 items, counters and errors are the unfused read's (readers.ReaderBase.read with `chunks`), and
@@ -21,7 +21,8 @@ import numpy as np
 
 from flowgraph.core import errors
 from flowgraph.kernels.base import register_kernel
-from flowgraph.kernels.cpu import example_wire, parsing
+from flowgraph.kernels.cpu import parsing
+from flowgraph.kernels.cpu.dataset_wire import Layout
 from flowgraph.kernels.cpu.readers import handle_object
 
 
@@ -47,20 +48,22 @@ def read_up_to_parse_example(ctx, step, done, reader, queue, num_records, names,
 
 
 def _layout(ctx, names, rest: tuple):
-    """parsing.dense_layout of the node's features (None: not the fast path), kept per keys."""
+    """(dataset_wire.Layout, dims) of the node's features (None: not the fast path), kept per
+    keys."""
     a = ctx.attrs
     if a["Nsparse"] or np.size(names):
         return None
     keys = tuple(parsing.feature_keys(rest[: a["Ndense"]]))
     cached = ctx.state  # (keys, layout) of the last step
     if cached is None or cached[0] != keys:
-        cached = ctx.state = keys, parsing.dense_layout((), keys, a["Tdense"], a["dense_shapes"])
+        fast = parsing.dense_layout((), keys, a["Tdense"], a["dense_shapes"])
+        cached = ctx.state = keys, fast and (Layout(fast[0]), fast[1])
     return cached[1]
 
 
 def parse_chunks(attrs: dict, layout, chunks: list, names, rest: tuple) -> tuple:
     """ParseExample's outputs for the records of `chunks` (records.Chunk); `layout` is
-    parsing.dense_layout's, or None where the wire fast path does not apply."""
+    _layout's, or None where the wire fast path does not apply."""
     if layout is not None and chunks:
         out = _dense(chunks, layout[0])
         if out is not None:
@@ -69,12 +72,12 @@ def parse_chunks(attrs: dict, layout, chunks: list, names, rest: tuple) -> tuple
     return parsing.parse_example_batch(attrs, _records(chunks), names, rest)
 
 
-def _dense(chunks: list, sp: example_wire.Spec) -> list | None:
-    """Per key, the [records, size] values of all the chunks' records; None if a record is not
-    the plain case."""
+def _dense(chunks: list, layout: Layout) -> list | None:
+    """Per key, the [records, size] values of all the chunks' records (one compiled call per
+    chunk, as tf.data's parse-only maps); None if a record is not the plain case."""
     parts = []
     for c in chunks:
-        part = example_wire.dense_records(c.buf, c.starts, c.starts + c.lengths, sp)
+        part = layout.parse(np.frombuffer(c.buf, np.uint8), c.starts, c.starts + c.lengths)
         if part is None:
             return None
         parts.append(part)
