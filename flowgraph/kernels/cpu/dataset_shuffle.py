@@ -9,7 +9,7 @@ Generator's draws for an array of bounds equal its draws bound by bound); and re
 moves on element numbers. While the input gives runs of columns of one layout, the buffer is
 kept as columns too, so a batch costs two gathers instead of 64 element tuples made and stacked
 again; while it gives packed runs (a TFRecord source's records, dataset_packed.py), the buffer
-is packed in an arena, and one nogil call (Arena.shuffle) copies a run in, replays the moves
+is packed in an arena: a run is copied in, and one nogil call (Arena.shuffle) replays the moves
 and gathers the bounds of the records drawn and kept.
 """
 
