@@ -112,6 +112,46 @@ def test_random_shuffle_queue_matches_one_at_a_time_draws(shaped):
     assert q.size() == len(left)
 
 
+def test_random_shuffle_byte_moves_keep_every_component_of_mixed_dtypes():
+    """The compiled take moves elements as byte rows of one buffer: components of different
+    widths (an odd-sized int8 in front, an empty one) stay whole and aligned, across growth,
+    and a dequeued batch owns its memory."""
+    kinds = [dtypes.int8, dtypes.float64, dtypes.float32, dtypes.complex128]
+    shapes = [TensorShape([]), TensorShape([3]), TensorShape([0]), TensorShape([2, 2])]
+    q = queue_kinds.RandomShuffleQueue("q", kinds, shapes, 200, 0, 3, 0)
+    ops = [("enqueue", list(range(7))), ("dequeue", 4), ("enqueue", list(range(7, 150)))]
+    ops += [("dequeue", 64), ("enqueue", list(range(150, 190))), ("dequeue", 100)]
+    want, left = _shuffle_model(3, 0, ops, 200)
+    got, kept = [], []
+    for kind, arg in ops:
+        ids = np.array(arg, np.int64)
+        if kind == "enqueue":
+            comps = [
+                (ids % 100).astype(np.int8),
+                np.stack([ids * 0.5, -ids, ids + 0.25], 1),
+                np.zeros((len(ids), 0), np.float32),
+                (ids * (1 + 2j))[:, None, None] * np.ones((2, 2)),
+            ]
+            q.enqueue(None, q.validate(comps, batched=True), lambda *a: None)
+            continue
+        box = []
+        q.dequeue(None, arg, lambda pieces=None, error=None: box.append(pieces))
+        a, b, c, d = q.batch(box[0])
+        for x in (a, b, c, d):
+            assert x.flags.c_contiguous and x.flags.aligned and x.flags.writeable
+        assert (a.dtype, b.shape, c.shape, d.shape) == (np.int8, (arg, 3), (arg, 0), (arg, 2, 2))
+        n = (b[:, 1] * -1).astype(np.int64)
+        assert (
+            (a == n % 100).all()
+            and (b[:, 0] == n * 0.5).all()
+            and (d == n[:, None, None] * (1 + 2j)).all()
+        )
+        b[:] = -7.0  # the batch is the caller's: the queue's elements do not change
+        got.append(n.tolist())
+        kept.append(b)
+    assert got == want and q.size() == len(left)
+
+
 def test_dequeue_up_to_returns_partial_batches_after_close():
     q = tf.FIFOQueue(20, [tf.int32, tf.string], shapes=[[], []])
     n = tf.placeholder(tf.int32, [])

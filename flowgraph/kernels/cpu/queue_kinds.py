@@ -12,6 +12,7 @@ from __future__ import annotations
 import collections
 import heapq
 import itertools
+import math
 
 import numpy as np
 
@@ -105,9 +106,10 @@ class RandomShuffleQueue(QueueBase):
     (until closed), so consecutive dequeues mix elements from far apart in the input.
 
     Each dequeued element is drawn from the slots 0..n-1 and the last slot's element moves into
-    the slot it leaves; a dequeue_many draws all its slots in one compiled loop
-    (loops.shuffle_draw), then takes the elements and fills the holes with one array operation
-    per component."""
+    the slot it leaves. A dequeue_many is one compiled call (loops.shuffle_take) that draws its
+    slots, gathers the elements into the output batch and fills the holes for every component;
+    the uniforms and the scratch of the draws are kept across calls: the trainer's thread runs
+    this every step, and the input threads' Python is what the step pays (bench I2)."""
 
     kind = "RandomShuffleQueue"
 
@@ -118,9 +120,10 @@ class RandomShuffleQueue(QueueBase):
         self._slots = _ArraySlots(self.dtypes, shapes) if shaped else _ListSlots()
         seeded = seed != 0 or seed2 != 0
         self._rng = np.random.default_rng([seed, seed2] if seeded else None)
-        self._block = np.empty(0)  # uniforms in [0, 1), drawn _BLOCK at a time, used in order
+        self._block = np.empty(0)  # uniforms in [0, 1), used in order from _used on
         self._used = 0
-        self._perm = np.arange(0)  # the identity, scratch space of shuffle_draw
+        # The draws' scratch, rows perm (the identity between draws), ids, dst, src.
+        self._scratch = np.zeros((4, 0), np.int64)
 
     def _size(self):
         return self._slots.n
@@ -130,8 +133,8 @@ class RandomShuffleQueue(QueueBase):
 
     def batch(self, pieces):
         """A dequeue_many served at once took one piece, gathered from the slots into new
-        arrays (_ArraySlots.remove): its components are the batch, not copied again."""
-        if len(pieces) == 1 and isinstance(self._slots, _ArraySlots):
+        arrays (_ArraySlots.take): its components are the batch, not copied again."""
+        if len(pieces) == 1 and self._slots.gathers:
             return list(pieces[0])
         return super().batch(pieces)
 
@@ -141,61 +144,112 @@ class RandomShuffleQueue(QueueBase):
 
     def _take(self, k, taken):
         n = self._slots.n
-        if len(self._perm) < n:
-            self._perm = np.arange(max(n, 2 * len(self._perm)))
-        ids, dst, src = (np.empty(k, np.int64) for _ in range(3))
-        moves = loops.compiled("shuffle_draw")(self._uniforms(k), n, self._perm, ids, dst, src)
-        self._slots.remove(ids, dst[:moves], src[:moves], n - k, taken)
+        if self._scratch.shape[1] < n:
+            self._scratch = np.empty((4, max(n, 2 * self._scratch.shape[1])), np.int64)
+            self._scratch[0] = np.arange(self._scratch.shape[1])
+        self._slots.take(self._uniforms(k), n, self._scratch, taken)
 
     def _uniforms(self, k: int) -> np.ndarray:
         """The next `k` uniforms. One Generator call per element costs microseconds, more than
-        the rest of a dequeue: they come in blocks of _BLOCK (same seed, same order)."""
-        parts = []
-        while k:
-            if self._used == len(self._block):
-                self._block, self._used = self._rng.random(_BLOCK)[::-1].copy(), 0
-            m = min(k, len(self._block) - self._used)
-            parts.append(self._block[self._used : self._used + m])
-            self._used += m
-            k -= m
-        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+        the rest of a dequeue: they come in blocks of _BLOCK, each used from its end (the
+        order the seeded tests pin)."""
+        used = self._used
+        if used + k > len(self._block):
+            blocks = [self._block[used:]]
+            have = len(blocks[0])
+            while have < k:
+                blocks.append(self._rng.random(_BLOCK)[::-1])
+                have += _BLOCK
+            self._block, used = np.concatenate(blocks), 0
+        self._used = used + k
+        return self._block[used : used + k]
+
+
+_ALIGN = 64  # byte alignment of each component's slots and of its part of an output batch
+
+
+def _aligned(offset: int) -> int:
+    return -(-offset // _ALIGN) * _ALIGN
 
 
 class _ArraySlots:
     """A RandomShuffleQueue's elements as one array per component (fully defined shapes),
-    grown by doubling; elements 0..n-1 are live."""
+    grown by doubling; elements 0..n-1 are live.
+
+    The arrays are views of one byte buffer, so that loops.shuffle_take moves the elements of
+    every component, whatever its dtype, as rows of bytes in one call; a dequeue's output batch
+    is likewise one byte buffer the outputs view. Strings are objects, not bytes: a queue with
+    a string component keeps separate arrays and moves elements with NumPy (`_bytes` False)."""
+
+    gathers = True  # take's piece is made of new arrays: the batch itself
 
     def __init__(self, dtypes, shapes):
-        self._data = [
-            np.empty((0, *s.as_list()), dtype=d.as_numpy_dtype) for d, s in zip(dtypes, shapes)
-        ]
+        self._dtypes = [np.dtype(d.as_numpy_dtype) for d in dtypes]
+        self._tails = [tuple(s.as_list()) for s in shapes]
+        self._widths = [d.itemsize * math.prod(t) for d, t in zip(self._dtypes, self._tails)]
+        self._bytes = all(d != object for d in self._dtypes)
+        self._data = [np.empty((0, *t), d) for d, t in zip(self._dtypes, self._tails)]
+        self._at: list = [0] * len(self._data)  # where each component's slots start in _buf
+        self._buf = np.empty(0, np.uint8)
+        self._outs: dict = {}  # k -> (layout for shuffle_take, bytes, output shapes and starts)
         self.n = 0
 
     def append(self, batch, lo, hi):
         end = self.n + hi - lo
         if end > len(self._data[0]):
-            size = max(end, 2 * len(self._data[0]), 16)
-            for i, d in enumerate(self._data):
-                grown = np.empty((size, *d.shape[1:]), dtype=d.dtype)
-                grown[: self.n] = d[: self.n]
-                self._data[i] = grown
+            self._grow(max(end, 2 * len(self._data[0]), 16))
+        n = self.n
         for d, c in zip(self._data, batch):
-            d[self.n : end] = c[lo:hi]
+            d[n:end] = c if lo == 0 and hi == len(c) else c[lo:hi]
         self.n = end
 
-    def remove(self, ids, dst, src, n, taken):
-        taken.append(tuple(d[ids] for d in self._data))
-        for d in self._data:
-            if len(dst):
-                d[dst] = d[src]
-            if d.dtype == object:
-                d[n : self.n] = None  # strings dequeued are not kept alive by the queue
-        self.n = n
+    def _grow(self, size: int) -> None:
+        if self._bytes:
+            ends = itertools.accumulate((_aligned(size * w) for w in self._widths), initial=0)
+            self._at = list(ends)
+            self._buf = np.empty(self._at.pop(), np.uint8)
+            self._outs.clear()
+        for i, (d, t, at) in enumerate(zip(self._dtypes, self._tails, self._at)):
+            shape = (size, *t)
+            grown = np.ndarray(shape, d, self._buf, at) if self._bytes else np.empty(shape, d)
+            grown[: self.n] = self._data[i][: self.n]
+            self._data[i] = grown
+
+    def _out(self, k: int) -> tuple:
+        """How a k-element output batch lies in its buffer (made once per k and size)."""
+        out = self._outs.get(k)
+        if out is None:
+            to = list(itertools.accumulate((_aligned(k * w) for w in self._widths), initial=0))
+            layout = np.array(list(zip(self._widths, self._at, to)), np.int64).reshape(-1, 3)
+            views = [((k, *t), d, o) for d, t, o in zip(self._dtypes, self._tails, to)]
+            out = self._outs[k] = (layout, to[-1], views)
+        return out
+
+    def take(self, uniforms, n, scratch, taken: list) -> None:
+        """Draws len(uniforms) elements of the n live ones into `taken`: one piece of them,
+        in draw order."""
+        k = len(uniforms)
+        if self._bytes:
+            layout, size, views = self._out(k)
+            buf = np.empty(size, np.uint8)
+            loops.compiled("shuffle_take")(uniforms, n, scratch, self._buf, buf, layout)
+            taken.append(tuple([np.ndarray(s, d, buf, o) for s, d, o in views]))
+        else:
+            perm, ids, dst, src = scratch
+            moves = loops.compiled("shuffle_draw")(uniforms, n, perm, ids, dst, src)
+            taken.append(tuple(d[ids[:k]] for d in self._data))
+            for d in self._data:
+                d[dst[:moves]] = d[src[:moves]]
+                if d.dtype == object:
+                    d[n - k : n] = None  # strings dequeued are not kept alive by the queue
+        self.n = n - k
 
 
 class _ListSlots:
     """A RandomShuffleQueue's elements as one-element pieces in a list (when the queue has no
     fully defined shapes, elements may differ in shape)."""
+
+    gathers = False
 
     def __init__(self):
         self._items: list = []
@@ -207,12 +261,16 @@ class _ListSlots:
     def append(self, batch, lo, hi):
         self._items.extend(tuple(c[j : j + 1] for c in batch) for j in range(lo, hi))
 
-    def remove(self, ids, dst, src, n, taken):
+    def take(self, uniforms, n, scratch, taken: list) -> None:
+        """Draws len(uniforms) elements into `taken`: one piece each, in draw order."""
+        k = len(uniforms)
+        perm, ids, dst, src = scratch
+        moves = loops.compiled("shuffle_draw")(uniforms, n, perm, ids, dst, src)
         items = self._items
-        taken.extend(items[i] for i in ids.tolist())
-        for d, s in zip(dst.tolist(), src.tolist()):
+        taken.extend(items[i] for i in ids[:k].tolist())
+        for d, s in zip(dst[:moves].tolist(), src[:moves].tolist()):
             items[d] = items[s]
-        del items[n:]
+        del items[n - k :]
 
 
 class PriorityQueue(QueueBase):
