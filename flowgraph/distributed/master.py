@@ -223,12 +223,7 @@ class Master:
 
     def run_callable(self, req: m.RunCallableRequest) -> m.RunCallableResponse:
         session = self._session(req.session_handle)
-        entry = self._callables.get(req.handle)
-        if entry is None or entry[0] is not session:
-            raise errors.InvalidArgumentError(
-                None, None, f"No callable {req.handle} in session {req.session_handle}"
-            )
-        _, sig, options = entry
+        sig, options = self._callable(session, req)
         if len(req.feed) != len(sig.feeds):
             raise errors.InvalidArgumentError(
                 None,
@@ -237,6 +232,26 @@ class Master:
             )
         values, metadata = session.run(sig, list(req.feed), options)
         return m.RunCallableResponse(fetch=values, metadata=metadata)
+
+    def local_run(self, session_handle: str, sig: Signature):
+        """A LocalRun of `sig` (local_run.py): a Session of this process runs its cached
+        signatures through it."""
+        return self._session(session_handle).local_run(sig)
+
+    def local_callable(self, req: m.RunCallableRequest):
+        """A LocalRun of callable `req.handle` with its RunOptions (local_run.py); `req`'s
+        feeds are not used."""
+        session = self._session(req.session_handle)
+        return session.local_run(*self._callable(session, req))
+
+    def _callable(self, session: MasterSession, req) -> tuple:
+        """(signature, RunOptions) of callable `req.handle` of `session`."""
+        entry = self._callables.get(req.handle)
+        if entry is None or entry[0] is not session:
+            raise errors.InvalidArgumentError(
+                None, None, f"No callable {req.handle} in session {req.session_handle}"
+            )
+        return entry[1], entry[2]
 
     def release_callable(self, req: m.ReleaseCallableRequest) -> m.ReleaseCallableResponse:
         with self._lock:

@@ -30,6 +30,7 @@ from flowgraph.core.protos import (
 )
 from flowgraph.distributed import direct_terminals
 from flowgraph.distributed import messages as m
+from flowgraph.distributed.local_run import LocalRun
 from flowgraph.distributed.step_failures import RunningStep, TaskFailures, short
 from flowgraph.distributed.worker import sends_to_other_task
 from flowgraph.distributed.worker_cache import CallOptions, DeviceInfo, signed64, task_of
@@ -196,6 +197,7 @@ class MasterSession(TaskFailures):
         self.placed: dict[str, rt_nodes.Node] = {}  # every node with its stable device
         self.graph_version = 0
         self._plans: dict[Signature | tuple, StepPlan] = {}  # (sig, True): a partial run's
+        self.plans_version = 0  # moves whenever a plan is dropped (a LocalRun binds again)
         self._restarts: dict[str, errors.OpError] = {}  # task -> restart not yet reported
         self._unreachable: dict[str, errors.OpError] = {}  # task -> failed check (step_failures)
         self._lock = threading.Lock()
@@ -250,6 +252,7 @@ class MasterSession(TaskFailures):
                 self._add_library(graph_def.library)
             if changed:
                 self._plans.clear()
+                self.plans_version += 1
             self.graph_version += 1
             return self.graph_version
 
@@ -303,6 +306,7 @@ class MasterSession(TaskFailures):
             if any(n.device != self.placed[name].device for name, n in placed.items()):
                 self.placed = placed
                 self._plans.clear()
+                self.plans_version += 1
 
     # -- Run ---------------------------------------------------------------------------------
     def plan(self, sig: Signature, partial: bool = False, timeout_ms: int = 0) -> StepPlan:
@@ -330,6 +334,17 @@ class MasterSession(TaskFailures):
         if self._restarts:
             self._report_restart(plan.tasks)
         return plan
+
+    def step_timeout_ms(self, options=None) -> int:
+        """A step's deadline in ms (0: none): RunOptions.timeout_in_ms, else the config's."""
+        if options is None:
+            return self._timeout
+        return options.timeout_in_ms or self._timeout
+
+    def local_run(self, sig: Signature, options=None) -> LocalRun:
+        """Runs `sig` in the caller's thread when it is one RunGraph of an in-process worker
+        without peers (local_run.py)."""
+        return LocalRun(self, sig, options)
 
     def run(self, sig: Signature, feed_values, options=None):
         """Runs one step: (fetched values in `sig.fetches` order, RunMetadata or None)."""
@@ -518,6 +533,7 @@ class MasterSession(TaskFailures):
     def _drop(self, sig: Signature) -> None:
         """Forgets the plan of `sig` and deregisters its graphs (needs `_lock`)."""
         plan = self._plans.pop(sig)
+        self.plans_version += 1
         for worker, handle in plan.handles:
             worker.deregister_graph(
                 m.DeregisterGraphRequest(session_handle=self.handle, graph_handle=handle)
@@ -530,6 +546,7 @@ class MasterSession(TaskFailures):
         running = self.running.copy()
         with self._lock:
             plans, self._plans = list(self._plans.values()), {}
+            self.plans_version += 1
         for step in running:  # a step blocked in a kernel (a queue, a Recv) fails, not hangs
             step.abort(error)
         for plan in plans:

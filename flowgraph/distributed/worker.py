@@ -102,6 +102,11 @@ class Worker:
         peers = cache is not None and len(cache.list_workers()) > 1
         self.rendezvous_mgr = RendezvousMgr(self._make_rendezvous if peers else None)
 
+    @property
+    def alone(self) -> bool:
+        """No peers: no step of this worker exchanges tensors with another task."""
+        return self.rendezvous_mgr.local
+
     def _make_rendezvous(self, step_id: int) -> RemoteRendezvous:
         return RemoteRendezvous(step_id, self.task + "/device:", self._worker_cache)
 
@@ -212,7 +217,8 @@ class Worker:
         self.peer_watches.remove_graphs((req.graph_handle,))
         return m.DeregisterGraphResponse()
 
-    def _plans(self, handle: str) -> list[ExecutorPlan]:
+    def plans(self, handle: str) -> list[ExecutorPlan]:
+        """The compiled partitions of graph `handle`; AbortedError if it is not registered."""
         plans = self._graphs.get(handle)
         if plans is None:
             raise errors.AbortedError(
@@ -233,7 +239,7 @@ class Worker:
             raise errors.CancelledError(
                 None, None, f"Step {step_id} was ended by its master before it ran on {self.task}"
             )
-        plans = self._plans(req.graph_handle)
+        plans = self.plans(req.graph_handle)
         if req.is_partial:
             return self._run_partial(req, plans, call_opts)
         if req.graph_handle in self._self_contained:
@@ -266,8 +272,20 @@ class Worker:
             step.end()  # its TensorArrays and stacks go with it
             if call_opts is not None:
                 call_opts.clear_cancel_callback()
-        recv = [(key, _fetched(rendezvous, key)) for key in req.recv_key]
+        recv = [(key, fetched(rendezvous, key)) for key in req.recv_key]
         return m.RunGraphResponse(recv, stats.finish() if traced else None)
+
+    def run_local(self, plans: list[ExecutorPlan], step: Step) -> None:
+        """Runs `step` of a graph of this worker for its in-process master (local_run.py): a
+        step that sends nothing to a peer, its feeds already in its own rendezvous. Listed in
+        `_steps` while it runs, so that closing the worker cancels it."""
+        steps, step_id = self._steps, step.step_id
+        steps[step_id] = step
+        try:
+            self._execute(plans, step)
+        finally:
+            steps.pop(step_id, None)
+            step.end()
 
     def _execute(self, plans: list[ExecutorPlan], step: Step) -> None:
         try:
@@ -426,7 +444,7 @@ def sends_to_other_task(node, task: str) -> bool:
     return task_of(node.attrs["recv_device"]) != task
 
 
-def _fetched(rendezvous, key: str):
+def fetched(rendezvous, key: str):
     """The value the step left under `key`; errors name the fetched tensor."""
     got = rendezvous.try_take(key)
     if got is None:

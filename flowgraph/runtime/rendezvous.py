@@ -76,6 +76,10 @@ class LocalRendezvous:
         with self._lock:
             return self._values.pop(key, None)
 
+    def is_empty(self) -> bool:
+        """Nothing sent and not taken, no receiver waiting, not aborted: as if new."""
+        return not self._values and not self._waiters and self._error is None
+
     def abort(self, error: Exception):
         with self._lock:
             if self._error is None:
@@ -97,6 +101,7 @@ class RendezvousMgr:
     def __init__(self, factory=None):
         self._table: dict[int, LocalRendezvous] = {}
         self._factory = factory
+        self.local = factory is None  # every step's rendezvous is a LocalRendezvous
 
     def find(self, step_id: int) -> LocalRendezvous:
         rendezvous = self._table.get(step_id)

@@ -73,6 +73,19 @@ class Step:
         """Drops the step's per-step resources: called once its kernels on this worker are done."""
         if self._container is not None:
             self._container.cleanup()
+            self._container = None
+
+    def left_clean(self) -> bool:
+        """Whether this ended step left nothing behind: not cancelled, no cancellation
+        callback, function-call value or rendezvous value left, so the next step of the same
+        plan may reuse it with a new id and deadline (local_run.py) instead of making one."""
+        cancellation = self.cancellation
+        return (
+            not cancellation.is_cancelled
+            and not len(cancellation)
+            and not self.resources
+            and self.rendezvous.is_empty()
+        )
 
     @property
     def cancelled(self) -> bool:

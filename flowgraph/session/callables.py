@@ -1,7 +1,9 @@
 """Callables (TF's Session.make_callable over MasterService.MakeCallable/RunCallable/
 ReleaseCallable): the master prunes, places, partitions and registers a callable's signature
 once, and each call is one RunCallable carrying only the feed values in order. The same code
-runs against the local, an in-process and a gRPC master.
+runs against the local, an in-process and a gRPC master; with a master of this process, a
+call whose plan runs on the master's own worker alone skips the requests (a LocalRun:
+distributed/local_run.py).
 
 A callable is released (ReleaseCallable) when the Python object is collected, unless its
 session is closed by then: closing a session drops its callables on the master.
@@ -26,6 +28,12 @@ class MasterCallable:
         req = m.MakeCallableRequest(session._handle, m.CallableOptions.from_proto(options))
         try:
             self.handle = session._master.make_callable(req).handle
+            master = session._inproc_master
+            self._local = (
+                master.local_callable(m.RunCallableRequest(session._handle, self.handle, ()))
+                if master is not None
+                else None
+            )
         except errors.OpError as e:
             raise session._decorate(e) from e.__cause__
         weakref.finalize(self, _release, session, self.handle)
@@ -33,6 +41,14 @@ class MasterCallable:
     def run(self, feed_values: list, run_metadata=None) -> list:
         """The fetched values, in CallableOptions.fetch order."""
         session = self._session
+        local = self._local
+        if local is not None:
+            try:
+                out = local(feed_values)
+            except errors.OpError as e:
+                raise session._decorate(e) from e.__cause__
+            if out is not None:
+                return out
         req = m.RunCallableRequest(session._handle, self.handle, feed_values)
         try:
             resp = session._master.run_callable(req)

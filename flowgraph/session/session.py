@@ -22,9 +22,11 @@ import numpy as np
 from flowgraph.core import errors
 from flowgraph.core.protos import CallableOptions, ConfigProto, GraphDef
 from flowgraph.distributed import local, messages
+from flowgraph.distributed.master import Master
 from flowgraph.framework import default_graph, sparse_tensor
 from flowgraph.framework.indexed_slices import IndexedSlices, IndexedSlicesValue
 from flowgraph.framework.operation import Operation, Tensor
+from flowgraph.runtime.partial_execution import Signature
 from flowgraph.session import callables, default_session, remote
 from flowgraph.session.feeds import expand_sparse_feeds, feed_array, feed_tensor, flatten_feeds
 
@@ -124,6 +126,9 @@ class BaseSession:
         self._config = config if config is not None else ConfigProto()
         self._local = None  # the in-process master and worker of a local Session
         self._master = self._make_master(target, self._config)
+        # a master of this process: cached Runs and callables may skip its requests
+        self._inproc_master = self._master if isinstance(self._master, Master) else None
+        self._runs: dict[tuple, _CachedRun] = {}  # see _cached_run
         self._handle = self._master.create_session(
             messages.CreateSessionRequest(config=self._config)
         ).session_handle
@@ -232,6 +237,10 @@ class BaseSession:
         structure."""
         if self._closed:
             raise RuntimeError("Attempted to use a closed Session.")
+        if options is None and (not feed_dict or type(feed_dict) is dict):
+            cached = self._cached_run(fetches, feed_dict)
+            if cached is not None:
+                return self._run_cached(cached, feed_dict, run_metadata)
         feed_names, feed_values = self._feeds(feed_dict)
         if (
             type(fetches) is Tensor
@@ -245,6 +254,53 @@ class BaseSession:
             feed_names, feed_values, mapper.tensors, mapper.targets, options, run_metadata
         )
         return mapper.build([_fetch_value(v) for v in values])
+
+    def _cached_run(self, fetches, feed_dict) -> _CachedRun | None:
+        """The _CachedRun of these fetches and feed keys, made on their first Run; None when
+        they have none: fetches that are not hashable (a dict, a list of lists), a feed key
+        that is not a feedable Tensor of this graph. The cache holds _RUNS_KEPT entries."""
+        kind = type(fetches)
+        try:
+            key = (kind, tuple(fetches) if kind is list else fetches, *(feed_dict or ()))
+            cached = self._runs.get(key)
+        except TypeError:  # unhashable
+            return None
+        if cached is not None:
+            return cached
+        graph = self._graph
+        feeds = tuple(feed_dict or ())
+        if any(
+            type(t) is not Tensor or t.graph is not graph or not graph.is_feedable(t) for t in feeds
+        ):
+            return None
+        self._extend()
+        cached = _CachedRun(self, fetches, feeds)
+        if len(self._runs) >= _RUNS_KEPT:
+            self._runs.clear()
+        self._runs[key] = cached
+        return cached
+
+    def _run_cached(self, cached: _CachedRun, feed_dict, run_metadata):
+        """Runs a _CachedRun: by its LocalRun when that runs it, else by the master's Run."""
+        values = (
+            [feed_array(t, v) for t, v in zip(cached.feeds, feed_dict.values())]
+            if feed_dict
+            else []
+        )
+        self._extend()
+        local = cached.local
+        out = None
+        if local is not None:
+            try:
+                out = local(values)
+            except errors.OpError as e:
+                raise self._decorate(e) from e.__cause__
+        if out is None:
+            mapper = cached.mapper
+            out = self._do_run(
+                cached.sig.feeds, values, mapper.tensors, mapper.targets, None, run_metadata
+            )
+        return cached.build(out)
 
     def _do_run(self, feed_names, feed_values, tensors, targets, options, run_metadata):
         self._extend()
@@ -404,6 +460,32 @@ class BaseSession:
 
         call.master_callable = master_callable
         return call
+
+
+_RUNS_KEPT = 256  # cached Run signatures per Session (cleared when full)
+
+
+class _CachedRun:
+    """What a Run of some fetches and feed keys needs, worked out once: the fetch mapper, the
+    signature, the feed Tensors (in feed_dict order) and, with a master of this process, the
+    signature's LocalRun (distributed/local_run.py)."""
+
+    __slots__ = ("build", "feeds", "local", "mapper", "sig")
+
+    def __init__(self, session: BaseSession, fetches, feeds: tuple):
+        self.mapper = mapper = _FetchMapper(session._graph, fetches)
+        self.feeds = feeds
+        self.sig = Signature(
+            tuple(t.name for t in feeds),
+            tuple(t.name for t in mapper.tensors),
+            tuple(op.name for op in mapper.targets),
+        )
+        if type(fetches) is Tensor:
+            self.build = lambda values: _fetch_value(values[0])
+        else:
+            self.build = lambda values: mapper.build([_fetch_value(v) for v in values])
+        master = session._inproc_master
+        self.local = master.local_run(session._handle, self.sig) if master is not None else None
 
 
 class _DeviceAttributes(collections.namedtuple("_DeviceAttributes", ["name", "device_type"])):

@@ -45,17 +45,23 @@ def plans_built(monkeypatch):
     return built
 
 
-def test_a_callable_is_planned_once_and_run_by_run_callable(plans_built):
+@pytest.mark.parametrize("in_process", [True, False])
+def test_a_callable_is_planned_once_and_run_by_run_callable(plans_built, in_process):
+    """Each call is one RunCallable, or with a master of this process, one LocalRun that
+    skips the requests (distributed/local_run.py)."""
     x = tf.placeholder(tf.float32, [2], name="x")
     y = tf.reduce_sum(x * 2.0)
     with tf.Session() as s:
         s._master = spy = _Spy(s._master)
+        if not in_process:
+            s._inproc_master = None  # as with a master in another process
         f = s.make_callable(y, [x])
         before = len(plans_built)
         for k in range(4):
             assert f(np.full(2, k, np.float32)) == 4.0 * k
         assert len(plans_built) == before  # MakeCallable planned it; calls only run it
-        assert spy.calls == {"extend_session": 1, "make_callable": 1, "run_callable": 4}
+        runs = {} if in_process else {"run_callable": 4}
+        assert spy.calls == {"extend_session": 1, "make_callable": 1, **runs}
         assert len(s._master.master._callables) == 1
         del f
         gc.collect()
