@@ -25,6 +25,7 @@ import input_workloads as iw
 
 import flowgraph as tf
 from flowgraph.kernels.cpu import dataset_iterators
+from flowgraph.kernels.cpu.dataset_transforms import _MapIterator
 
 
 def pool_cpu() -> dict:
@@ -57,6 +58,11 @@ def build(tmp):
     return g, nxt
 
 
+def _us(times: list) -> str:
+    a = np.array(times) * 1e6
+    return f"median {np.median(a):.1f} us, mean {a.mean():.1f} us"
+
+
 def main():
     import tempfile
 
@@ -64,47 +70,51 @@ def main():
     tmp = tempfile.mkdtemp(prefix="fg_i2d_prod_")
     g, nxt = build(tmp)
     fetch = [nxt["x"], nxt["y"]]
-    spent = [0.0, 0]
-    orig = dataset_iterators.IteratorResource.get_next
+    takes = []  # IteratorResource.get_next on the consumer's thread, with the done it calls
+    chain = []  # the producer's passes through map <- batch <- repeat <- shuffle <- source
+    take, map_next = dataset_iterators.IteratorResource.get_next, _MapIterator.get_next
 
-    def timed(self, step, done):
+    def timed_take(self, step, done):
         t0 = time.thread_time()
-        orig(self, step, done)
-        spent[0] += time.thread_time() - t0
-        spent[1] += 1
+        take(self, step, done)
+        takes.append(time.thread_time() - t0)
 
-    dataset_iterators.IteratorResource.get_next = timed
+    async def timed_map(self):
+        t0 = time.thread_time()
+        out = await map_next(self)  # never suspends: the chain below the prefetch is sync
+        chain.append(time.thread_time() - t0)
+        return out
+
+    dataset_iterators.IteratorResource.get_next = timed_take
+    _MapIterator.get_next = timed_map
     with tf.Session(graph=g) as sess:
         for _ in range(200):
             sess.run(fetch)
-        per = []
-        for _ in range(5):
-            c0, w0 = pool_cpu(), time.perf_counter()
-            for _ in range(n // 5):
-                sess.run(fetch)
-            per.append((spent_since(c0) / (n // 5), (time.perf_counter() - w0) / (n // 5)))
-        per = np.array(per) * 1e6
-        print(
-            f"producer CPU per batch: median {np.median(per[:, 0]):.1f} us "
-            f"(min {per[:, 0].min():.1f}, max {per[:, 0].max():.1f}); "
-            f"drain wall per batch {np.median(per[:, 1]):.1f} us"
-        )
-        m = min(n, 1000)
-        spent[:] = [0.0, 0]
-        run_cpu = 0.0
-        p0 = pool_cpu()
-        for _ in range(m):
-            time.sleep(0.0015)  # the prefetch buffer refills: get_next takes a ready element
-            c0 = time.thread_time()
+        chain.clear()
+        c0, w0 = pool_cpu(), time.perf_counter()
+        for _ in range(n):
             sess.run(fetch)
-            run_cpu += time.thread_time() - c0
         print(
-            f"paced (a 1.5 ms step between runs): producer CPU per batch "
-            f"{spent_since(p0) / m * 1e6:.1f} us"
+            f"drained: the chain {_us(chain)}; pool threads' CPU {spent_since(c0) / n * 1e6:.1f}"
+            f" us per batch (with the step completions they run for a waiting consumer); "
+            f"wall {(time.perf_counter() - w0) / n * 1e6:.1f} us per batch"
+        )
+        chain.clear()
+        takes.clear()
+        runs = []
+        c0 = pool_cpu()
+        for _ in range(n):
+            time.sleep(0.0015)  # a training step: get_next then takes a ready element
+            t0 = time.thread_time()
+            sess.run(fetch)
+            runs.append(time.thread_time() - t0)
+        print(
+            f"paced (1.5 ms between runs): the chain {_us(chain)}; pool threads' CPU "
+            f"{spent_since(c0) / n * 1e6:.1f} us per batch"
         )
         print(
-            f"IteratorGetNext (resource.get_next, ready element): {spent[0] / spent[1] * 1e6:.1f}"
-            f" us; whole run CPU {run_cpu / m * 1e6:.1f} us; load {os.getloadavg()[0]:.2f}"
+            f"IteratorGetNext's take (and the done it runs): {_us(takes)}; the whole run's "
+            f"CPU {_us(runs)}; load {os.getloadavg()[0]:.2f}"
         )
 
 

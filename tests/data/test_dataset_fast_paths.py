@@ -9,7 +9,7 @@ import pytest
 from dataset_helpers import drain
 
 import flowgraph as tf
-from flowgraph.kernels.cpu.dataset_base import BackgroundPool
+from flowgraph.kernels.cpu.dataset_base import BackgroundPool, Iterator, drive
 
 Dataset = tf.data.Dataset
 
@@ -64,6 +64,57 @@ def test_prefetched_elements_errors_and_end_through_get_next():
                 sess.run(nxt)
     assert got == [0, 1, 2, 4, 5]
     assert [int(v) for v in drain(Dataset.range(5).prefetch(2))] == list(range(5))
+
+
+class _ManualPool:
+    """A pool whose tasks run when the test says (the prefetch's restarts, counted)."""
+
+    def __init__(self):
+        self.tasks = []
+
+    def submit(self, fn):
+        self.tasks.append(fn)
+
+    def run(self):
+        while self.tasks:
+            self.tasks.pop(0)()
+
+
+class _Counting(Iterator):
+    def __init__(self):
+        self.made = 0
+
+    async def get_next(self):
+        self.made += 1
+        return (np.int64(self.made),)
+
+
+def test_prefetch_refills_at_its_low_mark_and_keeps_the_order(monkeypatch):
+    from flowgraph.kernels.cpu import dataset_parallel
+
+    pool = _ManualPool()
+    monkeypatch.setattr(dataset_parallel, "background_pool", lambda: pool)
+    source = _Counting()
+    it = dataset_parallel._PrefetchIterator(source, 4)  # low mark (4 - 1) // 2 = 1
+    got = []
+    assert drive(it.get_next(), lambda e, err: got.append(int(e[0]))) is None  # it waits
+    assert len(pool.tasks) == 1  # one producer started
+    pool.run()
+    assert got == [1] and source.made == 5  # the waiter served, then filled to the size
+    for want_tasks in (0, 0, 1):  # 3 and 2 left: no restart; 1 left: restarted
+        element, error = it.poll()
+        got.append(int(element[0]))
+        assert error is None and len(pool.tasks) == want_tasks
+    pool.run()
+    assert source.made == 8 and len(it.buffer) == 4
+    got += [int(it.poll()[0][0]) for _ in range(4)]
+    assert got == list(range(1, 9))
+    two = dataset_parallel._PrefetchIterator(_Counting(), 2)  # low mark 0
+    drive(two.get_next(), lambda e, err: None)
+    pool.run()
+    assert len(two.buffer) == 2
+    assert two.poll() is not None and not pool.tasks  # 1 left: not yet
+    assert two.poll() is not None and len(pool.tasks) == 1  # empty: restarted
 
 
 # -- packed records (dataset_packed.py) and parse-only maps (dataset_parse.py) ---------------
@@ -122,12 +173,14 @@ def _same(r):
 
 @pytest.fixture
 def small_reads(monkeypatch):
-    """Read buffers of a few records, so that records straddle them (read_many's path), and
-    a small arena, so that shuffles compact it often."""
+    """Read buffers of a few records, so that records straddle them (read_many's path), cuts
+    of fewer records than a buffer holds, and a small arena, so that shuffles compact it
+    often."""
     from flowgraph.core import records
-    from flowgraph.kernels.cpu import dataset_packed
+    from flowgraph.kernels.cpu import dataset_packed, dataset_sources
 
     monkeypatch.setattr(records, "_READ_AHEAD", 256)
+    monkeypatch.setattr(dataset_sources, "_CUT_AHEAD", 2)
     monkeypatch.setattr(dataset_packed, "_MIN_ARENA", 1024)
 
 

@@ -73,13 +73,21 @@ class IteratorResource:
 
     # -- GetNext --------------------------------------------------------------------------
     def get_next(self, step, done) -> None:
-        """done(element) with the next element, done(None) at the end, done(None, error)."""
+        """done(element) with the next element, done(None) at the end, done(None, error).
+        An element ready in a prefetch's buffer is taken under one acquisition of the lock
+        (the training step's thread calls this once per step)."""
         with self.lock:
             if self.busy:
                 self.requests.append((step, done))
                 return
-            self.busy = True
-        self._serve(step, done)
+            it = self.iterator
+            ready = it.poll() if it is not None and not self.orphans else None
+            if ready is None:
+                self.busy = True
+        if ready is not None:
+            done(*ready)
+        else:
+            self._serve(step, done)
 
     def _serve(self, step, done) -> None:
         while True:
