@@ -133,19 +133,7 @@ def _dequeue_many_kernel(allow_small: bool):
             raise errors.InvalidArgumentError(
                 None, None, f"Request failed because n was negative: {n}"
             )
-
-        def on_done(pieces=None, error=None):
-            if error is not None:
-                done(None, error)
-                return
-            try:
-                out = _outputs(q.batch(pieces))
-            except (ValueError, TypeError) as e:  # a bad batch fails the step, not the queue
-                done(None, e)
-                return
-            done(out)
-
-        q.dequeue(step, n, on_done, allow_small=allow_small)
+        q.dequeue_many(step, n, done, allow_small)
 
     return dequeue_many
 
