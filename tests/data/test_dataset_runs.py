@@ -64,6 +64,7 @@ def _op_seeds(graph) -> tuple:
         (10, 1, 3, False),
         (10, 100, 3, False),
         (64, 16, 64, False),
+        (3000, 16, 64, False),  # reserves of 1024 draws used up exactly (16 batches of 64)
     ],
 )
 def test_shuffle_then_batch_matches_the_element_path_and_the_algorithm(n, size, batch, drop):

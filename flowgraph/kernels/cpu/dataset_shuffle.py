@@ -152,11 +152,13 @@ class _ShuffleIterator(UnaryIterator):
 
     def _settle(self) -> None:
         """Puts the generator where the draws taken so far leave it (the reserve's unused
-        draws are given back: the state before it, advanced by as many draws as were used)."""
+        draws are given back: the state before it, advanced by as many draws as were used).
+        A reserve used up (as I2d's batches of 64 use 1024 draws) left it there already."""
         if self.reserve is not None:
-            self.rng.bit_generator.state = self.snapshot
-            if self.used:
-                self.rng.integers(self.size, size=self.used)
+            if self.used < len(self.reserve):
+                self.rng.bit_generator.state = self.snapshot
+                if self.used:
+                    self.rng.integers(self.size, size=self.used)
             self.reserve = None
 
     async def _read(self, want: int) -> tuple[list, Exception | None]:
