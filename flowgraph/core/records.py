@@ -35,6 +35,7 @@ _MASK_DELTA = 0xA282EAD8
 # is more than reading them one by one: a reader's read() of one record went 86 -> 134
 # us/record in bench I1 when it took that path)
 _MIN_CUT = 8
+_EMPTY = np.zeros(0, np.uint8)
 _HEADER = struct.Struct("<QI")  # a record's length and the masked CRC of its 8 bytes
 _FOOTER = struct.Struct("<I")  # the masked CRC of its data
 _M32 = 0xFFFFFFFF
@@ -185,6 +186,7 @@ class RecordFile:
         self.offset = 0
         self._stream = open_read(path, compression_type)
         self._buf = b""  # the stream's bytes from `offset` on start at _buf[_pos]
+        self._arr = _EMPTY  # _buf as uint8, for compiled code
         self._pos = 0
         if offset:
             self._skip(offset)
@@ -193,7 +195,7 @@ class RecordFile:
     def over(cls, stream: BinaryIO, path: str = "<stream>") -> RecordFile:
         """Records of an already open (uncompressed) stream."""
         f = cls.__new__(cls)
-        f.path, f.offset, f._stream, f._buf, f._pos = path, 0, stream, b"", 0
+        f.path, f.offset, f._stream, f._buf, f._arr, f._pos = path, 0, stream, b"", _EMPTY, 0
         return f
 
     def _skip(self, offset: int):
@@ -261,6 +263,31 @@ class RecordFile:
             chunks.append(_joined(singles))
         return chunks
 
+    def read_parsed(self, n: int, parse) -> tuple[int, object]:
+        """(count, result) of the n next records decoded where they lie by `parse(buf, pos,
+        n)`, a compiled parser that frames them itself and answers (result, where the last
+        one ends), or (None, records_walk.CUT) if they run past `buf` (uint8), (None, another
+        negative) if they do not parse. Where they run past, the buffer is refilled once; at
+        the end of the stream, the whole records left are decoded (count < n). (0, None),
+        nothing consumed, where they do not parse: read_chunks then reads them and reports
+        what fails. (kernels/cpu/read_parse.py: a reader's steady state, no Chunk made.)"""
+        out, end = parse(self._arr, self._pos, n)
+        if end == records_walk.CUT:
+            more = self._refill()  # either way the unread bytes now start the buffer
+            count = n if more else self._whole(n)
+            out, end = parse(self._arr, 0, count) if count else (None, end)
+            n = count
+        if out is None:
+            return 0, None
+        self.offset += end - self._pos
+        self._pos = end
+        return n, out
+
+    def _whole(self, n: int) -> int:
+        """How many of the next n records lie whole in the buffer, as far as their CRCs
+        hold."""
+        return records_walk.walk(self._arr, self._pos, n, np.empty((n, 2), np.int64))
+
     def cut(self, n: int) -> Chunk | None:
         """_cut for readers that keep the records before a bad one (tf.data's runs): up to `n`
         records lying whole in the buffer, or None; then read_chunks(1) refills the buffer or
@@ -293,7 +320,7 @@ class RecordFile:
         by one compiled walk (records_walk.py), not a Python step per field."""
         buf, pos = self._buf, self._pos
         frames = np.empty((n, 2), np.int64)
-        k = records_walk.walk(np.frombuffer(buf, np.uint8), pos, n, frames)
+        k = records_walk.walk(self._arr, pos, n, frames)
         if not k:
             return None
         starts, lengths = frames[:k, 0], frames[:k, 1]
@@ -322,6 +349,7 @@ class RecordFile:
         # a block read after a used-up buffer is kept as it is: no copy with the GIL held
         one = len(chunks) == 1 and type(chunks[0]) is bytes
         self._buf, self._pos = chunks[0] if one else b"".join(chunks), 0
+        self._arr = np.frombuffer(self._buf, np.uint8)
         return self._buf, 0
 
     def _loss(self, what: str) -> errors.DataLossError:

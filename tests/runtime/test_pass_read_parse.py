@@ -11,7 +11,9 @@ import numpy as np
 import pytest
 
 import flowgraph as tf
+from flowgraph.core import records
 from flowgraph.core.protos import RewriterConfig
+from flowgraph.kernels.cpu import read_parse
 
 FUSED = "_ReaderReadUpToParseExample"
 FEATURES = {
@@ -175,3 +177,26 @@ def test_other_readers_feed_the_fused_kernel_their_records(tmp_path):
             results[remapping] = [sess.run(parsed) for _ in examples]
     _same(results[True], results[False])
     assert [int(r["v"][0, 0]) for r in results[True]] == list(range(5))
+
+
+@pytest.mark.parametrize("block", [1000, 1 << 18], ids=["small blocks", "one block"])
+def test_reads_decoded_in_the_buffer_give_the_unfused_batches(tmp_path, monkeypatch, block):
+    """The steady state: a read whose records lie whole in the read-ahead buffer (refilled
+    where they run past it; the rest of a file at its end) is decoded there in one call,
+    without Chunks; the others take the chunked path. Both give the unfused values."""
+    monkeypatch.setattr(records, "_READ_AHEAD", block)
+    chunked = []
+    parse_chunks = read_parse.parse_chunks
+    monkeypatch.setattr(
+        read_parse, "parse_chunks", lambda *a: chunked.append(len(a[2])) or parse_chunks(*a)
+    )
+    paths = _files(tmp_path, counts=(37, 20, 50))
+    fused = _read_all(paths, True, batch=8)
+    assert [len(b["i"]) for b in fused[0]] == [8] * 4 + [5] + [8] * 2 + [4] + [8] * 6 + [2]
+    if block > 1 << 16:
+        assert not chunked  # every read, the first of each file and the last included
+    else:
+        assert 0 < len(chunked) < len(fused[0])
+    plain = _read_all(paths, False, batch=8)
+    _same(fused[0], plain[0])
+    _same(fused[2], plain[2])

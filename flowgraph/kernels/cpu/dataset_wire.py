@@ -9,6 +9,11 @@ writes every key's values straight into one float32 and one int64 output array, 
 here; the Python side only slices them per key. The cases it reads, and the None it returns
 for any other (the caller then runs the map's body, which gives TensorFlow's values and
 errors), are example_wire's: the same scan decides them.
+
+`Layout.records` does the same for the fused reader (kernels/cpu/read_parse.py) straight from
+a TFRecord file's read-ahead buffer: one nogil call frames the records and checks their CRCs
+(records_walk's walk) and decodes them, so that a steady-state read_up_to makes no Chunk, no
+frames array and no second call.
 """
 
 from __future__ import annotations
@@ -17,11 +22,15 @@ import threading
 
 import numpy as np
 
+from flowgraph.core import byte_intrinsics, records_walk
 from flowgraph.kernels.cpu import example_wire
 
 _lock = threading.Lock()
 _compiled: dict = {}
-_scan = _int64s = None  # example_wire's compiled helpers, bound before _parse_into compiles
+# compiled helpers (example_wire's, records_walk's, a memcpy), bound before the functions here
+# compile
+_scan = _int64s = _walk = _cut_short = _memcpy = None
+CUT, BAD = records_walk.CUT, records_walk.BAD
 
 
 def _parse_into(
@@ -41,33 +50,59 @@ def _parse_into(
                 s = spans[r, k, 0]
                 if spans[r, k, 1] - s != width:
                     return False
-                floats[r, at : at + width] = buf[s : s + width]
+                _memcpy(floats, r * floats.shape[1] + at, buf, s, width)
             continue
         if not _int64s(buf, spans, k, size, ints[:, off : off + size]):
             return False
     return True
 
 
-def _kernel():
-    """_parse_into compiled on first use, nogil (cached on disk by numba), calling
-    example_wire's compiled scan and varint decoding."""
+def _records_into(
+    buf, pos, n, t, keys, key_start, key_end, tags, sizes, is_float, offsets, floats, ints
+):
+    """_parse_into of the n TFRecords from buf[pos:] (framed, CRCs checked, by records_walk's
+    walk with its tables `t`); returns where the last one ends, CUT if they do not all lie
+    whole in `buf`, BAD if a CRC fails or a record is not the plain case."""
+    frames = np.empty((n, 2), np.int64)
+    k = _walk(buf, pos, n, frames, t)
+    if k < n:
+        stop = pos if k == 0 else frames[k - 1, 0] + frames[k - 1, 1] + 16
+        return CUT if _cut_short(buf, stop, t) else BAD
+    starts = frames[:, 0] + 12
+    ends = starts + frames[:, 1]
+    spans = np.empty((n, sizes.size, 2), np.int64)
+    if not _parse_into(
+        buf, starts, ends, keys, key_start, key_end, tags, sizes, is_float, offsets, spans,
+        floats, ints,
+    ):  # fmt: skip
+        return BAD
+    return ends[n - 1] + 4
+
+
+def _kernels():
+    """(_parse_into, _records_into) compiled on first use, nogil (cached on disk by numba),
+    calling example_wire's compiled scan and varint decoding and records_walk's walk."""
     if not _compiled:
         with _lock:
             if not _compiled:
                 import numba
 
+                jit = numba.njit(nogil=True, cache=True)
                 scan, int64s, _ = example_wire._kernels()
                 g = globals()
                 g["_scan"], g["_int64s"] = scan, int64s
-                _compiled["parse_into"] = numba.njit(nogil=True, cache=True)(_parse_into)
-    return _compiled["parse_into"]
+                g["_walk"], g["_cut_short"] = records_walk.compiled_walk()
+                g["_memcpy"] = byte_intrinsics.intrinsics().memcpy
+                g["_parse_into"] = _compiled["parse_into"] = jit(_parse_into)
+                _compiled["records_into"] = jit(_records_into)
+    return _compiled["parse_into"], _compiled["records_into"]
 
 
 class Layout:
     """Where each key of an example_wire.Spec goes: columns of one float32 or one int64
     output array of a batch (float keys side by side in one, int64 keys in the other)."""
 
-    __slots__ = ("columns", "is_float", "offsets", "sizes", "spec", "width")
+    __slots__ = ("columns", "is_float", "min_record", "offsets", "sizes", "spec", "width")
 
     def __init__(self, sp: example_wire.Spec):
         self.spec = sp
@@ -83,24 +118,49 @@ class Layout:
             (0 if f else 1, int(o), int(o) + s)
             for f, o, s in zip(sp.floats, self.offsets.tolist(), sp.sizes)
         ]
+        # the fewest bytes a plain TFRecord of these keys takes (its frame, 4 per float, at
+        # least 1 per int64): `records` allocates no outputs for more records than fit
+        self.min_record = 16 + 4 * self.width[0] + self.width[1]
 
     def parse(self, data: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> list | None:
         """Per key, an [n, size] array of the records' values; None if any record is not the
         plain case."""
         n = len(starts)
         sp = self.spec
-        floats = np.empty((n, self.width[0]), "<f4")
-        ints = np.empty((n, self.width[1]), np.int64)
+        floats, ints = self._outputs(n)
         spans = np.empty((n, len(sp.sizes), 2), np.int64)
-        ok = _kernel()(
+        ok = _kernels()[0](
             data, starts, ends, sp.key_buf, sp.key_start, sp.key_end, sp.tags, self.sizes,
             self.is_float, self.offsets, spans, floats.view(np.uint8), ints,
         )  # fmt: skip
-        if not ok:
-            return None
-        arrays = (floats.astype(np.float32, copy=False), ints)
+        return self._columns(floats, ints) if ok else None
+
+    def records(self, buf: np.ndarray, pos: int, n: int) -> tuple[list | None, int]:
+        """(per key, an [n, size] array of the values, where the records end) of the n
+        TFRecords from buf[pos:] (uint8); (None, CUT) if they do not all lie whole in `buf`,
+        (None, BAD) if a CRC fails or a record is not the plain case."""
+        if n * self.min_record > buf.size - pos:
+            return None, CUT
+        sp = self.spec
+        floats, ints = self._outputs(n)
+        end = _kernels()[1](
+            buf, pos, n, records_walk.tables(), sp.key_buf, sp.key_start, sp.key_end, sp.tags,
+            self.sizes, self.is_float, self.offsets, floats.view(np.uint8), ints,
+        )  # fmt: skip
+        return (None, end) if end < 0 else (self._columns(floats, ints), end)
+
+    def _outputs(self, n: int) -> tuple[np.ndarray, np.ndarray]:
+        return np.empty((n, self.width[0]), "<f4"), np.empty((n, self.width[1]), np.int64)
+
+    def _columns(self, floats: np.ndarray, ints: np.ndarray) -> list:
+        """Per key, its columns of the float32 or int64 outputs (the whole array where the key
+        is the only one of its kind: no copy)."""
+        arrays = (floats if _NATIVE_F4 else floats.astype(np.float32), ints)
         out = []
         for kind, lo, hi in self.columns:
             a = arrays[kind]
             out.append(a if hi - lo == a.shape[1] else np.ascontiguousarray(a[:, lo:hi]))
         return out
+
+
+_NATIVE_F4 = np.dtype("<f4").isnative

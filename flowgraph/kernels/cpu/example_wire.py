@@ -25,9 +25,12 @@ import threading
 
 import numpy as np
 
+from flowgraph.core import byte_intrinsics
+
 _TAG_1, _TAG_2, _TAG_3 = 0x0A, 0x12, 0x1A  # fields 1, 2, 3, length-delimited
 KIND_TAG = {np.dtype(np.float32): _TAG_2, np.dtype(np.int64): _TAG_3}
 _ZERO = np.zeros(1, np.int64)
+_memcpy = None  # byte_intrinsics' memcpy, bound before _float_rows compiles
 
 
 def _varint(buf, pos, end):
@@ -151,7 +154,7 @@ def _float_rows(buf, spans, k, out):
         start = spans[r, k, 0]
         if spans[r, k, 1] - start != width:
             return False
-        out[r, :] = buf[start : start + width]
+        _memcpy(out, r * width, buf, start, width)
     return True
 
 
@@ -173,6 +176,7 @@ def _kernels():
                 g = globals()
                 g["_varint"], g["_field"] = varint, field
                 g["_key_index"] = jit(_key_index)
+                g["_memcpy"] = byte_intrinsics.intrinsics().memcpy
                 _compiled["scan"], _compiled["int64s"] = jit(_scan), jit(_int64s)
                 _compiled["float_rows"] = jit(_float_rows)
     return _compiled["scan"], _compiled["int64s"], _compiled["float_rows"]

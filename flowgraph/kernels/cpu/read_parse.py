@@ -4,9 +4,13 @@ records directly), `_ReaderReadUpToParseExample`, made by runtime/passes/read_pa
 Unfused, a reader thread of the classic pipeline makes a bytes object and a key string per
 record, two object arrays, then ParseExample joins the records back into one buffer and scans
 it: all of it holding the GIL that the training step on the other core waits for (bench I2).
-Fused, the reader cuts its records in place (records.RecordFile.read_chunks: frames found and
-CRCs checked by one compiled walk) and the dense features are decoded straight from the
-reader's buffer (dataset_wire.Layout, the parse of tf.data's parse-only maps); no key is made, since nothing reads the keys.
+Fused, in the steady state (the n records lie whole in the reader's read-ahead buffer) one
+compiled call frames them, checks their CRCs and decodes the dense features into the outputs
+(dataset_wire.Layout.records via records.RecordFile.read_parsed); Python only advances the
+reader's position and counters. Otherwise (a file's end, a record across blocks, a failure) the
+reader cuts its records in place (records.RecordFile.read_chunks) and the features are decoded
+from there (Layout.parse, the parse of tf.data's parse-only maps). No key is made, since nothing
+reads the keys.
 
 The results are ParseExample's on the records the read gives: the reader's requests, work
 items, counters and errors are the unfused read's (readers.ReaderBase.read with `chunks`), and
@@ -16,6 +20,8 @@ parsed by parsing.parse_example_batch, as ParseExample would.
 """
 
 from __future__ import annotations
+
+import operator
 
 import numpy as np
 
@@ -31,44 +37,70 @@ def read_up_to_parse_example(ctx, step, done, reader, queue, num_records, names,
     n = int(num_records)
     if n <= 0:
         raise errors.InvalidArgumentError(None, None, f"num_records must be positive, got {n}")
-    attrs, layout = ctx.attrs, _layout(ctx, names, rest)
+    attrs, plan = ctx.attrs, _plan(ctx, names, rest)
 
-    def parse(chunks=None, error=None):
+    def parse(result=None, error=None):
         if error is not None:
             done(None, error)
             return
+        if type(result) is tuple:  # decoded in place by `plan` (the reader's steady state)
+            done(result)
+            return
         try:
-            out = parse_chunks(attrs, layout, chunks, names, rest)
+            out = parse_chunks(attrs, plan, result, names, rest)
         except Exception as e:  # noqa: BLE001 (the node's error, reported by the executor)
             done(None, e)
             return
         done(out)
 
-    handle_object(reader).read(step, handle_object(queue), n, True, parse, chunks=True)
+    handle_object(reader).read(step, handle_object(queue), n, True, parse, True, plan)
 
 
-def _layout(ctx, names, rest: tuple):
-    """(dataset_wire.Layout, dims) of the node's features (None: not the fast path), kept per
-    keys."""
+class _Plan:
+    """How the node's dense features are decoded: their dataset_wire.Layout and shapes.
+    Called as a RecordFile.read_parsed parser, it gives ParseExample's outputs."""
+
+    __slots__ = ("dims", "layout")
+
+    def __init__(self, layout: Layout, dims: tuple):
+        self.layout, self.dims = layout, dims
+
+    def __call__(self, buf: np.ndarray, pos: int, n: int) -> tuple:
+        out, end = self.layout.records(buf, pos, n)
+        if out is None:
+            return None, end
+        return tuple([a.reshape(n, *d) for a, d in zip(out, self.dims)]), end
+
+
+def _plan(ctx, names, rest: tuple) -> _Plan | None:
+    """The node's _Plan (None: not the fast path), kept in its state with the inputs it was
+    made for: the names and keys are Consts, the same arrays every step, so a step compares
+    them by identity; other arrays are compared by their keys."""
+    cached = ctx.state  # (names, rest, keys, plan)
+    if cached is not None and cached[0] is names and all(map(operator.is_, cached[1], rest)):
+        return cached[3]
     a = ctx.attrs
     if a["Nsparse"] or np.size(names):
-        return None
-    keys = tuple(parsing.feature_keys(rest[: a["Ndense"]]))
-    cached = ctx.state  # (keys, layout) of the last step
-    if cached is None or cached[0] != keys:
-        fast = parsing.dense_layout((), keys, a["Tdense"], a["dense_shapes"])
-        cached = ctx.state = keys, fast and (Layout(fast[0]), fast[1])
-    return cached[1]
+        plan, keys = None, None
+    else:
+        keys = tuple(parsing.feature_keys(rest[: a["Ndense"]]))
+        if cached is not None and cached[2] == keys:
+            plan = cached[3]
+        else:
+            fast = parsing.dense_layout((), keys, a["Tdense"], a["dense_shapes"])
+            plan = fast and _Plan(Layout(fast[0]), fast[1])
+    ctx.state = names, rest, keys, plan
+    return plan
 
 
-def parse_chunks(attrs: dict, layout, chunks: list, names, rest: tuple) -> tuple:
-    """ParseExample's outputs for the records of `chunks` (records.Chunk); `layout` is
-    _layout's, or None where the wire fast path does not apply."""
-    if layout is not None and chunks:
-        out = _dense(chunks, layout[0])
+def parse_chunks(attrs: dict, plan: _Plan | None, chunks: list, names, rest: tuple) -> tuple:
+    """ParseExample's outputs for the records of `chunks` (records.Chunk); `plan` is
+    _plan's, or None where the wire fast path does not apply."""
+    if plan is not None and chunks:
+        out = _dense(chunks, plan.layout)
         if out is not None:
             count = len(out[0])
-            return tuple(a.reshape(count, *dims) for a, dims in zip(out, layout[1]))
+            return tuple(a.reshape(count, *dims) for a, dims in zip(out, plan.dims))
     return parsing.parse_example_batch(attrs, _records(chunks), names, rest)
 
 

@@ -24,11 +24,11 @@ from flowgraph.kernels.base import register_kernel
 class _Request:
     """One read: `n` records wanted, `count` read so far in `pieces` (see ReaderBase.read)."""
 
-    __slots__ = ("chunks", "count", "done", "n", "pieces", "queue", "step", "up_to")
+    __slots__ = ("chunks", "count", "decode", "done", "n", "pieces", "queue", "step", "up_to")
 
-    def __init__(self, step, queue, n, up_to, chunks, done):
+    def __init__(self, step, queue, n, up_to, chunks, done, decode):
         self.step, self.queue, self.n, self.up_to, self.done = step, queue, n, up_to, done
-        self.chunks = chunks
+        self.chunks, self.decode = chunks, decode
         self.count = 0
         self.pieces: list = []
 
@@ -95,6 +95,13 @@ class ReaderBase:
             return len(values), _chunks(values)
         return len(keys), (keys, values)
 
+    def _read_parsed(self, n: int, decode) -> tuple[int, object]:
+        """(count, what `decode` made of them) of up to `n` records of the current work item,
+        decoded where they lie (records.RecordFile.read_parsed: fewer only at its end), or
+        (0, None), nothing consumed (formats that keep their records in a buffer override
+        this)."""
+        return 0, None
+
     def _finish(self) -> None:
         """Closes the current work item."""
 
@@ -102,30 +109,35 @@ class ReaderBase:
         return 0
 
     # -- requests -------------------------------------------------------------------------------
-    def read(self, step, queue, n: int, up_to: bool, done, chunks: bool = False) -> None:
+    def read(
+        self, step, queue, n: int, up_to: bool, done, chunks: bool = False, decode=None
+    ) -> None:
         """Reads `n` records (ReaderRead: 1; ReadUpTo: up to n, fewer at the end of a work
         item) and calls done(keys, values), or with `chunks` done(list of records.Chunk)
-        (keys are not made: the fused read-and-parse needs none), or done(None, error)."""
+        (keys are not made: the fused read-and-parse needs none), or done(None, error).
+        With `decode` too, a read that finds its records in the current work item's buffer
+        calls done(tuple) with what `decode` made of them (_read_parsed; the fused kernel's
+        steady state)."""
         with self.lock:
             busy = self._running or self._waiting
             now = not (busy or self._requests) and self.work is not None
             if not now:
-                self._requests.append(_Request(step, queue, n, up_to, chunks, done))
+                self._requests.append(_Request(step, queue, n, up_to, chunks, done, decode))
                 if busy:
                     return
             self._running = True
-        if now and self._read_now(step, queue, n, up_to, chunks, done):
+        if now and self._read_now(step, queue, n, up_to, chunks, done, decode):
             return
         self._serve()
 
-    def _read_now(self, step, queue, n: int, up_to: bool, chunks: bool, done) -> bool:
+    def _read_now(self, step, queue, n: int, up_to: bool, chunks: bool, done, decode) -> bool:
         """The common case without a request object: the reader was idle with a work item
         open (this thread is its server). True when the read is done and the reader idle
         again; False when it became the head request (the work item ran out, or failed) and
         `_serve` must go on."""
         error = None
         try:
-            count, piece = self._read_piece(n, chunks)
+            count, piece = self._next_piece(n, chunks, decode)
         except errors.OpError as e:
             count, error = 0, e
         except (OSError, ValueError) as e:
@@ -137,7 +149,7 @@ class ReaderBase:
                 self._running = more
             done(_outputs([piece], up_to, chunks))
             return not more
-        req = _Request(step, queue, n, up_to, chunks, done)
+        req = _Request(step, queue, n, up_to, chunks, done, decode)
         if count:
             req.count, req.pieces = count, [piece]
         with self.lock:
@@ -145,6 +157,12 @@ class ReaderBase:
         if error is not None:
             self._complete(req, error)
         return False
+
+    def _next_piece(self, n: int, chunks: bool, decode) -> tuple[int, object]:
+        """_read_parsed's n records where `decode` is given and they are there, else
+        _read_piece's."""
+        count, piece = (0, None) if decode is None else self._read_parsed(n, decode)
+        return (count, piece) if count else self._read_piece(n, chunks)
 
     def _serve(self) -> None:
         """Serves requests until none is left or one waits for work (lock not held)."""
@@ -201,7 +219,9 @@ class ReaderBase:
         while req.count < req.n:
             if self.work is None:
                 return bool(req.count)  # read_up_to returns what one work item gave
-            count, piece = self._read_piece(req.n - req.count, req.chunks)
+            # a decoded piece is the read's only one: fewer than asked only at the work's end
+            decode = None if req.count else req.decode
+            count, piece = self._next_piece(req.n - req.count, req.chunks, decode)
             if count:
                 req.count += count
                 req.pieces.append(piece)
@@ -288,6 +308,9 @@ class TFRecordReader(ReaderBase):
             return super()._read_piece(n, False)
         got = self._file.read_chunks(n)  # the records stay in the file's buffer
         return sum(len(c.starts) for c in got), got
+
+    def _read_parsed(self, n, decode):
+        return self._file.read_parsed(n, decode)
 
     def _finish(self):
         self._file.close()
