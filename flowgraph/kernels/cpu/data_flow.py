@@ -11,6 +11,7 @@ from flowgraph.core.shapes import TensorShape
 from flowgraph.kernels import resource_handles
 from flowgraph.kernels.base import register_kernel
 from flowgraph.kernels.cpu import queue_kinds
+from flowgraph.kernels.cpu.queue_base import outputs
 
 
 def _queue_kernel(kind: str):
@@ -100,10 +101,6 @@ def _enqueue_kernel(batched: bool):
     return enqueue
 
 
-def _outputs(values: list):
-    return values[0] if len(values) == 1 else tuple(values)
-
-
 @register_kernel("QueueDequeue", async_=True)
 @register_kernel("QueueDequeueV2", async_=True)
 def dequeue(ctx, step, done, q):
@@ -116,7 +113,7 @@ def dequeue(ctx, step, done, q):
         if error is not None:
             done(None, error)
         else:
-            done(_outputs(list(q.element(pieces))))
+            done(outputs(q.element(pieces)))
 
     q.dequeue(step, 1, on_done)
 

@@ -18,6 +18,11 @@ reader threads feeding a training step on the same cores, the queue's CPU per el
 the step pays (bench I2). Capacity still counts elements. How a kind stores its elements is in
 queue_kinds.py.
 
+The common cases take shortcuts through this machinery, since the trainer's thread dequeues
+every step and each reader thread enqueues every batch: an enqueue or dequeue that can be
+served at once makes no attempt, an enqueue into a full queue that nothing else waits on parks
+without a serving pass, and the dequeue that then makes room serves only the waiting enqueues.
+
 Every field below is guarded by `QueueBase.lock`; continuations run after the lock is released.
 """
 
@@ -303,7 +308,7 @@ class QueueBase:
         if error is not None:
             done(None, error)
         else:
-            done(out[0] if len(out) == 1 else tuple(out))
+            done(outputs(out))
 
     def close(self, step, cancel_pending_enqueues: bool, done) -> None:
         if not cancel_pending_enqueues:
@@ -416,10 +421,6 @@ class QueueBase:
         """Peeks (StagingArea only) never change the queue: nothing to serve by default."""
         return False
 
-    def _peeks_wait(self) -> bool:
-        """Whether a peek waits for an element (StagingArea only)."""
-        return False
-
     def _insufficient(self, a: Attempt) -> errors.OpError:
         return errors.OutOfRangeError(
             None,
@@ -427,6 +428,11 @@ class QueueBase:
             f"{self.kind} '{self.name}' is closed and has insufficient elements "
             f"(requested {a.n}, current size {self._size()})",
         )
+
+
+def outputs(values: list):
+    """A kernel's outputs from one value per component: the value itself for one."""
+    return values[0] if len(values) == 1 else tuple(values)
 
 
 def run_ready(ready: list) -> None:

@@ -355,9 +355,6 @@ class StagingArea(FIFOQueue):
             self._peekers.remove(a)
         a.done(None, error)
 
-    def _peeks_wait(self) -> bool:
-        return bool(self._peekers)
-
     def _serve_peeks(self, ready: list) -> bool:
         for a in [p for p in self._peekers if p.n < self._n]:
             self._peekers.remove(a)
