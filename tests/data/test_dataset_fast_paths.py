@@ -270,21 +270,33 @@ def _shuffle_by_list(buffer: list, run: list, size: int, draws) -> tuple:
     return drawn, buffer + run
 
 
+def _amid_bytes(p, rng):
+    """`p`'s strings, at times lying amid other bytes (a few before them, or many after)."""
+    pad = [0, 3, 300][rng.integers(0, 3)]
+    junk = rng.integers(0, 256, pad, dtype=np.uint8)
+    data = np.concatenate([junk[:3], p.data, junk[3:]])
+    return type(p)(data, p.starts + len(junk[:3]), p.ends + len(junk[:3]))
+
+
 def test_arena_shuffle_equals_the_moves_on_a_list(monkeypatch):
-    """The arena's one-call shuffle (copy in, replay, gather bounds) draws and keeps the
+    """The arena's shuffle (copy the runs in, replay, gather bounds) draws and keeps the
     records that get_next's moves on a list do, also across compactions into new buffers,
-    and records drawn earlier stay valid."""
+    with the input split into several runs (some lying amid other bytes, some holding far
+    more bytes than their records), and records drawn earlier stay valid."""
     from flowgraph.kernels.cpu import dataset_packed
     from flowgraph.kernels.cpu.dataset_packed import Arena, Packed
 
     monkeypatch.setattr(dataset_packed, "_MIN_ARENA", 64)
+    monkeypatch.setattr(dataset_packed, "_SPAN_PER_STRING", 16)  # padded runs are compacted
     rng = np.random.default_rng(3)
     arena, kept, buffer, earlier = Arena(), None, [], []
     for step in range(60):
         size = 5
         run = [bytes(rng.integers(0, 256, rng.integers(0, 9), dtype=np.uint8)) for _ in range(4)]
         run = run[: rng.integers(0, 5)]
-        packed = Packed.of_bytes(run) if run else None
+        cuts = sorted(rng.integers(0, len(run) + 1, rng.integers(0, 3)).tolist())
+        pieces = [run[a:b] for a, b in zip([0, *cuts], [*cuts, len(run)]) if b > a]
+        packed = [_amid_bytes(Packed.of_bytes(p), rng) for p in pieces]
         available = len(buffer) + len(run)
         bounds = [min(size, available - t) for t in range(min(3, available))]
         draws = np.array([rng.integers(0, b) for b in bounds], np.int64)

@@ -20,6 +20,8 @@ import numpy as np
 _lock = threading.Lock()
 _compiled: dict = {}
 _MIN_ARENA = 1 << 20  # bytes: an arena this size is compacted every ~50 batches of I2d
+_EMPTY = np.empty(0, np.int64)  # no bounds (never written)
+_SPAN_PER_STRING = 1024  # bytes a run's buffer may hold per string without being compacted
 
 
 def string_column(values: list) -> np.ndarray:
@@ -62,16 +64,25 @@ class Packed:
         one compiled pass with the GIL released."""
         starts = np.empty(len(self), np.int64)
         ends = np.empty(len(self), np.int64)
-        data = _kernel()(self.data, self.starts, self.ends, starts, ends)
+        data = _kernel()(np.ascontiguousarray(self.data), self.starts, self.ends, starts, ends)
         return Packed(data, starts, ends)
+
+
+def lean(p: Packed) -> Packed:
+    """`p`, compacted where its buffer holds far more than its strings (an arena's records):
+    where it holds more than _SPAN_PER_STRING bytes per string and twice their bytes. The
+    first test costs no NumPy call: a source's run (its records and their frames) passes it."""
+    if len(p.data) <= _SPAN_PER_STRING * len(p) or len(p.data) <= 2 * p.nbytes() + 64:
+        return p
+    return p.compact()
 
 
 def concat(parts: list) -> Packed:
     """The strings of `parts` one after the other (a batch's runs): their buffers joined, each
-    compacted first where it holds more than its strings (an arena)."""
+    lean first."""
     if len(parts) == 1:
         return parts[0]
-    parts = [p if len(p.data) <= 2 * p.nbytes() + 64 else p.compact() for p in parts]
+    parts = [lean(p) for p in parts]
     shift = np.cumsum([0] + [len(p.data) for p in parts[:-1]])
     return Packed(
         np.concatenate([p.data for p in parts]),
@@ -91,27 +102,36 @@ class Arena:
         self.data = np.zeros(0, np.uint8)
         self.fill = 0
 
-    def shuffle(self, kept: Packed | None, run: Packed | None, size: int, draws) -> tuple:
-        """A shuffle buffer's moves (dataset_shuffle.py) for `draws` with the records of `run`
-        appended to those of `kept` as the buffer takes them: (the records drawn, the records
-        kept), both in this arena. A NumPy copy appends the run (a memcpy: numba's slice copy
-        goes byte by byte, ~10 us for a batch of I2d's against 0.7), then one nogil call
-        replays the moves on record numbers and gathers the bounds of both, where the replay
-        and gathering the bounds took some twenty NumPy calls with the GIL held."""
-        empty = np.empty(0, np.int64)
-        kept = self._room(kept, 0 if run is None else len(run.data))
-        k_starts, k_ends = (empty, empty) if kept is None else (kept.starts, kept.ends)
-        if run is None:
-            run = Packed(np.empty(0, np.uint8), empty, empty)
+    def shuffle(self, kept: Packed | None, runs: list, size: int, draws) -> tuple:
+        """A shuffle buffer's moves (dataset_shuffle.py) for `draws` with the records of
+        `runs` (Packeds) appended to those of `kept` as the buffer takes them: (the records
+        drawn, the records kept), both in this arena. NumPy copies append the runs (a
+        memcpy each: numba's slice copy goes byte by byte, ~10 us for a batch of I2d's
+        against 0.7), each run where the last ends, without joining them first; then one
+        nogil call replays the moves on record numbers and gathers the bounds of both, where
+        the replay and gathering the bounds took some twenty NumPy calls with the GIL held."""
+        runs = [lean(r) for r in runs]  # an arena's run is not copied whole
+        need = sum([len(r.data) for r in runs])
+        kept = self._room(kept, need)
+        k_starts, k_ends = (_EMPTY, _EMPTY) if kept is None else (kept.starts, kept.ends)
+        fill, data = self.fill, self.data
+        if len(runs) == 1:
+            (run,) = runs
+            data[fill : fill + need] = run.data
+            starts, ends = run.starts, run.ends
+        else:
+            starts, ends, at = [_EMPTY], [_EMPTY], fill
+            for r in runs:
+                data[at : at + len(r.data)] = r.data
+                starts.append(r.starts + (at - fill))
+                ends.append(r.ends + (at - fill))
+                at += len(r.data)
+            starts, ends = np.concatenate(starts), np.concatenate(ends)
         picked = np.empty((2, len(draws)), np.int64)
-        out = np.empty((2, len(k_starts) + len(run)), np.int64)
-        fill = self.fill
-        self.data[fill : fill + len(run.data)] = run.data  # a memcpy: numba copies bytewise
-        m = _kernel("shuffle")(
-            self.fill, k_starts, k_ends, run.starts, run.ends, size, draws, picked, out
-        )
-        self.fill += len(run.data)
-        return Packed(self.data, picked[0], picked[1]), Packed(self.data, out[0, :m], out[1, :m])
+        out = np.empty((2, len(k_starts) + len(starts)), np.int64)
+        m = _kernel("shuffle")(fill, k_starts, k_ends, starts, ends, size, draws, picked, out)
+        self.fill = fill + need
+        return Packed(data, picked[0], picked[1]), Packed(data, out[0, :m], out[1, :m])
 
     def _room(self, kept: Packed | None, need: int) -> Packed | None:
         """Makes room for `need` more bytes: when they do not fit, the live records (`kept`)
@@ -137,7 +157,7 @@ def _compact(data, starts, ends, out_starts, out_ends):
     for t in range(starts.shape[0]):
         s, e = starts[t], ends[t]
         out_starts[t] = pos
-        out[pos : pos + e - s] = data[s:e]
+        _copy_bytes(out, pos, data, s, e - s)
         pos += e - s
         out_ends[t] = pos
     return out
@@ -169,6 +189,7 @@ def _bounds_of(i, k_starts, k_ends, starts, ends, fill, out, t):
 
 _FUNCTIONS = {"compact": _compact, "shuffle": _shuffle}
 _replay = None  # loops' compiled shuffle_replay, bound before _shuffle compiles
+_copy_bytes = None  # dataset_memcpy.copy_bytes, bound before _compact compiles
 
 
 def _kernel(name: str = "compact"):
@@ -178,10 +199,11 @@ def _kernel(name: str = "compact"):
             if name not in _compiled:
                 import numba
 
-                from flowgraph.kernels.cpu import loops
+                from flowgraph.kernels.cpu import dataset_memcpy, loops
 
                 g = globals()
                 g["_replay"] = loops.compiled("shuffle_replay")
+                g["_copy_bytes"] = dataset_memcpy.copy_bytes
                 if not hasattr(g["_bounds_of"], "py_func"):
                     g["_bounds_of"] = numba.njit(inline="always", cache=True)(_bounds_of)
                 _compiled[name] = numba.njit(nogil=True, cache=True)(_FUNCTIONS[name])

@@ -105,8 +105,8 @@ class _ShuffleIterator(UnaryIterator):
         fed = sum(r.n for r in runs)
         draws = self._draw(length, n, fed, error)
         if self._packed_pool(runs):
-            run = dataset_packed.concat([r.packed for r in runs]) if runs else None
-            picked, self.packed = self.arena.shuffle(self.packed, run, self.size, draws)
+            packed = [r.packed for r in runs]
+            picked, self.packed = self.arena.shuffle(self.packed, packed, self.size, draws)
             return self._out(Run.of_packed(picked) if len(picked) else None, error)
         picked, kept = _replay(length, self.size, fed, draws)
         pool = self._pool_columns(runs)
