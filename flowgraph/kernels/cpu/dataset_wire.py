@@ -79,9 +79,10 @@ def _records_into(
     return ends[n - 1] + 4
 
 
-def _kernels():
-    """(_parse_into, _records_into) compiled on first use, nogil (cached on disk by numba),
-    calling example_wire's compiled scan and varint decoding and records_walk's walk."""
+def _kernels() -> dict:
+    """_parse_into and _records_into compiled on first use, nogil (cached on disk by numba),
+    calling example_wire's compiled scan and varint decoding and records_walk's walk; and the
+    CRC tables _records_into takes."""
     if not _compiled:
         with _lock:
             if not _compiled:
@@ -93,73 +94,79 @@ def _kernels():
                 g["_scan"], g["_int64s"] = scan, int64s
                 g["_walk"], g["_cut_short"] = records_walk.compiled_walk()
                 g["_memcpy"] = byte_intrinsics.intrinsics().memcpy
-                g["_parse_into"] = _compiled["parse_into"] = jit(_parse_into)
-                _compiled["records_into"] = jit(_records_into)
-    return _compiled["parse_into"], _compiled["records_into"]
+                g["_parse_into"] = parse_into = jit(_parse_into)
+                compiled = {
+                    "parse_into": parse_into,
+                    "records_into": jit(_records_into),
+                    "tables": records_walk.tables(),
+                }
+                _compiled.update(compiled)  # at once: readers test `_compiled` without the lock
+    return _compiled
 
 
 class Layout:
     """Where each key of an example_wire.Spec goes: columns of one float32 or one int64
-    output array of a batch (float keys side by side in one, int64 keys in the other)."""
+    output array of a batch (float keys side by side in one, int64 keys in the other). With
+    `dims` (per key, its shape in a record), the outputs are [n, *dims] (ParseExample's)."""
 
-    __slots__ = ("columns", "is_float", "min_record", "offsets", "sizes", "spec", "width")
+    __slots__ = ("args", "columns", "is_float", "min_record", "offsets", "sizes", "spec", "width")
 
-    def __init__(self, sp: example_wire.Spec):
+    def __init__(self, sp: example_wire.Spec, dims: tuple | None = None):
         self.spec = sp
         self.sizes = np.array(sp.sizes, np.int64)
         self.is_float = np.array(sp.floats, np.bool_)
         self.offsets = np.zeros(len(sp.sizes), np.int64)
         self.width = [0, 0]  # float32 columns, int64 columns
+        kinds = [0 if f else 1 for f in sp.floats]
         for k, size in enumerate(sp.sizes):
-            kind = 0 if sp.floats[k] else 1
-            self.offsets[k] = self.width[kind]
-            self.width[kind] += size
-        self.columns = [
-            (0 if f else 1, int(o), int(o) + s)
-            for f, o, s in zip(sp.floats, self.offsets.tolist(), sp.sizes)
-        ]
+            self.offsets[k] = self.width[kinds[k]]
+            self.width[kinds[k]] += size
+        # per key: (float or int64 output, its columns, its shape in a record or None where
+        # that is its row as it is, whether it is the whole output: no copy)
+        self.columns = []
+        for kind, lo, size, d in zip(kinds, self.offsets.tolist(), sp.sizes, dims or sp.sizes):
+            shape = None if dims is None or d == (size,) else d
+            self.columns.append((kind, lo, lo + size, shape, size == self.width[kind]))
         # the fewest bytes a plain TFRecord of these keys takes (its frame, 4 per float, at
         # least 1 per int64): `records` allocates no outputs for more records than fit
         self.min_record = 16 + 4 * self.width[0] + self.width[1]
+        self.args = (sp.key_buf, sp.key_start, sp.key_end, sp.tags, self.sizes, self.is_float)
 
     def parse(self, data: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> list | None:
-        """Per key, an [n, size] array of the records' values; None if any record is not the
-        plain case."""
+        """Per key, an [n, size] array of the records' values ([n, *dims] with `dims`); None
+        if any record is not the plain case."""
         n = len(starts)
-        sp = self.spec
         floats, ints = self._outputs(n)
-        spans = np.empty((n, len(sp.sizes), 2), np.int64)
-        ok = _kernels()[0](
-            data, starts, ends, sp.key_buf, sp.key_start, sp.key_end, sp.tags, self.sizes,
-            self.is_float, self.offsets, spans, floats.view(np.uint8), ints,
-        )  # fmt: skip
+        spans = np.empty((n, len(self.sizes), 2), np.int64)
+        fn = (_compiled or _kernels())["parse_into"]
+        ok = fn(data, starts, ends, *self.args, self.offsets, spans, floats, ints)
         return self._columns(floats, ints) if ok else None
 
-    def records(self, buf: np.ndarray, pos: int, n: int) -> tuple[list | None, int]:
-        """(per key, an [n, size] array of the values, where the records end) of the n
-        TFRecords from buf[pos:] (uint8); (None, CUT) if they do not all lie whole in `buf`,
-        (None, BAD) if a CRC fails or a record is not the plain case."""
+    def records(self, buf: np.ndarray, pos: int, n: int) -> tuple[tuple | None, int]:
+        """(a tuple of the values per key, as `parse` gives them, where the records end) of
+        the n TFRecords from buf[pos:] (uint8); (None, CUT) if they do not all lie whole in
+        `buf`, (None, BAD) if a CRC fails or a record is not the plain case."""
         if n * self.min_record > buf.size - pos:
             return None, CUT
-        sp = self.spec
         floats, ints = self._outputs(n)
-        end = _kernels()[1](
-            buf, pos, n, records_walk.tables(), sp.key_buf, sp.key_start, sp.key_end, sp.tags,
-            self.sizes, self.is_float, self.offsets, floats.view(np.uint8), ints,
-        )  # fmt: skip
-        return (None, end) if end < 0 else (self._columns(floats, ints), end)
+        c = _compiled or _kernels()
+        end = c["records_into"](buf, pos, n, c["tables"], *self.args, self.offsets, floats, ints)
+        return (None, end) if end < 0 else (tuple(self._columns(floats, ints)), end)
 
     def _outputs(self, n: int) -> tuple[np.ndarray, np.ndarray]:
-        return np.empty((n, self.width[0]), "<f4"), np.empty((n, self.width[1]), np.int64)
+        """The float32 output (as its bytes, which the compiled code copies) and the int64
+        one of n records."""
+        return np.empty((n, 4 * self.width[0]), np.uint8), np.empty((n, self.width[1]), np.int64)
 
     def _columns(self, floats: np.ndarray, ints: np.ndarray) -> list:
-        """Per key, its columns of the float32 or int64 outputs (the whole array where the key
-        is the only one of its kind: no copy)."""
-        arrays = (floats if _NATIVE_F4 else floats.astype(np.float32), ints)
+        """Per key, its columns of the outputs (the whole array where the key is the only one
+        of its kind: no copy), in its shape."""
+        values = floats.view("<f4")
+        arrays = (values if _NATIVE_F4 else values.astype(np.float32), ints)
         out = []
-        for kind, lo, hi in self.columns:
-            a = arrays[kind]
-            out.append(a if hi - lo == a.shape[1] else np.ascontiguousarray(a[:, lo:hi]))
+        for kind, lo, hi, dims, whole in self.columns:
+            a = arrays[kind] if whole else np.ascontiguousarray(arrays[kind][:, lo:hi])
+            out.append(a if dims is None else a.reshape(len(a), *dims))
         return out
 
 

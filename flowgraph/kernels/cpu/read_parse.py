@@ -37,75 +37,60 @@ def read_up_to_parse_example(ctx, step, done, reader, queue, num_records, names,
     n = int(num_records)
     if n <= 0:
         raise errors.InvalidArgumentError(None, None, f"num_records must be positive, got {n}")
-    attrs, plan = ctx.attrs, _plan(ctx, names, rest)
+    attrs, layout = ctx.attrs, _layout(ctx, names, rest)
 
     def parse(result=None, error=None):
         if error is not None:
             done(None, error)
             return
-        if type(result) is tuple:  # decoded in place by `plan` (the reader's steady state)
+        if type(result) is tuple:  # decoded in place by layout.records (the steady state)
             done(result)
             return
         try:
-            out = parse_chunks(attrs, plan, result, names, rest)
+            out = parse_chunks(attrs, layout, result, names, rest)
         except Exception as e:  # noqa: BLE001 (the node's error, reported by the executor)
             done(None, e)
             return
         done(out)
 
-    handle_object(reader).read(step, handle_object(queue), n, True, parse, True, plan)
+    decode = layout and layout.records
+    handle_object(reader).read(step, handle_object(queue), n, True, parse, True, decode)
 
 
-class _Plan:
-    """How the node's dense features are decoded: their dataset_wire.Layout and shapes.
-    Called as a RecordFile.read_parsed parser, it gives ParseExample's outputs."""
-
-    __slots__ = ("dims", "layout")
-
-    def __init__(self, layout: Layout, dims: tuple):
-        self.layout, self.dims = layout, dims
-
-    def __call__(self, buf: np.ndarray, pos: int, n: int) -> tuple:
-        out, end = self.layout.records(buf, pos, n)
-        if out is None:
-            return None, end
-        return tuple([a.reshape(n, *d) for a, d in zip(out, self.dims)]), end
-
-
-def _plan(ctx, names, rest: tuple) -> _Plan | None:
-    """The node's _Plan (None: not the fast path), kept in its state with the inputs it was
-    made for: the names and keys are Consts, the same arrays every step, so a step compares
-    them by identity; other arrays are compared by their keys."""
-    cached = ctx.state  # (names, rest, keys, plan)
+def _layout(ctx, names, rest: tuple) -> Layout | None:
+    """The dataset_wire.Layout of the node's features, in ParseExample's shapes (None: not
+    the fast path), kept in its state with the inputs it was made for: the names and keys
+    are Consts, the same arrays every step, so a step compares them by identity; other arrays
+    are compared by their keys."""
+    cached = ctx.state  # (names, rest, keys, layout)
     if cached is not None and cached[0] is names and all(map(operator.is_, cached[1], rest)):
         return cached[3]
     a = ctx.attrs
     if a["Nsparse"] or np.size(names):
-        plan, keys = None, None
+        layout, keys = None, None
     else:
         keys = tuple(parsing.feature_keys(rest[: a["Ndense"]]))
         if cached is not None and cached[2] == keys:
-            plan = cached[3]
+            layout = cached[3]
         else:
             fast = parsing.dense_layout((), keys, a["Tdense"], a["dense_shapes"])
-            plan = fast and _Plan(Layout(fast[0]), fast[1])
-    ctx.state = names, rest, keys, plan
-    return plan
+            layout = fast and Layout(*fast)
+    ctx.state = names, rest, keys, layout
+    return layout
 
 
-def parse_chunks(attrs: dict, plan: _Plan | None, chunks: list, names, rest: tuple) -> tuple:
-    """ParseExample's outputs for the records of `chunks` (records.Chunk); `plan` is
-    _plan's, or None where the wire fast path does not apply."""
-    if plan is not None and chunks:
-        out = _dense(chunks, plan.layout)
+def parse_chunks(attrs: dict, layout: Layout | None, chunks: list, names, rest: tuple) -> tuple:
+    """ParseExample's outputs for the records of `chunks` (records.Chunk); `layout` is
+    _layout's, or None where the wire fast path does not apply."""
+    if layout is not None and chunks:
+        out = _dense(chunks, layout)
         if out is not None:
-            count = len(out[0])
-            return tuple(a.reshape(count, *dims) for a, dims in zip(out, plan.dims))
+            return tuple(out)
     return parsing.parse_example_batch(attrs, _records(chunks), names, rest)
 
 
 def _dense(chunks: list, layout: Layout) -> list | None:
-    """Per key, the [records, size] values of all the chunks' records (one compiled call per
+    """Per key, the values of all the chunks' records (one compiled call per
     chunk, as tf.data's parse-only maps); None if a record is not the plain case."""
     parts = []
     for c in chunks:
