@@ -65,6 +65,10 @@ def feed_array(t: Tensor, value):
             f"Python scalars, strings, lists, numpy ndarrays, or TensorHandles. (feed for {t.name})"
         )
     dtype = t.dtype.base_dtype
+    np_type = dtype.as_numpy_dtype
+    if type(value) is np.ndarray and value.dtype.type is np_type and np_type is not object:
+        _check_shape(t, value)  # the common case: an array of the dtype, copied as it is
+        return np.array(value)
     token = ieee.ignore()
     try:
         arr = _as_feed_dtype(value, dtype)
@@ -93,17 +97,27 @@ def feed_array(t: Tensor, value):
             f"Tensor type {dtype.name} (feed for Tensor '{t.name}'). Try explicitly setting "
             f"the type of the feed tensor to a larger type (e.g. int64)."
         )
-    dims = t.shape.as_tuple()
-    if dims is not None and (
-        len(dims) != arr.ndim or any(d is not None and d != n for d, n in zip(dims, arr.shape))
-    ):
-        raise errors.InvalidArgumentError(
-            None,
-            None,
-            f"Cannot feed value of shape {arr.shape!r} for Tensor '{t.name}', which has shape "
-            f"'{t.shape}'",
-        )
+    _check_shape(t, arr)
     return arr
+
+
+def _check_shape(t: Tensor, arr: np.ndarray) -> None:
+    dims = t.shape.as_tuple()
+    if dims is None:
+        return
+    shape = arr.shape
+    if len(dims) == len(shape):
+        for d, n in zip(dims, shape):
+            if d is not None and d != n:
+                break
+        else:
+            return
+    raise errors.InvalidArgumentError(
+        None,
+        None,
+        f"Cannot feed value of shape {arr.shape!r} for Tensor '{t.name}', which has shape "
+        f"'{t.shape}'",
+    )
 
 
 def _as_feed_dtype(value, dtype):
