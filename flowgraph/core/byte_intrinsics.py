@@ -1,11 +1,8 @@
-"""numba intrinsics for the compiled byte walks of record files and Examples (records_walk.py,
-kernels/cpu/dataset_wire.py): what numba's own code does slowly or cannot say.
+"""numba intrinsics for the compiled walk of record files (records_walk.py): what numba's own
+code does slowly or cannot say. (A memcpy for numba code: kernels/cpu/dataset_memcpy.py.)
 
 - `load_u64(arr, pos)`: the little-endian uint64 at byte `pos` of a uint8 array, one unaligned
   load (eight byte loads and shifts, as Python-level numba writes it, are not combined).
-- `memcpy(dst, dst_pos, src, src_pos, count)`: bytes between uint8 arrays (flat positions of
-  C-contiguous arrays). numba's slice assignment copies element by element with a per-slice
-  setup: 64 rows of 256 floats took 6 us, LLVM's memcpy 0.8.
 - `crc32_u64(crc, word)`, `crc32_u8(crc, byte)`: SSE4.2's crc32 instruction (CRC-32C), on
   x86-64 CPUs that have it (`has_sse42`); google_crc32c's library uses the same instruction.
 
@@ -34,6 +31,7 @@ def has_sse42() -> bool:
 
 @functools.cache
 def intrinsics() -> SimpleNamespace:
+    """load_u64, crc32_u64 and crc32_u8 (the crc32 ones compile only where has_sse42())."""
     from llvmlite import ir
     from numba.core import cgutils, types
     from numba.core.errors import TypingError
@@ -41,32 +39,17 @@ def intrinsics() -> SimpleNamespace:
 
     i8, i32, i64 = ir.IntType(8), ir.IntType(32), ir.IntType(64)
 
-    def data(context, builder, array_type, value):
-        return context.make_array(array_type)(context, builder, value=value).data
-
     @intrinsic
     def load_u64(typingctx, arr, pos):
         if arr.dtype != types.uint8:
             raise TypingError(f"load_u64 reads a uint8 array, not {arr}")
 
         def codegen(context, builder, sig, args):
-            at = builder.gep(data(context, builder, sig.args[0], args[0]), [args[1]])
+            array = context.make_array(sig.args[0])(context, builder, value=args[0])
+            at = builder.gep(array.data, [args[1]])
             return builder.load(builder.bitcast(at, i64.as_pointer()), align=1)
 
         return types.uint64(arr, types.intp), codegen
-
-    @intrinsic
-    def memcpy(typingctx, dst, dst_pos, src, src_pos, count):
-        if not all(a.layout == "C" and a.dtype == types.uint8 for a in (dst, src)):
-            raise TypingError(f"memcpy copies between C-contiguous uint8 arrays: {dst}, {src}")
-
-        def codegen(context, builder, sig, args):
-            to = builder.gep(data(context, builder, sig.args[0], args[0]), [args[1]])
-            frm = builder.gep(data(context, builder, sig.args[2], args[2]), [args[3]])
-            cgutils.raw_memcpy(builder, to, frm, args[4], 1)
-            return context.get_dummy_value()
-
-        return types.none(dst, types.intp, src, types.intp, types.intp), codegen
 
     def instruction(name, ir_types, signature):
         def codegen(context, builder, sig, args):
@@ -81,4 +64,4 @@ def intrinsics() -> SimpleNamespace:
     crc32_u8 = instruction(
         "llvm.x86.sse42.crc32.32.8", (i32, i8), types.uint32(types.uint32, types.uint8)
     )
-    return SimpleNamespace(load_u64=load_u64, memcpy=memcpy, crc32_u64=crc32_u64, crc32_u8=crc32_u8)
+    return SimpleNamespace(load_u64=load_u64, crc32_u64=crc32_u64, crc32_u8=crc32_u8)

@@ -22,14 +22,14 @@ import threading
 
 import numpy as np
 
-from flowgraph.core import byte_intrinsics, records_walk
+from flowgraph.core import records_walk
 from flowgraph.kernels.cpu import example_wire
 
 _lock = threading.Lock()
 _compiled: dict = {}
-# compiled helpers (example_wire's, records_walk's, a memcpy), bound before the functions here
-# compile
-_scan = _int64s = _walk = _cut_short = _memcpy = None
+# compiled helpers (example_wire's, records_walk's, dataset_memcpy's), bound before the functions
+# here compile
+_scan = _int64s = _walk = _cut_short = _copy_bytes = None
 CUT, BAD = records_walk.CUT, records_walk.BAD
 
 
@@ -42,6 +42,7 @@ def _parse_into(
     exactly sizes[k] values of each key."""
     if not _scan(buf, starts, ends, keys, key_start, key_end, tags, spans):
         return False
+    flat, row = floats.reshape(floats.size), floats.shape[1]
     for k in range(sizes.size):
         size, off = sizes[k], offsets[k]
         if is_float[k]:
@@ -50,7 +51,7 @@ def _parse_into(
                 s = spans[r, k, 0]
                 if spans[r, k, 1] - s != width:
                     return False
-                _memcpy(floats, r * floats.shape[1] + at, buf, s, width)
+                _copy_bytes(flat, r * row + at, buf, s, width)
             continue
         if not _int64s(buf, spans, k, size, ints[:, off : off + size]):
             return False
@@ -88,12 +89,14 @@ def _kernels() -> dict:
             if not _compiled:
                 import numba
 
+                from flowgraph.kernels.cpu import dataset_memcpy
+
                 jit = numba.njit(nogil=True, cache=True)
                 scan, int64s, _ = example_wire._kernels()
                 g = globals()
                 g["_scan"], g["_int64s"] = scan, int64s
                 g["_walk"], g["_cut_short"] = records_walk.compiled_walk()
-                g["_memcpy"] = byte_intrinsics.intrinsics().memcpy
+                g["_copy_bytes"] = dataset_memcpy.copy_bytes
                 g["_parse_into"] = parse_into = jit(_parse_into)
                 compiled = {
                     "parse_into": parse_into,

@@ -25,12 +25,10 @@ import threading
 
 import numpy as np
 
-from flowgraph.core import byte_intrinsics
-
 _TAG_1, _TAG_2, _TAG_3 = 0x0A, 0x12, 0x1A  # fields 1, 2, 3, length-delimited
 KIND_TAG = {np.dtype(np.float32): _TAG_2, np.dtype(np.int64): _TAG_3}
 _ZERO = np.zeros(1, np.int64)
-_memcpy = None  # byte_intrinsics' memcpy, bound before _float_rows compiles
+_copy_bytes = None  # dataset_memcpy's, bound before _float_rows compiles
 
 
 def _varint(buf, pos, end):
@@ -149,12 +147,12 @@ def _int64s(buf, spans, k, size, out):
 def _float_rows(buf, spans, k, out):
     """Copies each record's packed float bytes of key k into its row of `out` (bytes, one row
     per record); False unless every record has exactly a row's worth."""
-    width = out.shape[1]
+    flat, width = out.reshape(out.size), out.shape[1]
     for r in range(spans.shape[0]):
         start = spans[r, k, 0]
         if spans[r, k, 1] - start != width:
             return False
-        _memcpy(out, r * width, buf, start, width)
+        _copy_bytes(flat, r * width, buf, start, width)
     return True
 
 
@@ -171,12 +169,14 @@ def _kernels():
             if not _compiled:
                 import numba
 
+                from flowgraph.kernels.cpu import dataset_memcpy
+
                 jit = numba.njit(nogil=True, cache=True)
                 varint, field = jit(_varint), jit(_field)
                 g = globals()
                 g["_varint"], g["_field"] = varint, field
                 g["_key_index"] = jit(_key_index)
-                g["_memcpy"] = byte_intrinsics.intrinsics().memcpy
+                g["_copy_bytes"] = dataset_memcpy.copy_bytes
                 _compiled["scan"], _compiled["int64s"] = jit(_scan), jit(_int64s)
                 _compiled["float_rows"] = jit(_float_rows)
     return _compiled["scan"], _compiled["int64s"], _compiled["float_rows"]
