@@ -41,12 +41,8 @@ class MasterCallable:
     def run(self, feed_values: list, run_metadata=None) -> list:
         """The fetched values, in CallableOptions.fetch order."""
         session = self._session
-        local = self._local
-        if local is not None:
-            try:
-                out = local(feed_values)
-            except errors.OpError as e:
-                raise session._decorate(e) from e.__cause__
+        if self._local is not None:
+            out = session._run_local(self._local, feed_values)
             if out is not None:
                 return out
         req = m.RunCallableRequest(session._handle, self.handle, feed_values)

@@ -288,19 +288,21 @@ class BaseSession:
             else []
         )
         self._extend()
-        local = cached.local
-        out = None
-        if local is not None:
-            try:
-                out = local(values)
-            except errors.OpError as e:
-                raise self._decorate(e) from e.__cause__
+        out = self._run_local(cached.local, values) if cached.local is not None else None
         if out is None:
             mapper = cached.mapper
             out = self._do_run(
                 cached.sig.feeds, values, mapper.tensors, mapper.targets, None, run_metadata
             )
         return cached.build(out)
+
+    def _run_local(self, local, feed_values) -> list | None:
+        """`local(feed_values)` (a LocalRun: its fetches, or None to take the master's Run),
+        its errors named as the master's are."""
+        try:
+            return local(feed_values)
+        except errors.OpError as e:
+            raise self._decorate(e) from e.__cause__
 
     def _do_run(self, feed_names, feed_values, tensors, targets, options, run_metadata):
         self._extend()
