@@ -135,7 +135,7 @@ class RandomShuffleQueue(QueueBase):
         """A dequeue_many served at once took one piece, gathered from the slots into new
         arrays (_ArraySlots.take): its components are the batch, not copied again."""
         if len(pieces) == 1 and self._slots.gathers:
-            return list(pieces[0])
+            return pieces[0]
         return super().batch(pieces)
 
     def _poppable(self):
