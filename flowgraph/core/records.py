@@ -286,6 +286,7 @@ class RecordFile:
     def _whole(self, n: int) -> int:
         """How many of the next n records lie whole in the buffer, as far as their CRCs
         hold."""
+        n = min(n, (self._arr.size - self._pos) // 16)  # a record takes 16 bytes at least
         return records_walk.walk(self._arr, self._pos, n, np.empty((n, 2), np.int64))
 
     def cut(self, n: int) -> Chunk | None:
