@@ -93,6 +93,9 @@ class Graph:
         self._functions: dict = {}  # name -> FunctionDef: the graph's function library
         self._unfetchable_ops: set[int] = set()  # ids of ops marked by prevent_fetching
         self._unfeedable_tensors: set[str] = set()  # names of tensors marked by prevent_feeding
+        # Counts prevent_fetching/prevent_feeding calls: a Session's cached Run signatures are
+        # checked again when it changes.
+        self.prevent_version = 0
 
     # -- identity -----------------------------------------------------------------------------
     def __repr__(self):
@@ -381,9 +384,11 @@ class Graph:
     # -- what a Session may feed and fetch ----------------------------------------------------
     def prevent_fetching(self, op: Operation):
         self._unfetchable_ops.add(id(op))
+        self.prevent_version += 1
 
     def prevent_feeding(self, tensor: Tensor):
         self._unfeedable_tensors.add(tensor.name)
+        self.prevent_version += 1
 
     def is_fetchable(self, tensor_or_op) -> bool:
         """False for ops marked by prevent_fetching and for values inside a while loop (they

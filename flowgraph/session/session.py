@@ -258,10 +258,13 @@ class BaseSession:
     def _cached_run(self, fetches, feed_dict) -> _CachedRun | None:
         """The _CachedRun of these fetches and feed keys, made on their first Run; None when
         they have none: fetches that are not hashable (a dict, a list of lists), a feed key
-        that is not a feedable Tensor of this graph. The cache holds _RUNS_KEPT entries."""
+        that is not a feedable Tensor of this graph. The cache holds _RUNS_KEPT entries; an
+        entry made before a prevent_fetching/prevent_feeding call is not used after it (the
+        graph's prevent_version is part of the key), so that call's ValueError is raised."""
         kind = type(fetches)
+        marks = self._graph.prevent_version
         try:
-            key = (kind, tuple(fetches) if kind is list else fetches, *(feed_dict or ()))
+            key = (kind, tuple(fetches) if kind is list else fetches, marks, *(feed_dict or ()))
             cached = self._runs.get(key)
         except TypeError:  # unhashable
             return None

@@ -246,6 +246,25 @@ def test_tensors_inside_a_while_loop_cannot_be_fetched_or_fed():
     assert not g.is_fetchable(c) and not g.is_feedable(c)
 
 
+def test_prevent_fetching_and_feeding_after_a_run_of_the_same_signature():
+    """A Run signature cached by an earlier run still checks marks made after it."""
+    g = tf.Graph()
+    with g.as_default():
+        p = tf.placeholder(tf.float32, [])
+        c = p * 2.0
+        d = c + 1.0
+    with tf.Session(graph=g) as sess:
+        assert sess.run(c, {p: 1.0}) == 2.0
+        assert sess.run(d, {c: 3.0}) == 4.0
+        g.prevent_fetching(c.op)
+        with pytest.raises(ValueError, match="has been marked as not fetchable"):
+            sess.run(c, {p: 1.0})
+        g.prevent_feeding(c)
+        with pytest.raises(ValueError, match="may not be fed"):
+            sess.run(d, {c: 3.0})
+        assert sess.run(d, {p: 1.0}) == 3.0
+
+
 # -- defect 13: bad feed values raise TF's classes; no NumPy warnings --------------------------
 def test_bad_feed_values_raise_tf_classes():
     p = tf.placeholder(tf.int32, [])
