@@ -189,7 +189,7 @@ def _bounds_of(i, k_starts, k_ends, starts, ends, fill, out, t):
 
 _FUNCTIONS = {"compact": _compact, "shuffle": _shuffle}
 _replay = None  # loops' compiled shuffle_replay, bound before _shuffle compiles
-_copy_bytes = None  # dataset_memcpy.copy_bytes, bound before _compact compiles
+_copy_bytes = None  # byte_intrinsics.intrinsics().copy_bytes, bound before _compact compiles
 
 
 def _kernel(name: str = "compact"):
@@ -199,11 +199,12 @@ def _kernel(name: str = "compact"):
             if name not in _compiled:
                 import numba
 
-                from flowgraph.kernels.cpu import dataset_memcpy, loops
+                from flowgraph.core import byte_intrinsics
+                from flowgraph.kernels.cpu import loops
 
                 g = globals()
                 g["_replay"] = loops.compiled("shuffle_replay")
-                g["_copy_bytes"] = dataset_memcpy.copy_bytes
+                g["_copy_bytes"] = byte_intrinsics.intrinsics().copy_bytes
                 if not hasattr(g["_bounds_of"], "py_func"):
                     g["_bounds_of"] = numba.njit(inline="always", cache=True)(_bounds_of)
                 _compiled[name] = numba.njit(nogil=True, cache=True)(_FUNCTIONS[name])

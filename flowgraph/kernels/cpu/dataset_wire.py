@@ -27,7 +27,7 @@ from flowgraph.kernels.cpu import example_wire
 
 _lock = threading.Lock()
 _compiled: dict = {}
-# compiled helpers (example_wire's, records_walk's, dataset_memcpy's), bound before the functions
+# compiled helpers (example_wire's, records_walk's, byte_intrinsics'), bound before the functions
 # here compile
 _scan = _int64s = _walk = _cut_short = _copy_bytes = None
 CUT, BAD = records_walk.CUT, records_walk.BAD
@@ -89,14 +89,14 @@ def _kernels() -> dict:
             if not _compiled:
                 import numba
 
-                from flowgraph.kernels.cpu import dataset_memcpy
+                from flowgraph.core import byte_intrinsics
 
                 jit = numba.njit(nogil=True, cache=True)
                 scan, int64s, _ = example_wire._kernels()
                 g = globals()
                 g["_scan"], g["_int64s"] = scan, int64s
                 g["_walk"], g["_cut_short"] = records_walk.compiled_walk()
-                g["_copy_bytes"] = dataset_memcpy.copy_bytes
+                g["_copy_bytes"] = byte_intrinsics.intrinsics().copy_bytes
                 g["_parse_into"] = parse_into = jit(_parse_into)
                 compiled = {
                     "parse_into": parse_into,

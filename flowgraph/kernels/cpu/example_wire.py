@@ -28,7 +28,7 @@ import numpy as np
 _TAG_1, _TAG_2, _TAG_3 = 0x0A, 0x12, 0x1A  # fields 1, 2, 3, length-delimited
 KIND_TAG = {np.dtype(np.float32): _TAG_2, np.dtype(np.int64): _TAG_3}
 _ZERO = np.zeros(1, np.int64)
-_copy_bytes = None  # dataset_memcpy's, bound before _float_rows compiles
+_copy_bytes = None  # byte_intrinsics', bound before _float_rows compiles
 
 
 def _varint(buf, pos, end):
@@ -169,14 +169,14 @@ def _kernels():
             if not _compiled:
                 import numba
 
-                from flowgraph.kernels.cpu import dataset_memcpy
+                from flowgraph.core import byte_intrinsics
 
                 jit = numba.njit(nogil=True, cache=True)
                 varint, field = jit(_varint), jit(_field)
                 g = globals()
                 g["_varint"], g["_field"] = varint, field
                 g["_key_index"] = jit(_key_index)
-                g["_copy_bytes"] = dataset_memcpy.copy_bytes
+                g["_copy_bytes"] = byte_intrinsics.intrinsics().copy_bytes
                 _compiled["scan"], _compiled["int64s"] = jit(_scan), jit(_int64s)
                 _compiled["float_rows"] = jit(_float_rows)
     return _compiled["scan"], _compiled["int64s"], _compiled["float_rows"]
