@@ -16,7 +16,8 @@ import threading
 
 from flowgraph.core import errors
 from flowgraph.distributed import messages as m
-from flowgraph.distributed.master_session import RUN_GRAPH_MARGIN_MS, MasterSession, StepPlan
+from flowgraph.distributed.master_session import RUN_GRAPH_MARGIN_MS, MasterSession
+from flowgraph.distributed.step_plan import StepPlan
 from flowgraph.distributed.worker_cache import CallOptions
 from flowgraph.runtime.partial_execution import Signature
 

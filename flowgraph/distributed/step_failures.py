@@ -15,7 +15,7 @@ from flowgraph.distributed import messages as m
 from flowgraph.distributed.worker_cache import DeviceInfo, task_of
 
 if TYPE_CHECKING:
-    from flowgraph.distributed.master_session import StepPlan
+    from flowgraph.distributed.step_plan import StepPlan
 
 
 class RunningStep:

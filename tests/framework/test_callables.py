@@ -10,7 +10,7 @@ import pytest
 
 import flowgraph as tf
 from flowgraph.core.protos import CallableOptions, RunMetadata, RunOptions
-from flowgraph.distributed import grpc_service, master_session, messages
+from flowgraph.distributed import grpc_service, messages, step_plan
 from flowgraph.session import remote
 
 
@@ -35,13 +35,13 @@ class _Spy:
 def plans_built(monkeypatch):
     """The number of StepPlans (prune, place, partition, register) built so far."""
     built = []
-    real = master_session.StepPlan.__init__
+    real = step_plan.StepPlan.__init__
 
     def counting(self, *args):
         built.append(1)
         real(self, *args)
 
-    monkeypatch.setattr(master_session.StepPlan, "__init__", counting)
+    monkeypatch.setattr(step_plan.StepPlan, "__init__", counting)
     return built
 
 
