@@ -1,14 +1,14 @@
 """One session on the master (whitepaper §3.3, §4.2): the client's graph, placed over every
 device of every worker the master knows, and the signature cache.
 
-Per (feeds, fetches, targets) signature a StepPlan (step_plan.py) is built once: the graph pruned to the
-signature with feed/fetch nodes on the client device, optimized, placed, partitioned per
-device, and each task's partitions registered with its worker (one RegisterGraph per worker
-per signature). A step is then one RunGraph per worker, run concurrently, followed by one
-CleanupGraph per worker whose graph sends tensors to another task (worker.py). Each feed goes
-in the RunGraphRequest of the worker that uses it and each fetch comes in the
-RunGraphResponse of the worker that makes it, by rendezvous key (direct_terminals.py); a
-partial run's all go through the client device's worker.
+Per (feeds, fetches, targets) signature a StepPlan (step_plan.py) is built once: the graph
+pruned to the signature with feed/fetch nodes on the client device, optimized, placed,
+partitioned per device, and each task's partitions registered with its worker (one RegisterGraph
+per worker per signature). A step is then one RunGraph per worker, run concurrently, followed by
+one CleanupGraph per worker whose graph sends tensors to another task (worker.py). Each feed
+goes in the RunGraphRequest of the worker that uses it and each fetch comes in the
+RunGraphResponse of the worker that makes it, by rendezvous key (direct_terminals.py); a partial
+run's all go through the client device's worker.
 """
 
 from __future__ import annotations
