@@ -71,22 +71,23 @@ def main():
     g, nxt = build(tmp)
     fetch = [nxt["x"], nxt["y"]]
     takes = []  # IteratorResource.get_next on the consumer's thread, with the done it calls
-    chain = []  # the producer's passes through map <- batch <- repeat <- shuffle <- source
-    take, map_next = dataset_iterators.IteratorResource.get_next, _MapIterator.get_next
+    chain = []  # the producer's passes through map <- batch <- repeat <- shuffle <- source,
+    # per batch (a pass makes the batches a refill has room for: Iterator.get_ahead)
+    take, map_ahead = dataset_iterators.IteratorResource.get_next, _MapIterator.get_ahead
 
     def timed_take(self, step, done):
         t0 = time.thread_time()
         take(self, step, done)
         takes.append(time.thread_time() - t0)
 
-    async def timed_map(self):
+    async def timed_map(self, k):
         t0 = time.thread_time()
-        out = await map_next(self)  # never suspends: the chain below the prefetch is sync
-        chain.append(time.thread_time() - t0)
+        out = await map_ahead(self, k)  # never suspends: the chain below the prefetch is sync
+        chain.extend([(time.thread_time() - t0) / max(1, len(out))] * len(out))
         return out
 
     dataset_iterators.IteratorResource.get_next = timed_take
-    _MapIterator.get_next = timed_map
+    _MapIterator.get_ahead = timed_map
     with tf.Session(graph=g) as sess:
         for _ in range(200):
             sess.run(fetch)
@@ -95,7 +96,7 @@ def main():
         for _ in range(n):
             sess.run(fetch)
         print(
-            f"drained: the chain {_us(chain)}; pool threads' CPU {spent_since(c0) / n * 1e6:.1f}"
+            f"drained: the chain {_us(chain)} per batch; pool threads' CPU {spent_since(c0) / n * 1e6:.1f}"
             f" us per batch (with the step completions they run for a waiting consumer); "
             f"wall {(time.perf_counter() - w0) / n * 1e6:.1f} us per batch"
         )
@@ -109,7 +110,7 @@ def main():
             sess.run(fetch)
             runs.append(time.thread_time() - t0)
         print(
-            f"paced (1.5 ms between runs): the chain {_us(chain)}; pool threads' CPU "
+            f"paced (1.5 ms between runs): the chain {_us(chain)} per batch; pool threads' CPU "
             f"{spent_since(c0) / n * 1e6:.1f} us per batch"
         )
         print(

@@ -228,6 +228,15 @@ class Iterator:
             self._deferred = e
         return Run.of_elements(elements) if elements else None
 
+    async def get_ahead(self, k: int) -> list:
+        """The outcomes of the next 1 to `k` get_next calls, in order, for a consumer that
+        buffers them (a prefetch): (element, None) or (None, error) each; [] at the end.
+        Iterators that produce several elements for less than as many passes through their
+        chain override it (a parse-only map over a batch: one read and one parse of `k`
+        batches' records); this one produces one, raising its error."""
+        element = await self.get_next()
+        return [] if element is None else [(element, None)]
+
     def poll(self) -> tuple | None:
         """(element, error) of the next get_next when it is ready without running the chain
         (a prefetch's buffer), else None: a consumer then calls get_next. Lets IteratorGetNext

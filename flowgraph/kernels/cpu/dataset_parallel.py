@@ -30,6 +30,9 @@ from flowgraph.kernels.cpu.dataset_transforms import (
 
 _END = object()  # a slot's value past the end of the input
 _AUTOTUNE_BUFFER = 4  # prefetch buffer chosen for AUTOTUNE
+_AHEAD = 4  # elements a prefetch asks for at once (Iterator.get_ahead): a pass through a
+# parse-only map's chain costs about as much for 2 to 4 batches as for 1; more would only
+# delay the first to a waiting consumer
 
 
 def _out(ctx):
@@ -61,7 +64,11 @@ class _PrefetchIterator(UnaryIterator):
     futex call on the consumer's thread, the training step's) and runs the chain once from
     cold caches. In I2d (prefetch(2) under a 1.6 ms step) the chain costs ~2x its warm cost
     after a step's pause; refilling both slots in one go pays that once per two batches, and
-    the step finds a batch ready whenever producing one takes less than a step, as before."""
+    the step finds a batch ready whenever producing one takes less than a step, as before.
+    And a refill asks its input for all it has room for (up to _AHEAD) by one get_ahead: a
+    parse-only map over a batch makes them in one pass through its chain, so the cold pass
+    is paid once per refill, not once per element. The outcomes may exceed the room by one
+    (an error met after the last element asked for)."""
 
     def __init__(self, input_iterator, size):
         super().__init__(input_iterator)
@@ -106,36 +113,41 @@ class _PrefetchIterator(UnaryIterator):
 
     def _produce(self):
         while True:
-            result = drive(self.input.get_next(), self._produced_later)
+            k = min(_AHEAD, self.size - len(self.buffer))  # the buffer only shrinks meanwhile
+            result = drive(self.input.get_ahead(max(1, k)), self._produced_later)
             if result is None:  # the input waits: _produced_later continues
                 return
             if not self._deliver(result.value, result.error):
                 return
 
-    def _produced_later(self, element, error):
-        if self._deliver(element, error):
+    def _produced_later(self, outcomes, error):
+        if self._deliver(outcomes, error):
             background_pool().submit(self._produce)
 
-    def _deliver(self, element, error) -> bool:
-        """Hands one outcome to the first waiting consumer, else to the buffer; returns
-        whether to produce another."""
+    def _deliver(self, outcomes, error) -> bool:
+        """Hands the outcomes of a get_ahead (its list, or the error it raised) to the
+        waiting consumers in order, the rest to the buffer; [] is the end. Returns whether
+        to produce more."""
+        if error is not None:
+            outcomes = [(None, error)]
         with self.lock:
             if self.closed:
                 self.producing = False
                 return False
-            if element is None and error is None:
+            served = []
+            if not outcomes:
                 self.finished = True
-                self.producing = False
-                waiters, self.waiters = list(self.waiters), collections.deque()
-                more = False
-            else:
-                waiters = [self.waiters.popleft()] if self.waiters else []
-                if not waiters:
-                    self.buffer.append((element, error))
-                more = len(self.buffer) < self.size
-                self.producing = more
-        for w in waiters:
-            w.set_result((element, error))
+                served = [(w, (None, None)) for w in self.waiters]
+                self.waiters = collections.deque()
+            for outcome in outcomes:
+                if self.waiters:
+                    served.append((self.waiters.popleft(), outcome))
+                else:
+                    self.buffer.append(outcome)
+            more = bool(outcomes) and len(self.buffer) < self.size
+            self.producing = more
+        for w, outcome in served:
+            w.set_result(outcome)
         return more
 
     def close(self):

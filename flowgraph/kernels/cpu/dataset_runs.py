@@ -49,6 +49,17 @@ class Run:
     def of_packed(cls, packed: Packed) -> Run:
         return cls(len(packed), None, None, packed)
 
+    def part(self, start: int, stop: int) -> Run:
+        """Elements start to stop - 1, in this run's form (views of its columns or bounds)."""
+        if start == 0 and stop == self.n:
+            return self
+        if self.packed is not None:
+            p = self.packed
+            return Run.of_packed(Packed(p.data, p.starts[start:stop], p.ends[start:stop]))
+        if self._columns is not None:
+            return Run(stop - start, tuple(c[start:stop] for c in self._columns))
+        return Run.of_elements(self._elements[start:stop])
+
     @property
     def has_columns(self) -> bool:
         return self._columns is not None or self.packed is not None
@@ -74,6 +85,24 @@ def packed_of(runs: list) -> Packed | None:
     if not all(r.packed is not None for r in runs):
         return None
     return concat_packed([r.packed for r in runs])
+
+
+def cut(runs: list, sizes: list) -> list:
+    """Consecutive `runs` cut into lists of runs of sizes[0], sizes[1], ... elements (a run
+    that straddles a cut is sliced; elements past the last are left out)."""
+    groups, i, at = [], 0, 0  # the next element is runs[i]'s element `at`
+    for size in sizes:
+        group = []
+        while size:
+            run = runs[i]
+            take = min(size, run.n - at)
+            group.append(run.part(at, at + take))
+            at += take
+            size -= take
+            if at == run.n:
+                i, at = i + 1, 0
+        groups.append(group)
+    return groups
 
 
 def split(columns, n: int) -> list:

@@ -6,6 +6,7 @@ caching in dataset_cache.py."""
 from __future__ import annotations
 
 import collections
+import itertools
 
 import numpy as np
 
@@ -21,7 +22,7 @@ from flowgraph.kernels.cpu.dataset_base import (
     scalar,
 )
 from flowgraph.kernels.cpu.dataset_parse import recognize
-from flowgraph.kernels.cpu.dataset_runs import Packed, Run, concat, packed_of, stack
+from flowgraph.kernels.cpu.dataset_runs import Packed, Run, concat, cut, packed_of, stack
 
 
 def _out(ctx):
@@ -59,9 +60,10 @@ class MapDataset(Unary):
 
 class _MapIterator(UnaryIterator):
     """Calls the function per element, except where `parse` (dataset_parse.py) does what it
-    does for a whole run: a batch's records (`get_next` of a batch that can hand them packed)
-    or a run of records under a batch (`get_many`). `leftover` holds the input elements of a
-    run the parse could not read, mapped one by one before any further input."""
+    does for a whole run: a batch's records (`get_next` of a batch that can hand them packed),
+    several batches' records at once (`get_ahead`, for a prefetch) or a run of records under a
+    batch (`get_many`). `leftover` holds the input elements of a run the parse could not
+    read, mapped one by one before any further input."""
 
     def __init__(self, input_iterator, fn, ds, parse=None):
         super().__init__(input_iterator)
@@ -70,22 +72,56 @@ class _MapIterator(UnaryIterator):
         self.parse = parse
         self.leftover = collections.deque()
         self.types = [t.as_numpy_dtype for t in ds.output_types]
+        self.batches = (  # whether get_next takes a batch's records
+            parse is not None and parse.batched and isinstance(input_iterator, _BatchIterator)
+        )
 
     async def get_next(self):
         if self.leftover:
             element = self.leftover.popleft()
-        elif self.parse is not None and self.parse.batched and hasattr(self.input, "get_records"):
-            element = await self.input.get_records()
-            if isinstance(element, Packed):
-                out = self.parse(element)
-                if out is not None:
-                    return self.check(out)
-                element = (element.strings(),)
+        elif self.batches:
+            return self._map_batch(await self.input.get_records())
         else:
             element = await self.input.get_next()
         if element is None:
             return None
         return self.check(self.fn(element))
+
+    def _map_batch(self, records):
+        """The function's result for a batch as _BatchIterator.records gives it."""
+        if records is None:
+            return None
+        if isinstance(records, Packed):
+            out = self.parse(records)
+            if out is not None:
+                return self.check(out)
+            records = (records.strings(),)
+        return self.check(self.fn(records))
+
+    async def get_ahead(self, k):
+        """Up to k batches mapped from one read of their records (the batch's get_runs_ahead)
+        and, where they are all packed, one parse of them, whose outputs the batches slice;
+        otherwise (a record the parse cannot read, other runs) batch by batch, as get_next
+        maps them. A batch's error is its outcome; the batches after it are kept."""
+        if k < 2 or not self.batches:
+            return await super().get_ahead(k)
+        batch = self.input
+        runs, sizes, error = await batch.get_runs_ahead(k)
+        if not sizes:
+            return []
+        records = batch.packed(runs)
+        out = self.parse(records) if records is not None else None
+        if out is not None:
+            bounds = np.cumsum([0] + sizes).tolist()
+            outcomes = [
+                _outcome(self.check, [a[lo:hi] for a in out])
+                for lo, hi in itertools.pairwise(bounds)
+            ]
+        else:
+            outcomes = [
+                _outcome(self._map_batch, batch.records(group)) for group in cut(runs, sizes)
+            ]
+        return outcomes if error is None else outcomes + [(None, error)]
 
     async def get_many(self, n):
         """A run parsed at once (see the class docstring), else the elements mapped one by one."""
@@ -101,6 +137,14 @@ class _MapIterator(UnaryIterator):
                 return Run.of_columns(out)
         self.leftover.extend(run.elements)
         return await super().get_many(n)
+
+
+def _outcome(fn, arg) -> tuple:
+    """(fn(arg), None), or (None, the error it raised)."""
+    try:
+        return fn(arg), None
+    except Exception as e:  # noqa: BLE001 (the consumer of this element raises it)
+        return None, e
 
 
 @register_kernel("MapDataset")
@@ -270,10 +314,44 @@ class _BatchIterator(UnaryIterator):
         """The next batch as a Packed when its input's runs are packed records (which a map
         that only parses examples reads as they are), else as get_next gives it."""
         runs = await self._runs()
-        if runs is None:
-            return None
-        packed = packed_of(runs) if self.ds.padded_shapes is None else None
+        return None if runs is None else self.records(runs)
+
+    def records(self, runs):
+        """A batch of `runs`, as get_records gives it."""
+        packed = self.packed(runs)
         return packed if packed is not None else self._batch(runs)
+
+    def packed(self, runs) -> Packed | None:
+        """The records of `runs` as one Packed where they are all packed (and unpadded)."""
+        return packed_of(runs) if self.ds.padded_shapes is None else None
+
+    async def get_runs_ahead(self, k: int) -> tuple:
+        """The next up to k batches' elements read at once (get_many of them all, so that
+        each stage below makes one pass for them): (their runs, the batches' sizes, the
+        error that stopped the read after a batch or None). The elements of the batch an
+        error cuts are lost, as get_next loses them; an error before a batch is raised."""
+        ds = self.ds
+        size, want = ds.batch_size, k * ds.batch_size
+        runs, got, error = [], 0, None
+        while got < want:
+            try:
+                run = await self.input.get_many(want - got)
+            except Exception as e:
+                if got < size:
+                    raise
+                error = e
+                break
+            if run is None:
+                break
+            runs.append(run)
+            got += run.n
+        full, rest = divmod(got, size)
+        sizes = [size] * full
+        if rest and error is None and not ds.drop_remainder:
+            sizes.append(rest)
+        elif rest:
+            runs = cut(runs, [got - rest])[0]
+        return runs, sizes, error
 
     async def _runs(self) -> list | None:
         """The runs of the next batch's elements; None at the end (or a short last batch
