@@ -64,9 +64,9 @@ class NodeItem:
         self.ctx = None
 
 
-def _deref(compute, positions, step_arg):
-    """Wraps a kernel so reference inputs at `positions` are read (FailedPrecondition if unset)."""
-    offset = 1 if step_arg else 0
+def _deref(compute, positions, offset):
+    """Wraps a kernel so reference inputs at `positions` are read (FailedPrecondition if unset);
+    its inputs start at argument `offset` (after the step and an async kernel's done)."""
 
     def run(*args):
         args = list(args)
@@ -197,4 +197,5 @@ class ExecutorPlan:
         item.step_arg = kdef.step or kdef.async_
         item.kind = ASYNC if kdef.async_ else EXPENSIVE if kdef.expensive else INLINE
         if deref:
-            item.compute = _deref(item.compute, deref, item.step_arg)
+            offset = 2 if kdef.async_ else 1 if kdef.step else 0
+            item.compute = _deref(item.compute, deref, offset)

@@ -312,6 +312,20 @@ def test_v1_queue_ops_with_ref_string_handles():
             assert sess.run(size.name) == 3
 
 
+def test_enqueue_of_a_variable_update_reads_its_value():
+    """An async kernel reads a reference input (AssignAdd's output) like any kernel: its inputs
+    follow the step and the continuation, and the queue handle is not mistaken for it."""
+    v = tf.Variable(0)
+    q = tf.FIFOQueue(5, tf.int32, shapes=[[]])
+    enq = q.enqueue(tf.assign_add(v, 1))
+    deq = q.dequeue()
+    with tf.Session() as sess:
+        sess.run(v.initializer)
+        # Dequeued before the next update: the element shares the variable's buffer, as in TF
+        # (three enqueues, then dequeue_many(3), give [3, 3, 3] there too).
+        assert [sess.run(enq) or sess.run(deq) for _ in range(3)] == [1, 2, 3]
+
+
 def test_random_shuffle_dequeues_are_uniform_and_seeded():
     """The uniform draws behind each dequeue come in blocks: every element is equally likely
     to leave first, and a seed fixes the order across more than one block."""
