@@ -79,21 +79,34 @@ class ResourceMgr:
                     None, None, f"Resource {container}/{name} does not exist."
                 )
             self._names.pop(id(res), None)
+        _tell_dropped((res,))
 
     def cleanup(self, container: str):
         with self._lock:
             dropped = self._containers.pop(container or DEFAULT_CONTAINER, None) or {}
             for res in dropped.values():
                 self._names.pop(id(res), None)
+        _tell_dropped(dropped.values())
 
     def clear(self):
         with self._lock:
+            dropped = [res for c in self._containers.values() for res in c.values()]
             self._containers.clear()
             self._names.clear()
+        _tell_dropped(dropped)
 
     def containers(self) -> list[str]:
         with self._lock:
             return list(self._containers)
+
+
+def _tell_dropped(resources) -> None:
+    """Tells the resources that have a `dropped` method (queues: threads may wait on them
+    outside any step) that their container dropped them."""
+    for res in resources:
+        dropped = getattr(res, "dropped", None)
+        if dropped is not None:
+            dropped()
 
 
 class StepContainer:

@@ -7,6 +7,10 @@ thread of a session to finish closes the queue, so consumers drain it and then s
 OutOfRangeError. With a Coordinator, one more thread waits for a stop request and then closes
 the queue with cancel_pending_enqueues, which releases enqueues blocked on a full queue; any
 other error stops the coordinator, which re-raises it in `join`.
+
+In a local Session a thread paces itself on its queue between runs (QueueBase.pace): when its
+enqueue has filled the queue, it waits until the queue has drained half way and then refills
+it in a burst. Only when its next run starts changes; the queue serves enqueues as always.
 """
 
 from __future__ import annotations
@@ -116,11 +120,15 @@ class QueueRunner:
         decremented = False
         try:
             enqueue = sess.make_callable(enqueue_op)
+            queue = None  # the queue's resource, found after the first run created it
             while True:
                 if coord is not None and coord.should_stop():
                     break
                 try:
                     enqueue()
+                    if queue is None:
+                        queue = _local_queue(sess, self._queue) or _UNPACED
+                    queue.pace()
                 except self._queue_closed_exception_types:
                     with self._lock:
                         self._runs_per_session[sess] -= 1
@@ -199,6 +207,38 @@ class QueueRunner:
     @staticmethod
     def from_proto(queue_runner_def, import_scope=None):
         return QueueRunner(queue_runner_def=queue_runner_def, import_scope=import_scope)
+
+
+class _Unpaced:
+    """The queue of a session whose resources live in another process: no pacing."""
+
+    @staticmethod
+    def pace() -> None:
+        pass
+
+
+_UNPACED = _Unpaced()
+
+
+def _local_queue(sess, queue):
+    """The resource of `queue` (a data_flow_ops queue) in local Session `sess`'s containers,
+    found as its kernel names it (shared_name, else the op's name); None for any other
+    session, or a queue kind that cannot pace."""
+    cluster = getattr(sess, "_local", None)
+    if cluster is None:
+        return None
+    op = getattr(queue, "queue_ref", queue)
+    op = getattr(op, "op", op)
+    try:
+        container, name = op.get_attr("container"), op.get_attr("shared_name") or op.name
+    except ValueError:  # not a queue op
+        return None
+    for worker in cluster.workers.values():
+        for device in worker.devices:
+            resource = device.resource_mgr.find(container, name)
+            if resource is not None:
+                return resource if hasattr(resource, "pace") else None
+    return None
 
 
 def add_queue_runner(qr, collection=GraphKeys.QUEUE_RUNNERS):

@@ -142,6 +142,9 @@ class RandomShuffleQueue(QueueBase):
         n = self._slots.n
         return n if self.closed else max(0, n - self.min_after_dequeue)
 
+    def _floor(self):
+        return self.min_after_dequeue
+
     def _take(self, k, taken):
         n = self._slots.n
         if self._scratch.shape[1] < n:
