@@ -24,13 +24,13 @@ class ParseCall:
     """Parses runs of records for a recognized body: `batched` for ParseExample (the run is
     one batch element), else ParseSingleExample (the run is that many elements)."""
 
-    __slots__ = ("batched", "dims", "layout", "order")
+    __slots__ = ("batched", "layout", "order")
 
     def __init__(self, batched: bool, spec, dims: tuple, order: list):
         self.batched = batched
-        self.layout = Layout(spec)
-        self.dims = dims
-        self.order = order  # the parse output each function result is
+        self.layout = Layout(spec, dims)  # outputs [n, *dims] per key
+        # the parse output each function result is; None: each its own, in order
+        self.order = None if order == list(range(len(dims))) else order
 
     def __call__(self, records) -> list | None:
         """The function's results for `records` (a Packed, or a string column), each with the
@@ -41,11 +41,9 @@ class ParseCall:
                 return None
             records = Packed.of_bytes(values)
         out = self.layout.parse(records.data, records.starts, records.ends)
-        if out is None:
-            return None
-        n = len(records)
-        values = [a.reshape(n, *d) for a, d in zip(out, self.dims)]
-        return [values[i] for i in self.order]
+        if out is None or self.order is None:
+            return out
+        return [out[i] for i in self.order]
 
 
 def recognize(body, captured) -> ParseCall | None:

@@ -6,7 +6,6 @@ caching in dataset_cache.py."""
 from __future__ import annotations
 
 import collections
-import itertools
 
 import numpy as np
 
@@ -112,11 +111,10 @@ class _MapIterator(UnaryIterator):
         records = batch.packed(runs)
         out = self.parse(records) if records is not None else None
         if out is not None:
-            bounds = np.cumsum([0] + sizes).tolist()
-            outcomes = [
-                _outcome(self.check, [a[lo:hi] for a in out])
-                for lo, hi in itertools.pairwise(bounds)
-            ]
+            outcomes, lo = [], 0
+            for n in sizes:
+                outcomes.append(_outcome(self.check, [a[lo : lo + n] for a in out]))
+                lo += n
         else:
             outcomes = [
                 _outcome(self._map_batch, batch.records(group)) for group in cut(runs, sizes)
