@@ -288,12 +288,12 @@ class ElementCheck:
         self.what = what
 
     def __call__(self, element) -> tuple:
+        return tuple(element) if self.passes(element) else self._slow(element)
+
+    def passes(self, element) -> bool:
+        """Whether `element` is as declared by the common cases' test (False: ask __call__)."""
         if len(element) != len(self.types):
-            raise errors.InvalidArgumentError(
-                None,
-                None,
-                f"{self.what}: {len(element)} components returned, {len(self.types)} expected",
-            )
+            return False
         for v, want, known in zip(element, self.numpy, self.known):
             if (
                 want is None
@@ -303,10 +303,16 @@ class ElementCheck:
                 or len(v.shape) != known[0]
                 or v.shape[known[1] :] != known[2]
             ):
-                return self._slow(element)
-        return tuple(element)
+                return False
+        return True
 
     def _slow(self, element) -> tuple:
+        if len(element) != len(self.types):
+            raise errors.InvalidArgumentError(
+                None,
+                None,
+                f"{self.what}: {len(element)} components returned, {len(self.types)} expected",
+            )
         return check_element(element, self.types, self.shapes, self.what)
 
 

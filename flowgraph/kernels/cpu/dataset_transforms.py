@@ -111,10 +111,15 @@ class _MapIterator(UnaryIterator):
         records = batch.packed(runs)
         out = self.parse(records) if records is not None else None
         if out is not None:
-            outcomes, lo = [], 0
+            outcomes, lo, passed = [], 0, None  # passed: the size of a batch that passed
             for n in sizes:
-                outcomes.append(_outcome(self.check, [a[lo : lo + n] for a in out]))
+                element = [a[lo : lo + n] for a in out]
                 lo += n
+                if n == passed or self.check.passes(element):  # slices of the same outputs
+                    passed = n
+                    outcomes.append((tuple(element), None))
+                else:
+                    outcomes.append(_outcome(self.check, element))
         else:
             outcomes = [
                 _outcome(self._map_batch, batch.records(group)) for group in cut(runs, sizes)
