@@ -136,3 +136,58 @@ def test_cut_runs_of_every_form_into_batches():
     rows = [[int(e[1]) for r in g for e in r.elements] for g in groups]
     assert rows == [[0, 10], [20, 30, 40, 0], [-1]]
     assert cut([columns], [5])[0][0] is columns  # a whole run is not sliced
+
+
+@pytest.mark.parametrize("prefetch", [0, 2])
+def test_a_shuffle_in_its_steady_state_takes_spans_as_its_runs_would_give(
+    tmp_path, monkeypatch, prefetch
+):
+    """_ShuffleIterator.take_packed (a batch's elements in one step from the source's cut
+    ahead) gives the batches, in the order, that get_many gives with it switched off."""
+    from flowgraph.kernels.cpu import dataset_shuffle, dataset_sources
+
+    paths = _files(tmp_path, [300, 170])
+    taken = []
+    take_span = dataset_sources._FileIterator.take_span
+
+    def counted(it, n):
+        span = take_span(it, n)
+        taken.append(span is not None)
+        return span
+
+    def make():
+        ds = tf.data.TFRecordDataset(paths).shuffle(40, seed=5).repeat(2).batch(8).map(_parse)
+        return ds.prefetch(prefetch) if prefetch else ds
+
+    monkeypatch.setattr(dataset_sources._FileIterator, "take_span", counted)
+    fast = _outcomes(make())
+    assert sum(taken) > len(fast) // 2  # most batches took their records at once
+    monkeypatch.setattr(dataset_shuffle._ShuffleIterator, "take_packed", lambda it, n: None)
+    assert fast == _outcomes(make())
+    assert len(fast) == 2 * 470 // 8 + 1
+
+
+def test_arena_shuffle_of_a_span_equals_the_shuffle_of_its_run():
+    from flowgraph.kernels.cpu.dataset_packed import Arena
+
+    rng = np.random.default_rng(7)
+    records = [bytes(rng.integers(0, 256, rng.integers(0, 30), dtype=np.uint8)) for _ in range(60)]
+    frames = b"".join(b"<%02d>" % len(r) + r for r in records)  # 4 bytes before each record
+    starts = np.cumsum([0] + [len(r) + 4 for r in records[:-1]]) + 4
+    ends = starts + np.array([len(r) for r in records])
+    buffer = np.frombuffer(frames, np.uint8)
+    spans, runs, size = Arena(), Arena(), 16
+    kept_a = kept_b = None
+    drawn = []
+    for lo, hi in ((0, 25), (25, 41), (41, 60)):
+        span = Packed(buffer, starts[lo:hi], ends[lo:hi])
+        base = starts[lo]
+        run = Packed(buffer[base : ends[hi - 1]], starts[lo:hi] - base, ends[lo:hi] - base)
+        held = 0 if kept_a is None else len(kept_a)
+        draws = rng.integers(0, size, held + hi - lo - size + 1)  # while the buffer is full
+        picked_a, kept_a = spans.shuffle_span(kept_a, span, size, draws)
+        picked_b, kept_b = runs.shuffle(kept_b, [run], size, draws)
+        assert picked_a.strings().tolist() == picked_b.strings().tolist()
+        assert kept_a.strings().tolist() == kept_b.strings().tolist()
+        drawn += picked_a.strings().tolist()
+    assert sorted(drawn + kept_a.strings().tolist()) == sorted(records)

@@ -29,7 +29,7 @@ import numpy as np
 
 from flowgraph.core import dtypes, errors
 from flowgraph.kernels.base import library_of
-from flowgraph.kernels.cpu.dataset_runs import Run
+from flowgraph.kernels.cpu.dataset_runs import Packed, Run
 
 AUTOTUNE = -1
 _pool = None
@@ -236,6 +236,19 @@ class Iterator:
         batches' records); this one produces one, raising its error."""
         element = await self.get_next()
         return [] if element is None else [(element, None)]
+
+    def take_packed(self, n: int) -> Packed | None:
+        """Exactly the next `n` elements (of one string component) as one Packed, where this
+        iterator has them ready without a pass through its input's runs (a shuffle's steady
+        state over a TFRecord source: dataset_shuffle.py); None, with nothing consumed,
+        otherwise (then get_many gives them). A batch asks for its elements so first."""
+        return None
+
+    def take_span(self, n: int) -> Packed | None:
+        """Exactly the next `n` records as a Packed of their bounds in the buffer where they
+        lie in order (from the first's start to the last's end: a TFRecord source's cut
+        ahead), where they are ready; None, with nothing consumed, otherwise."""
+        return None
 
     def poll(self) -> tuple | None:
         """(element, error) of the next get_next when it is ready without running the chain

@@ -113,7 +113,6 @@ class Arena:
         runs = [lean(r) for r in runs]  # an arena's run is not copied whole
         need = sum([len(r.data) for r in runs])
         kept = self._room(kept, need)
-        k_starts, k_ends = (_EMPTY, _EMPTY) if kept is None else (kept.starts, kept.ends)
         fill, data = self.fill, self.data
         if len(runs) == 1:
             (run,) = runs
@@ -127,10 +126,27 @@ class Arena:
                 ends.append(r.ends + (at - fill))
                 at += len(r.data)
             starts, ends = np.concatenate(starts), np.concatenate(ends)
+        return self._moves(kept, starts, ends, fill, need, size, draws)
+
+    def shuffle_span(self, kept: Packed | None, run: Packed, size: int, draws) -> tuple:
+        """shuffle() of one run whose records lie in order in its buffer, from the first's
+        start to the last's end (a TFRecord source's: Iterator.take_span): that span is
+        copied as it is, and the kernel shifts the run's bounds to where it lands."""
+        lo, hi = run.starts[0].item(), run.ends[-1].item()
+        kept = self._room(kept, hi - lo)
+        fill = self.fill
+        self.data[fill : fill + hi - lo] = run.data[lo:hi]
+        return self._moves(kept, run.starts, run.ends, fill - lo, hi - lo, size, draws)
+
+    def _moves(self, kept, starts, ends, shift, need, size, draws) -> tuple:
+        """The compiled moves of shuffle() for the run whose bounds `starts`, `ends` lie at
+        arena[bound + shift], `need` bytes from the fill on."""
+        k_starts, k_ends = (_EMPTY, _EMPTY) if kept is None else (kept.starts, kept.ends)
+        data = self.data
         picked = np.empty((2, len(draws)), np.int64)
         out = np.empty((2, len(k_starts) + len(starts)), np.int64)
-        m = _kernel("shuffle")(fill, k_starts, k_ends, starts, ends, size, draws, picked, out)
-        self.fill = fill + need
+        m = _kernel("shuffle")(shift, k_starts, k_ends, starts, ends, size, draws, picked, out)
+        self.fill += need
         return Packed(data, picked[0], picked[1]), Packed(data, out[0, :m], out[1, :m])
 
     def _room(self, kept: Packed | None, need: int) -> Packed | None:
@@ -163,28 +179,29 @@ def _compact(data, starts, ends, out_starts, out_ends):
     return out
 
 
-def _shuffle(fill, k_starts, k_ends, starts, ends, size, draws, picked, out):
+def _shuffle(shift, k_starts, k_ends, starts, ends, size, draws, picked, out):
     """Replays a shuffle buffer's moves for `draws` on record numbers (loops' shuffle_replay:
-    the kept records', then the run's, whose bytes lie at arena[fill:]) and writes the
-    bounds of the records drawn into picked[0], picked[1], and of those kept after them
+    the kept records', then the run's, whose bytes lie at arena[bound + shift]) and writes
+    the bounds of the records drawn into picked[0], picked[1], and of those kept after them
     into out[0, :m], out[1, :m]; returns m."""
     length = k_starts.size
     numbers = np.empty(draws.size, np.intp)
     kept = np.empty(length + starts.size, np.intp)
     m = _replay(length, size, starts.size, draws, numbers, kept)
     for t in range(draws.size):
-        _bounds_of(numbers[t], k_starts, k_ends, starts, ends, fill, picked, t)
+        _bounds_of(numbers[t], k_starts, k_ends, starts, ends, shift, picked, t)
     for t in range(m):
-        _bounds_of(kept[t], k_starts, k_ends, starts, ends, fill, out, t)
+        _bounds_of(kept[t], k_starts, k_ends, starts, ends, shift, out, t)
     return m
 
 
-def _bounds_of(i, k_starts, k_ends, starts, ends, fill, out, t):
+def _bounds_of(i, k_starts, k_ends, starts, ends, shift, out, t):
     """out[:, t] = the arena bounds of record number i (a kept record's, else the run's)."""
     if i < k_starts.size:
         out[0, t], out[1, t] = k_starts[i], k_ends[i]
     else:
-        out[0, t], out[1, t] = starts[i - k_starts.size] + fill, ends[i - k_starts.size] + fill
+        j = i - k_starts.size
+        out[0, t], out[1, t] = starts[j] + shift, ends[j] + shift
 
 
 _FUNCTIONS = {"compact": _compact, "shuffle": _shuffle}

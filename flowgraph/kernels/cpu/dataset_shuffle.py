@@ -119,6 +119,21 @@ class _ShuffleIterator(UnaryIterator):
             run = Run.of_elements([elements[i] for i in picked.tolist()]) if len(picked) else None
         return self._out(run, error)
 
+    def take_packed(self, n):
+        """get_many(n) in one step where it would read its input's records as one span (a
+        TFRecord source's cut ahead: Iterator.take_span) into a packed buffer kept full, and
+        draw from the reserve: the same records read, the same draws and moves, without the
+        runs, their rebased bounds and the generic path's checks (issue 11, I2d). None,
+        with nothing done, elsewhere."""
+        kept = self.packed
+        if kept is None or self._deferred is not None or self.input_done:
+            return None
+        span = self.input.take_span(self.size - len(kept) + n - 1)
+        if span is None:
+            return None
+        picked, self.packed = self.arena.shuffle_span(kept, span, self.size, self._reserved(n))
+        return picked
+
     def _out(self, run: Run | None, error) -> Run | None:
         """The run drawn; with none, the input's error now, else on the next call."""
         if run is None and error is not None:

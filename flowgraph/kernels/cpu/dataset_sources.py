@@ -311,6 +311,13 @@ class _FileIterator(Iterator):
             self._close_current()
         return None
 
+    def take_span(self, n):
+        ahead, i = self.ahead, self.at
+        if ahead is None or len(ahead.starts) - i < n:
+            return None
+        self._advance(i + n)
+        return Packed(ahead.data, ahead.starts[i : i + n], ahead.ends[i : i + n])
+
     def _take(self, n: int) -> Packed | None:
         """Up to `n` next records of the current TFRecord file; None at its end."""
         if not self._ready():

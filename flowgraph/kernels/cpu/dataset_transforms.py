@@ -335,6 +335,9 @@ class _BatchIterator(UnaryIterator):
         error cuts are lost, as get_next loses them; an error before a batch is raised."""
         ds = self.ds
         size, want = ds.batch_size, k * ds.batch_size
+        packed = self.input.take_packed(want)
+        if packed is not None:
+            return [Run.of_packed(packed)], [size] * k, None
         runs, got, error = [], 0, None
         while got < want:
             try:
@@ -360,6 +363,9 @@ class _BatchIterator(UnaryIterator):
         """The runs of the next batch's elements; None at the end (or a short last batch
         with drop_remainder)."""
         ds = self.ds
+        packed = self.input.take_packed(ds.batch_size)
+        if packed is not None:
+            return [Run.of_packed(packed)]
         runs = []
         need = ds.batch_size
         while need:
@@ -487,6 +493,12 @@ class _RepeatIterator(Iterator):
 
     async def get_many(self, n):
         return await self._next(lambda it: it.get_many(n))
+
+    def take_packed(self, n):
+        got = self.current.take_packed(n) if self.current is not None else None
+        if got is not None:
+            self.produced = True
+        return got
 
     async def _next(self, fetch):
         """What `fetch(pass_iterator)` yields (an element or a run), across pass boundaries."""
