@@ -82,6 +82,8 @@ class Run:
 
 def packed_of(runs: list) -> Packed | None:
     """The strings of consecutive runs as one Packed when every run is packed; else None."""
+    if len(runs) == 1:
+        return runs[0].packed
     if not all(r.packed is not None for r in runs):
         return None
     return concat_packed([r.packed for r in runs])
