@@ -27,7 +27,7 @@ from flowgraph.kernels.cpu import sparse_map  # noqa: F401
 from flowgraph.kernels.cpu import beam_search  # noqa: F401
 from flowgraph.kernels.cpu import functional  # noqa: F401
 from flowgraph.kernels.cpu import dataset_sources, dataset_transforms  # noqa: F401
-from flowgraph.kernels.cpu import dataset_shuffle  # noqa: F401
+from flowgraph.kernels.cpu import dataset_batch, dataset_shuffle  # noqa: F401
 from flowgraph.kernels.cpu import dataset_parallel, dataset_iterators  # noqa: F401
 from flowgraph.kernels.cpu import dataset_cache, dataset_reduce, dataset_select  # noqa: F401
 from flowgraph.kernels.cpu import dataset_group, dataset_sparse  # noqa: F401

@@ -20,8 +20,8 @@ from flowgraph.kernels.cpu.dataset_base import (
     drive,
     scalar,
 )
+from flowgraph.kernels.cpu.dataset_batch import BatchDataset
 from flowgraph.kernels.cpu.dataset_transforms import (
-    BatchDataset,
     FlatMapDataset,
     MapDataset,
     Unary,
