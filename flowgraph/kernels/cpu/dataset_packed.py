@@ -128,10 +128,13 @@ class Arena:
             starts, ends = np.concatenate(starts), np.concatenate(ends)
         return self._moves(kept, starts, ends, fill, need, size, draws)
 
-    def shuffle_span(self, kept: Packed | None, run: Packed, size: int, draws) -> tuple:
+    def shuffle_span(self, kept: Packed | None, run: Packed | None, size: int, draws) -> tuple:
         """shuffle() of one run whose records lie in order in its buffer, from the first's
         start to the last's end (a TFRecord source's: Iterator.take_span): that span is
-        copied as it is, and the kernel shifts the run's bounds to where it lands."""
+        copied as it is, and the kernel shifts the run's bounds to where it lands. No run:
+        the draws take the kept records only."""
+        if run is None:
+            return self._moves(kept, _EMPTY, _EMPTY, 0, 0, size, draws)
         lo, hi = run.starts[0].item(), run.ends[-1].item()
         kept = self._room(kept, hi - lo)
         fill = self.fill

@@ -122,16 +122,22 @@ class _ShuffleIterator(UnaryIterator):
     def take_packed(self, n):
         """get_many(n) in one step where it would read its input's records as one span (a
         TFRecord source's cut ahead: Iterator.take_span) into a packed buffer kept full, and
-        draw from the reserve: the same records read, the same draws and moves, without the
-        runs, their rebased bounds and the generic path's checks (issue 11, I2d). None,
-        with nothing done, elsewhere."""
+        draw from the reserve, or, once the input is done, draw all n from the buffer: the
+        same records read, the same draws and moves, without the runs, their rebased bounds
+        and the generic path's checks (issue 11, I2d). None, with nothing done, elsewhere."""
         kept = self.packed
-        if kept is None or self._deferred is not None or self.input_done:
+        if kept is None or self._deferred is not None:
             return None
-        span = self.input.take_span(self.size - len(kept) + n - 1)
-        if span is None:
-            return None
-        picked, self.packed = self.arena.shuffle_span(kept, span, self.size, self._reserved(n))
+        if self.input_done:  # an epoch's last draws, from the buffer alone
+            if len(kept) < n:
+                return None
+            span, draws = None, self._draw(len(kept), n, 0, None)
+        else:
+            span = self.input.take_span(self.size - len(kept) + n - 1)
+            if span is None:
+                return None
+            draws = self._reserved(n)
+        picked, self.packed = self.arena.shuffle_span(kept, span, self.size, draws)
         return picked
 
     def _out(self, run: Run | None, error) -> Run | None:
