@@ -96,8 +96,9 @@ def main():
         for _ in range(n):
             sess.run(fetch)
         print(
-            f"drained: the chain {_us(chain)} per batch; pool threads' CPU {spent_since(c0) / n * 1e6:.1f}"
-            f" us per batch (with the step completions they run for a waiting consumer); "
+            f"drained: the chain {_us(chain)} per batch; pool threads' CPU "
+            f"{spent_since(c0) / n * 1e6:.1f} us per batch (with the step completions they run "
+            f"for a waiting consumer); "
             f"wall {(time.perf_counter() - w0) / n * 1e6:.1f} us per batch"
         )
         chain.clear()

@@ -10,7 +10,9 @@ moves on element numbers. While the input gives runs of columns of one layout, t
 kept as columns too, so a batch costs two gathers instead of 64 element tuples made and stacked
 again; while it gives packed runs (a TFRecord source's records, dataset_packed.py), the buffer
 is packed in an arena: a run is copied in, and one nogil call (Arena.shuffle) replays the moves
-and gathers the bounds of the records drawn and kept.
+and gathers the bounds of the records drawn and kept. In that state, where the source has the
+records a batch needs cut ahead, `take_packed` does get_many's work in one step (a batch asks
+for it first): a refill of I2d's prefetch then makes no runs at all.
 """
 
 from __future__ import annotations
