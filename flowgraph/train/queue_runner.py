@@ -120,15 +120,16 @@ class QueueRunner:
         decremented = False
         try:
             enqueue = sess.make_callable(enqueue_op)
-            queue = None  # the queue's resource, found after the first run created it
+            queue = None  # its resource, found after the first run made it; False: none here
             while True:
                 if coord is not None and coord.should_stop():
                     break
                 try:
                     enqueue()
                     if queue is None:
-                        queue = _local_queue(sess, self._queue) or _UNPACED
-                    queue.pace()
+                        queue = _local_queue(sess, self._queue) or False
+                    if queue is not False:
+                        queue.pace()
                 except self._queue_closed_exception_types:
                     with self._lock:
                         self._runs_per_session[sess] -= 1
@@ -207,17 +208,6 @@ class QueueRunner:
     @staticmethod
     def from_proto(queue_runner_def, import_scope=None):
         return QueueRunner(queue_runner_def=queue_runner_def, import_scope=import_scope)
-
-
-class _Unpaced:
-    """The queue of a session whose resources live in another process: no pacing."""
-
-    @staticmethod
-    def pace() -> None:
-        pass
-
-
-_UNPACED = _Unpaced()
 
 
 def _local_queue(sess, queue):
